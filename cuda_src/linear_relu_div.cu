@@ -1,0 +1,30 @@
+// linear_relu_div, naive fused kernel: y = relu(x @ weight.T + bias) * scale, where
+// scale = 1 / divisor as torch computes it (see relu_div.cu). weight is (N, K) as in
+// nn.Linear; bias may be null (nn.Linear(bias=False)).
+#include "gemm_naive.cuh"
+
+template <class T>
+struct BiasReluScale {
+  typedef typename Traits<T>::Bits Bits;
+  typedef typename Traits<T>::Acc Acc;
+  const Bits* bias;
+  Acc scale;
+  __device__ __forceinline__ Acc operator()(Acc v, i64 n) const {
+    if (bias) v += to_acc<T>(bias[n]);
+    v = to_acc<T>(from_acc<T>(v));  // torch rounds the Linear output to the dtype first
+    const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(v)));
+    return mul_exact(r, scale);
+  }
+};
+
+template <class T>
+__global__ void linear_relu_div_naive(const typename Traits<T>::Bits* x, i64 sxm, i64 sxk,
+                                      const typename Traits<T>::Bits* w, i64 swn, i64 swk,
+                                      const typename Traits<T>::Bits* bias,
+                                      typename Traits<T>::Bits* y, i64 M, i64 N, i64 K,
+                                      typename Traits<T>::Acc scale) {
+  BiasReluScale<T> epi;
+  epi.bias = bias;
+  epi.scale = scale;
+  gemm_naive<T>(x, sxm, sxk, w, swk, swn, y, N, M, N, K, epi);
+}

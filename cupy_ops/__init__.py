@@ -1,0 +1,17 @@
+"""cupy_ops: custom CUDA kernels for PyTorch with no C++ toolchain.
+
+Kernels are CUDA C (``cuda_src/``) compiled at run time by NVRTC through CuPy, launched
+zero-copy on torch tensors on torch's current stream. Importing this package compiles
+nothing and does not import CuPy; the first call of an op compiles its kernel.
+
+Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64):
+    relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
+    matmul(a, b), linear_relu_div(x, weight, bias, divisor)
+Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
+``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
+"""
+from .compiler import KernelCompileError
+from .ops import linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
+
+__version__ = "0.1.0"
+__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu_div", "KernelCompileError"]

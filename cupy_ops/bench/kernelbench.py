@@ -1,0 +1,103 @@
+"""Check and time a KernelBench problem module (``cupy_ops.models.*``) the KernelBench way.
+
+Correctness: ``torch.manual_seed(42)`` before building each model (so ``ModelNew`` must create
+its parameters as ``Model`` does), then trials on KernelBench's ``torch.rand`` inputs and on
+``torch.randn`` inputs (negatives, which a copy cannot pass for ReLU), each compared with
+``torch.allclose(atol=rtol=tol)``. Timing: CUDA events, warm-up, L2 flush, median; torch
+eager (``Model``) timed in the same process on the same inputs.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import torch
+
+from .timing import Stats, time_cuda
+
+# KernelBench's tolerances: 1e-4 for fp32; 1e-2 for the 16-bit types, whose own rounding
+# step is ~4e-3 (fp16) and ~8e-3 (bf16).
+TOLERANCES = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float64: 1e-7}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class Result:
+    variant: str
+    stats: Stats | None = None
+    max_abs_error: float = 0.0
+    passed: bool = True
+    failures: list[str] = field(default_factory=list)
+
+
+def build(cls, init_inputs, dtype, device="cuda"):
+    """Build ``cls(*init_inputs)`` after ``torch.manual_seed(42)``, as KernelBench does."""
+    torch.manual_seed(42)
+    return cls(*init_inputs).to(device=device, dtype=dtype)
+
+
+def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype, trials: int = 5,
+        runs: int = 100, warmup: int = 3, max_seconds: float = 5.0, log=print) -> list[Result]:
+    """Check every variant class against ``problem.Model`` and time them all.
+
+    ``variants`` maps a display name to a module class; ``make_inputs(fill, seed)`` returns a
+    list of CUDA inputs made with ``fill`` (``torch.rand`` / ``torch.randn``).
+    Returns one ``Result`` per variant, the reference ``Model`` first as ``"torch eager"``.
+    """
+    tol = TOLERANCES[dtype]
+    ref = build(problem.Model, init_inputs, dtype)
+    models = {name: build(cls, init_inputs, dtype) for name, cls in variants.items()}
+    results = {"torch eager": Result("torch eager")}
+    results.update({name: Result(name) for name in models})
+    ref_state = ref.state_dict()
+    for name, m in models.items():
+        state = m.state_dict()
+        if state.keys() != ref_state.keys() or any(not torch.equal(state[k], ref_state[k]) for k in state):
+            results[name].passed = False
+            results[name].failures.append("weights differ from Model's under the same seed")
+
+    checks = [("rand", torch.rand, 1000 + t) for t in range(trials)] + [("randn", torch.randn, 2000)]
+    with torch.no_grad():
+        for i, (kind, fill, seed) in enumerate(checks):
+            inputs = make_inputs(fill, seed)
+            expected = ref(*inputs)
+            for name, m in models.items():
+                got = m(*inputs)
+                r = results[name]
+                if got.shape != expected.shape:
+                    r.passed = False
+                    r.failures.append(f"{kind} trial {i}: shape {tuple(got.shape)} != {tuple(expected.shape)}")
+                    continue
+                err = (got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max().item() \
+                    if got.numel() else 0.0
+                r.max_abs_error = max(r.max_abs_error, err)
+                if not torch.allclose(got, expected, atol=tol, rtol=tol):
+                    r.passed = False
+                    r.failures.append(f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}")
+            log(f"  correctness {i + 1}/{len(checks)} ({kind}) done", file=sys.stderr)
+            del inputs, expected
+
+        inputs = make_inputs(torch.rand, 3000)
+        for name, model in [("torch eager", ref)] + list(models.items()):
+            log(f"  timing {name} ...", file=sys.stderr)
+            results[name].stats = time_cuda(lambda: model(*inputs), warmup=warmup, runs=runs,
+                                            max_seconds=max_seconds)
+    return list(results.values())
+
+
+def format_table(results: list[Result], title: str) -> str:
+    """A readable table: variant, ms, speedup vs torch eager, max abs error, pass/fail."""
+    base = results[0].stats.median
+    rows = [("variant", "ms (median)", "p20-p80 ms", "runs", "vs torch", "max abs err", "correct")]
+    for r in results:
+        s = r.stats
+        rows.append((r.variant, f"{s.median:.4f}", f"{s.p20:.4f}-{s.p80:.4f}", str(s.runs),
+                     f"{base / s.median:.2f}x", f"{r.max_abs_error:.2e}", "PASS" if r.passed else "FAIL"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(rows[0], widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows[1:]]
+    for r in results:
+        for f in r.failures:
+            lines.append(f"  {r.variant}: {f}")
+    return "\n".join(lines)

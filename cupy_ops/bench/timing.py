@@ -1,0 +1,78 @@
+"""GPU timing the KernelBench way: CUDA events, warm-up, L2 flush before each run, median."""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+# KernelBench flushes L2 by filling a 256 MB buffer before each timed run; larger than the
+# L2 of any current GPU (50 MB on H100, 60 MB on H200).
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class Stats:
+    """Timing of one function: milliseconds per run."""
+
+    median: float
+    p20: float
+    p80: float
+    runs: int
+
+    def __str__(self) -> str:
+        return f"{self.median:.4f} ms (p20 {self.p20:.4f}, p80 {self.p80:.4f}, {self.runs} runs)"
+
+
+def gpu_problem() -> str | None:
+    """None when a CUDA GPU and CuPy are usable, else one sentence saying what is missing."""
+    if not torch.cuda.is_available():
+        return ("No usable CUDA GPU: torch.cuda.is_available() is False on this machine, "
+                "and cupy_ops kernels run only on NVIDIA GPUs.")
+    try:
+        import cupy  # noqa: F401
+    except ImportError as exc:
+        return (f"CuPy is not importable ({exc}); install cupy_ops with the extra matching your CUDA, "
+                "e.g. pip install -e \".[cuda12]\" or \".[cuda13]\".")
+    return None
+
+
+def _quantile(sorted_vals: list[float], q: float) -> float:
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = q * (len(sorted_vals) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def time_cuda(fn, *, warmup: int = 3, runs: int = 100, flush_l2: bool = True,
+              max_seconds: float | None = None, min_runs: int = 5, device=None) -> Stats:
+    """Time ``fn()`` on the current CUDA stream with events, one event pair per run.
+
+    ``warmup`` untimed calls first (compiles, autotunes, allocates). Before each timed run the
+    L2 cache is flushed (untimed). ``max_seconds`` stops early, after at least ``min_runs``
+    runs, for slow functions. Returns the median and the 20th/80th percentiles in ms.
+    """
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if flush_l2 else None
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize(device)
+    times: list[float] = []
+    start_wall = time.perf_counter()
+    for i in range(runs):
+        if flush is not None:
+            flush.zero_()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+        if max_seconds is not None and i + 1 >= min_runs and time.perf_counter() - start_wall > max_seconds:
+            break
+    times.sort()
+    return Stats(statistics.median(times), _quantile(times, 0.2), _quantile(times, 0.8), len(times))

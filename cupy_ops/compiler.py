@@ -1,0 +1,248 @@
+"""Compile layer: CUDA C in ``cuda_src/`` -> NVRTC (through CuPy) -> kernel functions.
+
+Nothing here runs at ``import cupy_ops``: a kernel source is compiled the first time one of
+its functions is asked for, once per process (CuPy's disk cache, ``CUPY_CACHE_DIR``, makes
+later processes skip NVRTC), and each function is loaded once per device.
+
+Every op module registers the template instantiations it launches (``register``), so the
+offline check (``python -m cupy_ops compile``) compiles exactly the variants that run,
+with the same source assembly (``assemble``) and the same options.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+# Options given to NVRTC on every path. CuPy adds ``-arch=sm_XX`` (the device's) and
+# ``-ftz=true`` itself; the offline compile adds the same two (see ``compile_offline``).
+OPTIONS: tuple[str, ...] = ("-std=c++17",)
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", re.MULTILINE)
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a kernel source. ``source`` names the file, ``log`` is NVRTC's log."""
+
+    def __init__(self, source: str, log: str, options: tuple[str, ...] = ()):
+        self.source = source
+        self.log = log
+        self.options = options
+        super().__init__(f"NVRTC failed to compile {source} (options {' '.join(options)}):\n{log}")
+
+
+def source_dir() -> Path:
+    """The folder holding the ``.cu`` sources.
+
+    An installed wheel carries them inside the package (``cupy_ops/_cuda_src``); a source
+    checkout or editable install reads the repository's ``cuda_src/`` directly.
+    """
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_cuda_src", here.parent / "cuda_src"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"cupy_ops kernel sources not found: looked in {here / '_cuda_src'} and "
+        f"{here.parent / 'cuda_src'}; reinstall the package"
+    )
+
+
+def assemble(filename: str, directory: Path | None = None) -> str:
+    """Return the source of ``filename`` with its quoted ``#include``s pasted in place.
+
+    Inlining (rather than passing ``-I``) puts every header's text into the string CuPy
+    hashes for its disk cache, so an edited header can never reuse a stale kernel.
+    Each header is pasted once (``#pragma once`` semantics).
+    """
+    directory = source_dir() if directory is None else directory
+    seen: set[str] = set()
+
+    def expand(name: str, chain: tuple[str, ...]) -> str:
+        path = directory / name
+        if not path.is_file():
+            where = f" (included from {chain[-1]})" if chain else ""
+            raise FileNotFoundError(f"kernel source {path} not found{where}")
+        seen.add(name)
+        text = _PRAGMA_ONCE.sub("", path.read_text())
+
+        def paste(match: re.Match) -> str:
+            inc = match.group(1)
+            if inc in seen:
+                return f"// {inc}: already included"
+            return f"// begin {inc}\n{expand(inc, chain + (name,))}\n// end {inc}"
+
+        return _INCLUDE.sub(paste, text)
+
+    return expand(filename, ())
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One kernel source file and the template instantiations launched from it."""
+
+    filename: str
+    name_expressions: tuple[str, ...]
+
+
+_registry: dict[str, SourceSpec] = {}
+
+
+def register(filename: str, name_expressions) -> SourceSpec:
+    """Declare that ``name_expressions`` (e.g. ``"relu<float>"``) of ``filename`` are used.
+
+    Called by each op module at import (cheap: no file is read). Registering the same file
+    twice merges the expressions.
+    """
+    old = _registry.get(filename)
+    exprs = tuple(dict.fromkeys((old.name_expressions if old else ()) + tuple(name_expressions)))
+    spec = SourceSpec(filename, exprs)
+    _registry[filename] = spec
+    return spec
+
+
+def registered() -> dict[str, SourceSpec]:
+    """All registered sources, by file name (after importing the op modules)."""
+    from . import ops  # noqa: F401  (importing the ops registers their kernels)
+
+    return dict(_registry)
+
+
+# --- run-time path ---------------------------------------------------------------------
+
+_modules: dict[str, object] = {}          # filename -> cupy.RawModule
+_functions: dict[tuple, object] = {}      # (filename, expr, device) -> cupy Function
+_lock = threading.Lock()
+
+
+def get_function(filename: str, expr: str, device: int):
+    """The compiled kernel ``expr`` of ``filename`` loaded on CUDA device ``device``.
+
+    Returns a ``cupy.cuda.function.Function`` (launch it with ``launch.launch``). The first
+    call compiles the whole file (all its registered instantiations at once); later calls are
+    a dictionary lookup. Raises ``KernelCompileError`` with NVRTC's log on a compile error.
+    """
+    fn = _functions.get((filename, expr, device))
+    if fn is None:
+        fn = _load(filename, expr, device)
+    return fn
+
+
+def _load(filename: str, expr: str, device: int):
+    import cupy
+    from cupy.cuda.compiler import CompileException
+
+    with _lock:
+        key = (filename, expr, device)
+        if key in _functions:
+            return _functions[key]
+        spec = _registry.get(filename)
+        if spec is None or expr not in spec.name_expressions:
+            raise KeyError(f"{expr!r} of {filename} was never registered with cupy_ops.compiler.register")
+        module = _modules.get(filename)
+        if module is None:
+            module = cupy.RawModule(
+                code=assemble(filename), options=OPTIONS, name_expressions=list(spec.name_expressions)
+            )
+            _modules[filename] = module
+        with cupy.cuda.Device(device):
+            try:
+                fn = module.get_function(expr).kernel
+            except CompileException as exc:
+                # A failed module must not be reused: drop it so a later call retries.
+                _modules.pop(filename, None)
+                raise KernelCompileError(filename, exc.get_message() if hasattr(exc, "get_message") else str(exc),
+                                         OPTIONS) from None
+        _functions[key] = fn
+        return fn
+
+
+# --- offline path (no GPU) -------------------------------------------------------------
+
+@dataclass
+class OfflineResult:
+    """What compiling one instantiation for one architecture produced."""
+
+    filename: str
+    expr: str
+    arch: str
+    ok: bool
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack_bytes: int | None = None
+    shared_bytes: int | None = None
+    log: str = ""
+
+
+_PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def offline_options(arch: str) -> tuple[str, ...]:
+    """The run-time options plus what CuPy adds at run time, for ``arch`` (e.g. ``"sm_90"``)."""
+    return OPTIONS + (f"-arch={arch}", "-ftz=true", "-Xptxas=-v")
+
+
+def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineResult]:
+    """Compile ``filename`` for ``arch`` with NVRTC directly (no GPU, no driver needed).
+
+    Returns one ``OfflineResult`` per name expression with ptxas's register and spill report.
+    """
+    from cupy_backends.cuda.libs import nvrtc
+
+    exprs = list(name_expressions)
+    src = assemble(filename)
+    options = offline_options(arch)
+    prog = nvrtc.createProgram(src, filename, [], [])
+    try:
+        for e in exprs:
+            nvrtc.addNameExpression(prog, e)
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError:
+            log = nvrtc.getProgramLog(prog)
+            return [OfflineResult(filename, e, arch, False, log=log) for e in exprs]
+        log = nvrtc.getProgramLog(prog)
+        lowered = {nvrtc.getLoweredName(prog, e): e for e in exprs}
+        nvrtc.getCUBIN(prog)  # proves a cubin was produced
+    finally:
+        nvrtc.destroyProgram(prog)
+    return _parse_ptxas(filename, arch, log, lowered)
+
+
+def _parse_ptxas(filename: str, arch: str, log: str, lowered: dict[str, str]) -> list[OfflineResult]:
+    results: dict[str, OfflineResult] = {}
+    current = None
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            expr = lowered.get(m.group(1))
+            current = None
+            if expr is not None:
+                current = results.setdefault(expr, OfflineResult(filename, expr, arch, True, log=log))
+            continue
+        if current is None:
+            continue
+        if (m := _PTXAS_SPILL.search(line)):
+            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
+        if (m := _PTXAS_REGS.search(line)):
+            current.registers = int(m.group(1))
+            if (s := _PTXAS_SMEM.search(line)):
+                current.shared_bytes = int(s.group(1))
+    out = []
+    for expr in lowered.values():
+        r = results.get(expr)
+        if r is None or r.registers is None:
+            r = OfflineResult(filename, expr, arch, False, log="no ptxas report for this kernel:\n" + log)
+        out.append(r)
+    return out
+
+
+def cache_dir() -> str:
+    """CuPy's kernel cache folder (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``)."""
+    return os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))

@@ -1,0 +1,65 @@
+"""linear_relu_div: ``torch.relu(F.linear(x, weight, bias)) / divisor`` in one kernel
+(cuda_src/linear_relu_div.cu)."""
+from __future__ import annotations
+
+import torch
+
+from .. import compiler, launch
+from . import _divisor, _gemm
+
+SOURCE = "linear_relu_div.cu"
+EXPRS = {dt: f"linear_relu_div_naive<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
+compiler.register(SOURCE, EXPRS.values())
+
+
+def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
+                    *, algo: str = "naive") -> torch.Tensor:
+    """``relu(x @ weight.T + bias) / divisor`` with bias, ReLU and divide fused in the epilogue.
+
+    Args:
+        x: (M, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides.
+        weight: (N, K) tensor laid out as ``nn.Linear.weight``, same dtype and device.
+        bias: (N,) tensor or None.
+        divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
+        algo: ``"naive"``: the reference kernel, one thread per output element.
+    Returns:
+        A contiguous (M, N) tensor of ``x``'s dtype.
+    Raises:
+        TypeError: a tensor argument is not a tensor or has a wrong dtype; divisor not a number.
+        ValueError: wrong rank or shape, K mismatch, not on CUDA, devices differ, divisor with
+            several elements or on the GPU, unknown ``algo``.
+    """
+    _gemm.check_matrix("x", x)
+    _gemm.check_matrix("weight", weight, "x", x)
+    if x.shape[1] != weight.shape[1]:
+        raise ValueError(
+            f"in_features differ: x is {tuple(x.shape)} and weight is {tuple(weight.shape)} "
+            f"(x.shape[1] must equal weight.shape[1])"
+        )
+    N = weight.shape[0]
+    if bias is not None:
+        launch.check_tensor("bias", bias)
+        launch.check_same_dtype("bias", bias, "x", x)
+        if tuple(bias.shape) != (N,):
+            raise ValueError(f"bias must have shape ({N},) to match weight, got {tuple(bias.shape)}")
+    _gemm.check_algo(algo)
+    device = launch.check_cuda("x", x)
+    launch.check_same_device("weight", weight, "x", device)
+    if bias is not None:
+        launch.check_same_device("bias", bias, "x", device)
+    if isinstance(divisor, torch.Tensor) and divisor.is_cuda:
+        raise ValueError("divisor must be a number or a CPU tensor for linear_relu_div, got a CUDA tensor")
+    scale, _ = _divisor.parse(divisor, x, device)
+    M, K = x.shape
+    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if M == 0 or N == 0:
+        return y
+    if bias is not None and bias.stride(0) != 1:
+        bias = bias.contiguous()
+    grid, block = launch.gemm_naive_grid(M, N)
+    fn = compiler.get_function(SOURCE, EXPRS[x.dtype], device)
+    launch.launch(fn, grid, block,
+                  (x.data_ptr(), x.stride(0), x.stride(1), weight.data_ptr(), weight.stride(0),
+                   weight.stride(1), 0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K, scale),
+                  device)
+    return y

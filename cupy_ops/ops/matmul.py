@@ -1,0 +1,48 @@
+"""matmul: ``torch.matmul`` for 2-D operands (cuda_src/matmul.cu)."""
+from __future__ import annotations
+
+import torch
+
+from .. import compiler, launch
+from . import _gemm
+
+SOURCE = "matmul.cu"
+EXPRS = {dt: f"matmul_naive<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
+compiler.register(SOURCE, EXPRS.values())
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Tensor:
+    """``a @ b`` for 2-D CUDA tensors, accumulating in fp32 (fp64 for float64).
+
+    Args:
+        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (``a.t()``,
+           slices and other views are read in place, not copied).
+        b: (K, N) tensor of ``a``'s dtype and device, any strides.
+        algo: ``"naive"``: the reference kernel, one thread per output element.
+    Returns:
+        A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
+    Raises:
+        TypeError: an operand is not a tensor, or the dtypes are unsupported or differ.
+        ValueError: an operand is not 2-D, K differs, an operand is not on CUDA or they are
+            on different devices, or ``algo`` is unknown.
+    """
+    _gemm.check_matrix("a", a)
+    _gemm.check_matrix("b", b, "a", a)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"inner dimensions differ: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
+            f"(a.shape[1] must equal b.shape[0])"
+        )
+    _gemm.check_algo(algo)
+    device = launch.check_cuda("a", a)
+    launch.check_same_device("b", b, "a", device)
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if M == 0 or N == 0:
+        return c
+    grid, block = launch.gemm_naive_grid(M, N)
+    fn = compiler.get_function(SOURCE, EXPRS[a.dtype], device)
+    launch.launch(fn, grid, block,
+                  (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0), b.stride(1),
+                   c.data_ptr(), M, N, K), device)
+    return c

@@ -1,0 +1,32 @@
+"""relu: ``torch.relu`` as a cupy_ops kernel (cuda_src/relu.cu)."""
+from __future__ import annotations
+
+import torch
+
+from .. import compiler, launch
+from . import _elementwise
+
+SOURCE = "relu.cu"
+EXPRS = {dt: f"relu<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
+compiler.register(SOURCE, EXPRS.values())
+
+
+def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """ReLU, exactly as ``torch.relu(x)``: NaN stays NaN, -0.0 and negatives give +0.0.
+
+    Args:
+        x: CUDA tensor of any shape, float32 / float16 / bfloat16 / float64, any strides.
+        out: optional tensor of ``x``'s shape, dtype and device to write into.
+    Returns:
+        A tensor of ``x``'s shape and dtype (``out`` when given).
+    Raises:
+        TypeError: ``x`` or ``out`` is not a tensor, or has an unsupported or mismatched dtype.
+        ValueError: ``x`` is not on a CUDA device, or ``out`` has another shape or device.
+        RuntimeError: ``out`` requires grad.
+    """
+    return _elementwise.run(SOURCE, EXPRS, x, out, (), "relu")
+
+
+def relu_(x: torch.Tensor) -> torch.Tensor:
+    """In-place ``relu``: overwrites and returns ``x`` (same arguments and errors as ``relu``)."""
+    return _elementwise.run(SOURCE, EXPRS, x, x, (), "relu")

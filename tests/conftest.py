@@ -1,0 +1,75 @@
+"""Shared fixtures: the GPU gate, tolerances and value generators.
+
+GPU tests use the ``cuda`` fixture (or the ``gpu`` marker): without a usable CUDA GPU and
+CuPy they are skipped with the reason, never passed silently.
+"""
+import math
+
+import pytest
+import torch
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+ALL_DTYPES = DTYPES + [torch.float64]
+
+# Unit roundoff per dtype (half an ulp at 1.0): the matmul tests bound their error with it.
+UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8,
+                 torch.float64: 2.0**-53}
+
+
+def _gpu_reason():
+    if not torch.cuda.is_available():
+        return "no CUDA GPU on this machine (torch.cuda.is_available() is False)"
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        return f"CuPy not importable: {exc}"
+    return None
+
+
+GPU_REASON = _gpu_reason()
+
+
+def pytest_collection_modifyitems(config, items):
+    if GPU_REASON is None:
+        return
+    skip = pytest.mark.skip(reason=GPU_REASON)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cuda():
+    """The CUDA device tests run on; skips (with the reason) where there is none."""
+    if GPU_REASON is not None:
+        pytest.skip(GPU_REASON)
+    return torch.device("cuda", 0)
+
+
+def special_values(dtype, device):
+    """NaN, +-inf, +-0.0, +-denormals, +-tiny, +-huge and ordinary values, in ``dtype``."""
+    info = torch.finfo(dtype)
+    vals = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5,
+            info.tiny, -info.tiny, info.max, -info.max, info.tiny / 4, -info.tiny / 4,  # denormals
+            info.smallest_normal * 1.5, -info.smallest_normal * 1.5, 1e-3, -1e-3, 3.0e4, -3.0e4]
+    return torch.tensor(vals, dtype=torch.float64).to(dtype).to(device)
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bit patterns of ``t`` (for bit-exact comparisons that see -0.0 and NaN)."""
+    view = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(view)
+
+
+def assert_bitwise_equal(got: torch.Tensor, expected: torch.Tensor):
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype
+    if got.numel() == 0:
+        return
+    diff = bits(got) != bits(expected)
+    if diff.any():
+        i = diff.flatten().nonzero()[0].item()
+        raise AssertionError(
+            f"{int(diff.sum())} of {got.numel()} elements differ bitwise; first at flat index {i}: "
+            f"got {got.flatten()[i].item()!r}, expected {expected.flatten()[i].item()!r}"
+        )

@@ -1,0 +1,45 @@
+"""The example scripts: a clear one-sentence exit without a GPU, a correct table with one."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import GPU_REASON
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {
+    "linear_relu_div.py": ["--batch-size", "64", "--in-features", "256", "--out-features", "128", "--runs", "5"],
+    "relu.py": ["--batch-size", "64", "--dim", "4097", "--runs", "5"],
+    "matmul.py": ["--n", "129", "--runs", "5"],
+}
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_help_documents_the_options(script):
+    proc = run(script, "--help")
+    assert proc.returncode == 0 and "--dtype" in proc.stdout
+
+
+@pytest.mark.skipif(GPU_REASON is None, reason="this machine has a GPU: the no-GPU path cannot be shown here")
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_without_gpu_one_clear_sentence(script):
+    proc = run(script)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "GPU" in lines[0], proc.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_with_gpu_every_variant_correct(script, dtype):
+    proc = run(script, *SMALL[script], "--dtype", dtype)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all variants correct" in proc.stdout and "FAIL" not in proc.stdout

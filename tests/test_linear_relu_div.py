@@ -1,0 +1,78 @@
+"""linear_relu_div (naive fused kernel) against relu(F.linear(x, w, b)) / d in fp64.
+
+Tolerance as in test_matmul (Higham's gamma_{K+1} for the K products plus the bias), plus the
+rounding of the Linear output to the dtype (torch rounds it before the ReLU) and of the
+result: each one unit roundoff of the dtype. ReLU does not increase errors; the divide is
+exact for the divisors used here (powers of two, and 3 with its fp32 reciprocal).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+from conftest import ALL_DTYPES, UNIT_ROUNDOFF
+from test_matmul import accumulation_roundoff
+
+pytestmark = pytest.mark.gpu
+
+
+def check(x, w, b, d):
+    got = cupy_ops.linear_relu_div(x, w, b, d)
+    dtype = x.dtype
+    K = x.shape[1]
+    lin = F.linear(x.double(), w.double(), None if b is None else b.double())
+    ref = torch.relu(lin) / d
+    u = accumulation_roundoff(dtype)
+    gamma = (K + 1) * u / (1 - (K + 1) * u)
+    absprod = x.double().abs() @ w.double().abs().t() + (0 if b is None else b.double().abs())
+    ud = UNIT_ROUNDOFF[dtype]
+    bound = (gamma * absprod + ud * lin.abs()) / abs(d) + 2 * ud * ref.abs() + 2 * u * ref.abs()
+    assert got.shape == ref.shape and got.dtype == dtype
+    err = (got.double() - ref).abs()
+    assert (err <= bound).all(), f"worst error {err.max().item():.3g}"
+    return got
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (0, 4, 3), (4, 0, 3)],
+                         ids=str)
+def test_linear_relu_div_shapes(M, K, N, dtype, cuda):
+    x = torch.randn(M, K, device=cuda).to(dtype)
+    w = torch.randn(N, K, device=cuda).to(dtype)
+    b = torch.randn(N, device=cuda).to(dtype)
+    check(x, w, b, 2.0)
+    check(x, w, None, 3.0)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_linear_relu_div_strided(dtype, cuda):
+    x = torch.randn(70, 90, device=cuda).to(dtype)
+    w = torch.randn(80, 95, device=cuda).to(dtype)
+    b = torch.randn(160, device=cuda).to(dtype)
+    check(x[1:, 2:], w[:, 5:][:, :88], b[::2], 2.0)
+    check(x.t().contiguous().t(), w.t().contiguous().t()[:, :90], b[:80], 0.5)
+
+
+def test_linear_relu_div_matches_module_at_kernelbench_tolerance(cuda):
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(512, 256).to(cuda)
+    x = torch.rand(64, 512, device=cuda)
+    with torch.no_grad():
+        expected = torch.relu(lin(x)) / 2.0
+        got = cupy_ops.linear_relu_div(x, lin.weight, lin.bias, 2.0)
+    assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_linear_relu_div_divisor_edge_cases(cuda):
+    x = torch.randn(8, 16, device=cuda)
+    w = torch.randn(4, 16, device=cuda)
+    b = torch.randn(4, device=cuda)
+    lin = F.linear(x, w, b)
+    for d in (0.0, float("inf")):
+        got = cupy_ops.linear_relu_div(x, w, b, d)
+        expected = torch.relu(lin) / d
+        assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got.isinf(), expected.isinf())
+    with pytest.raises(ValueError, match="divisor must be a number or a CPU tensor"):
+        cupy_ops.linear_relu_div(x, w, b, torch.tensor(2.0, device=cuda))
+    with pytest.raises(ValueError, match="weight must be on the same device as x"):
+        cupy_ops.linear_relu_div(x, w.cpu(), b, 2.0)

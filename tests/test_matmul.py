@@ -1,0 +1,87 @@
+"""matmul (naive kernel) against an fp64 reference, with a rigorous rounding-error bound.
+
+Tolerance: summing K products in precision u (fp32 accumulation: u = 2**-24; fp64: 2**-53)
+errs by at most gamma_K = K*u / (1 - K*u) times sum_k |a_mk| |b_kn| (Higham, Accuracy and
+Stability of Numerical Algorithms, sect. 3.1); rounding the result to the output dtype adds
+one unit roundoff of that dtype times |c|. A wrong index or a missed term errs by O(|c|).
+"""
+import pytest
+import torch
+
+import cupy_ops
+from conftest import ALL_DTYPES, UNIT_ROUNDOFF
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(1, 1, 1), (3, 5, 7), (127, 129, 128), (129, 128, 127), (64, 4097, 33), (257, 31, 4097),
+          (0, 5, 3), (5, 3, 0), (5, 0, 3)]
+
+
+def accumulation_roundoff(dtype):
+    return UNIT_ROUNDOFF[torch.float64 if dtype == torch.float64 else torch.float32]
+
+
+def assert_gemm_close(got, a, b, extra_abs=None):
+    """``got`` equals a @ b (+ whatever ``extra_abs`` bounds) within the rounding-error bound."""
+    dtype = got.dtype
+    K = a.shape[1]
+    ref = a.double() @ b.double()
+    u = accumulation_roundoff(dtype)
+    gamma = K * u / (1 - K * u)
+    bound = gamma * (a.double().abs() @ b.double().abs()) + UNIT_ROUNDOFF[dtype] * ref.abs()
+    if extra_abs is not None:
+        bound = bound + extra_abs
+    err = (got.double() - ref).abs()
+    bad = ~(err <= bound)
+    assert not bad.any(), (f"{int(bad.sum())} of {got.numel()} outside the rounding bound; "
+                           f"worst error {err.max().item():.3g}, bound there {bound.flatten()[err.argmax()].item():.3g}")
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+@pytest.mark.parametrize("M, K, N", SHAPES, ids=str)
+def test_matmul_shapes(M, K, N, dtype, cuda):
+    a = torch.randn(M, K, device=cuda).to(dtype)
+    b = torch.randn(K, N, device=cuda).to(dtype)
+    c = cupy_ops.matmul(a, b)
+    assert c.shape == (M, N) and c.dtype == dtype and c.is_contiguous()
+    assert_gemm_close(c, a, b)
+    if K == 0:
+        assert torch.equal(c, torch.zeros_like(c))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_matmul_strided_operands(dtype, cuda):
+    big_a = torch.randn(150, 140, device=cuda).to(dtype)
+    big_b = torch.randn(140, 160, device=cuda).to(dtype)
+    cases = {
+        "a.t(), b.t()": (big_a[:129, :129].t(), big_b[:129, :127].t().t()),
+        "slices": (big_a[1:, 3:130], big_b[2:129, 5:]),
+        "steps": (big_a[::2, ::3][:, :40], big_b[::3, ::2][:40]),
+        "b transposed": (big_a[:33, :77], big_b.t()[:77, :65].contiguous().t().t()),
+        "a.t() of slice": (big_a[:, 1:].t()[:, :140], big_b[:140, 1:]),
+    }
+    for name, (a, b) in cases.items():
+        c = cupy_ops.matmul(a, b)
+        assert_gemm_close(c, a, b)
+
+
+def test_matmul_agrees_with_torch_at_kernelbench_tolerance(cuda):
+    torch.manual_seed(0)
+    a = torch.rand(512, 512, device=cuda)
+    b = torch.rand(512, 512, device=cuda)
+    assert torch.allclose(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_nan_and_inf_propagate(cuda):
+    a = torch.randn(4, 6, device=cuda)
+    b = torch.randn(6, 5, device=cuda)
+    a[1, 2] = float("nan")
+    b[3, 4] = float("inf")
+    c, ref = cupy_ops.matmul(a, b), torch.matmul(a, b)
+    assert torch.equal(c.isnan(), ref.isnan()) and torch.equal(c.isinf(), ref.isinf())
+
+
+def test_matmul_device_errors(cuda):
+    a = torch.randn(4, 6, device=cuda)
+    with pytest.raises(ValueError, match="b must be on the same device as a"):
+        cupy_ops.matmul(a, torch.randn(6, 5))

@@ -1,0 +1,79 @@
+"""KernelBench models: same weights under the same seed, interchangeable state_dicts, and
+ModelNew's forward equal to Model's."""
+import pytest
+import torch
+
+from cupy_ops.models import linear_relu_div, matmul, relu
+
+PAIRS = [(linear_relu_div, cls) for cls in (linear_relu_div.ModelNew, linear_relu_div.ModelNewNaive)]
+
+
+def test_kernelbench_shapes():
+    assert (relu.batch_size, relu.dim) == (4096, 393216) and relu.get_init_inputs() == []
+    assert linear_relu_div.get_init_inputs() == [8192, 8192, 2.0]
+    [x] = linear_relu_div.get_inputs()
+    assert x.shape == (1024, 8192) and x.min() >= 0  # torch.rand, as KernelBench
+    a, b = matmul.get_inputs()
+    assert a.shape == b.shape == (4096, 4096) and matmul.get_init_inputs() == []
+
+
+@pytest.mark.parametrize("module, cls", PAIRS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_same_seed_same_weights(module, cls):
+    init = [64, 32, 2.0]
+    torch.manual_seed(42)
+    ref = module.Model(*init)
+    torch.manual_seed(42)
+    new = cls(*init)
+    ref_state, new_state = ref.state_dict(), new.state_dict()
+    assert ref_state.keys() == new_state.keys()
+    for k in ref_state:
+        assert torch.equal(ref_state[k], new_state[k]), k
+
+
+@pytest.mark.parametrize("module, cls", PAIRS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_state_dict_round_trip(module, cls):
+    ref = module.Model(64, 32, 2.0)
+    new = cls(64, 32, 2.0)
+    new.load_state_dict(ref.state_dict())
+    assert all(torch.equal(p, q) for p, q in zip(ref.parameters(), new.parameters()))
+    ref2 = module.Model(64, 32, 2.0)
+    ref2.load_state_dict(new.state_dict())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.float16, 1e-2), (torch.bfloat16, 1e-2)],
+                         ids=str)
+@pytest.mark.parametrize("cls", [linear_relu_div.ModelNew, linear_relu_div.ModelNewNaive], ids=lambda c: c.__name__)
+def test_linear_relu_div_forward(cls, dtype, tol, cuda):
+    torch.manual_seed(42)
+    ref = linear_relu_div.Model(512, 256, 2.0).to(cuda, dtype)
+    torch.manual_seed(42)
+    new = cls(512, 256, 2.0).to(cuda, dtype)
+    with torch.no_grad():
+        for fill in (torch.rand, torch.randn):
+            x = fill(64, 512, device=cuda).to(dtype)
+            assert torch.allclose(new(x), ref(x), atol=tol, rtol=tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_relu_and_matmul_forward(dtype, cuda):
+    x = torch.randn(64, 1000, device=cuda).to(dtype)
+    assert torch.equal(relu.ModelNew()(x), relu.Model()(x))
+    a = torch.rand(96, 80, device=cuda).to(dtype)
+    b = torch.rand(80, 72, device=cuda).to(dtype)
+    tol = 1e-4 if dtype == torch.float32 else 1e-2
+    assert torch.allclose(matmul.ModelNew()(a, b), matmul.Model()(a, b), atol=tol, rtol=tol)
+
+
+@pytest.mark.gpu
+def test_models_on_kernelbench_rand_inputs(cuda):
+    # KernelBench's own check, on its own input generator (CPU torch.rand, moved to the GPU)
+    torch.manual_seed(42)
+    ref = linear_relu_div.Model(*linear_relu_div.get_init_inputs()).to(cuda)
+    torch.manual_seed(42)
+    new = linear_relu_div.ModelNew(*linear_relu_div.get_init_inputs()).to(cuda)
+    with torch.no_grad():
+        for _ in range(2):
+            [x] = [t.to(cuda) for t in linear_relu_div.get_inputs()]
+            assert torch.allclose(new(x), ref(x), atol=1e-4, rtol=1e-4)

@@ -1,0 +1,62 @@
+"""Packaging: the wheel carries cuda_src and finds it installed outside the repository;
+importing cupy_ops compiles nothing (and does not even import CuPy)."""
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(p.name for p in (ROOT / "cuda_src").iterdir() if p.suffix in (".cu", ".cuh"))
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    # --no-build-isolation: the test must also run where no package index is reachable
+    # (the GPU machine); setuptools and wheel are then taken from the environment.
+    pytest.importorskip("setuptools", reason="setuptools is needed to build the wheel")
+    pytest.importorskip("wheel", reason="the wheel package is needed to build the wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [whl] = out.glob("cupy_ops-*.whl")
+    return whl
+
+
+def test_wheel_contains_the_kernel_sources(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    for src in SOURCES:
+        assert f"cupy_ops/_cuda_src/{src}" in names
+
+
+def test_installed_wheel_finds_its_sources_outside_the_repo(wheel, tmp_path):
+    target = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:  # a wheel is installed by unpacking it into site-packages
+        z.extractall(target)
+    code = ("import cupy_ops.compiler as c; d = c.source_dir(); print(d); "
+            "print(len(c.assemble('relu.cu')))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(target)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    where = proc.stdout.splitlines()[0]
+    assert where == str(target / "cupy_ops" / "_cuda_src")
+    assert int(proc.stdout.splitlines()[1]) > 1000
+
+
+def test_import_compiles_nothing(tmp_path):
+    code = ("import sys, cupy_ops, cupy_ops.models.relu, cupy_ops.models.linear_relu_div, "
+            "cupy_ops.models.matmul\n"
+            "from cupy_ops import compiler\n"
+            "assert 'cupy' not in sys.modules, 'import cupy_ops imported CuPy'\n"
+            "assert not compiler._modules and not compiler._functions\n"
+            "print('ok')")
+    env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

@@ -1,0 +1,50 @@
+"""Kernels run on torch's current stream of the tensor's device, with no extra sync."""
+import pytest
+import torch
+
+import cupy_ops
+from cupy_ops import launch
+
+pytestmark = pytest.mark.gpu
+
+
+def test_runs_on_the_current_stream(cuda):
+    s = torch.cuda.Stream(cuda)
+    x = torch.randn(1 << 22, device=cuda)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        assert launch.current_stream_handle(0) == s.cuda_stream
+        torch.cuda._sleep(20_000_000)   # keep s busy, so a launch on another stream would run first
+        x.fill_(-1.0)                   # queued on s behind the sleep
+        y = cupy_ops.relu(x)            # must see the fill: all zeros
+        z = cupy_ops.relu_div(x.neg(), 4.0)
+    s.synchronize()
+    assert torch.equal(y, torch.zeros_like(x))
+    assert torch.equal(z, torch.full_like(x, 0.25))
+
+
+def test_ops_follow_the_side_stream_in_order(cuda):
+    s = torch.cuda.Stream(cuda)
+    with torch.cuda.stream(s):
+        a = torch.randn(300, 200, device=cuda)
+        b = torch.randn(200, 100, device=cuda)
+        c = cupy_ops.matmul(a, b)
+        d = cupy_ops.relu(c)
+        e = cupy_ops.relu_div(d, 2.0)
+    s.synchronize()
+    assert torch.allclose(e, torch.relu(a @ b) / 2, atol=1e-3, rtol=1e-4)
+
+
+def test_second_gpu(cuda):
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+    dev = torch.device("cuda", 1)
+    x = torch.randn(10000, device=dev)
+    y = cupy_ops.relu(x)                 # current device stays cuda:0
+    assert y.device == dev and torch.equal(y, torch.relu(x))
+    assert torch.cuda.current_device() == 0
+    a = torch.randn(65, 33, device=dev)
+    b = torch.randn(33, 17, device=dev)
+    assert torch.allclose(cupy_ops.matmul(a, b), a @ b, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="b must be on the same device as a"):
+        cupy_ops.matmul(a, b.to("cuda:0"))
