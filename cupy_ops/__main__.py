@@ -16,8 +16,7 @@ def _compile(args) -> int:
     from . import compiler
 
     try:
-        from cupy_backends.cuda.libs import nvrtc
-        major, minor = nvrtc.getVersion()
+        major, minor = compiler.offline_nvrtc().getVersion()
     except Exception as exc:  # ImportError, or libnvrtc not found
         print(f"error: NVRTC is not available ({exc}); install cupy_ops with the cuda12 or cuda13 extra",
               file=sys.stderr)
@@ -35,8 +34,10 @@ def _compile(args) -> int:
             for r in compiler.compile_offline(spec.filename, spec.name_expressions, arch):
                 total += 1
                 if r.ok:
+                    spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
+                    stack = "?" if r.stack_bytes is None else r.stack_bytes
                     print(f"{r.filename:<20} {r.expr:<34} {arch:<6} {'ok':<6} {r.registers:>5} "
-                          f"{f'{r.spill_stores}/{r.spill_loads}':>12} {r.stack_bytes:>6} {r.shared_bytes or 0:>6}")
+                          f"{spill:>12} {stack:>6} {r.shared_bytes or 0:>6}")
                 else:
                     failures += 1
                     print(f"{r.filename:<20} {r.expr:<34} {arch:<6} FAILED")

@@ -193,8 +193,7 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
 
     Returns one ``OfflineResult`` per name expression with ptxas's register and spill report.
     """
-    from cupy_backends.cuda.libs import nvrtc
-
+    nvrtc = offline_nvrtc()
     exprs = list(name_expressions)
     src = assemble(filename)
     options = offline_options(arch)
@@ -209,10 +208,61 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
             return [OfflineResult(filename, e, arch, False, log=log) for e in exprs]
         log = nvrtc.getProgramLog(prog)
         lowered = {nvrtc.getLoweredName(prog, e): e for e in exprs}
-        nvrtc.getCUBIN(prog)  # proves a cubin was produced
+        cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
-    return _parse_ptxas(filename, arch, log, lowered)
+    results = _parse_ptxas(filename, arch, log, lowered)
+    regs = {lowered[name]: n for name, n in _cubin_registers(cubin).items() if name in lowered}
+    for r in results:
+        if r.registers is None and r.expr in regs:
+            # this NVRTC returned no ptxas report: take registers from the cubin, spills unknown
+            r.registers = regs[r.expr]
+            r.ok, r.log = True, "registers read from the cubin; NVRTC gave no ptxas report (spills unknown)"
+    return results
+
+
+def offline_nvrtc():
+    """CuPy's NVRTC binding, loaded as the run-time path loads it (torch, then CuPy first:
+    importing only the binding can bind another libnvrtc on machines that carry several)."""
+    import torch  # noqa: F401
+    import cupy  # noqa: F401
+    from cupy_backends.cuda.libs import nvrtc
+
+    return nvrtc
+
+
+def _cubin_registers(cubin: bytes) -> dict[str, int]:
+    """Registers per kernel (mangled name) from a cubin's ``.nv.info`` EIATTR_REGCOUNT records."""
+    import struct
+
+    if cubin[:4] != b"\x7fELF":
+        return {}
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+
+    def cstr(offset: int) -> str:
+        return cubin[offset:cubin.index(b"\0", offset)].decode()
+
+    names = [cstr(sections[shstrndx][4] + sec[0]) for sec in sections]
+    symtab = sections[names.index(".symtab")]
+    strtab = sections[names.index(".strtab")][4]
+    out = {}
+    for name, sec in zip(names, sections):
+        if name != ".nv.info":
+            continue
+        pos, end = sec[4], sec[4] + sec[5]
+        while pos + 4 <= end:
+            fmt, attr, size = struct.unpack_from("<BBH", cubin, pos)
+            if fmt != 0x04:          # only EIFMT_SVAL records carry a payload
+                pos += 4
+                continue
+            if attr == 0x2F:         # EIATTR_REGCOUNT: (symbol index, registers)
+                sym, regs = struct.unpack_from("<II", cubin, pos + 4)
+                st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
+                out[cstr(strtab + st_name)] = regs
+            pos += 4 + size
+    return out
 
 
 def _parse_ptxas(filename: str, arch: str, log: str, lowered: dict[str, str]) -> list[OfflineResult]:
@@ -238,7 +288,7 @@ def _parse_ptxas(filename: str, arch: str, log: str, lowered: dict[str, str]) ->
     for expr in lowered.values():
         r = results.get(expr)
         if r is None or r.registers is None:
-            r = OfflineResult(filename, expr, arch, False, log="no ptxas report for this kernel:\n" + log)
+            r = OfflineResult(filename, expr, arch, False, log="no ptxas report for this kernel; NVRTC log:\n" + log)
         out.append(r)
     return out
 

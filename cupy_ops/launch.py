@@ -10,9 +10,14 @@ Validation helpers raise typed errors that name the offending argument:
 """
 from __future__ import annotations
 
+import ctypes
 import functools
+import struct
+import threading
 
 import torch
+
+from . import compiler
 
 # torch dtype -> the element type name used in the kernels' templates (cuda_src/common.cuh).
 DTYPE_NAMES: dict[torch.dtype, str] = {
@@ -31,6 +36,20 @@ def check_tensor(name: str, x, dtypes=SUPPORTED_DTYPES) -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in dtypes:
         raise TypeError(f"{name} must have dtype {_DTYPE_LIST}, got {x.dtype}")
+
+
+_DTYPE_SET = frozenset(DTYPE_NAMES)
+
+
+def check_cuda_tensor(name: str, x) -> int:
+    """``check_tensor`` + ``check_cuda`` in one step (the eager hot path): the device index."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in _DTYPE_SET:
+        raise TypeError(f"{name} must have dtype {_DTYPE_LIST}, got {x.dtype}")
+    if not x.is_cuda:
+        raise ValueError(f"{name} must be a CUDA tensor, got a tensor on {x.device}; move it with .cuda() first")
+    return x.get_device()
 
 
 def check_same_dtype(name: str, x: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
@@ -113,23 +132,17 @@ def sm_count(device: int) -> int:
 
 
 # --- launching ---------------------------------------------------------------------------
+#
+# Kernels are launched with cuLaunchKernel directly (CuPy's driver binding), with the
+# arguments packed by ``struct`` into a per-thread buffer of 8-byte slots. CuPy's own
+# ``Function.__call__`` builds a Python object per argument on every call; this path costs
+# a struct.pack_into and one driver call, which is what keeps the eager call near torch's.
 
-class _StreamRef:
-    """What CuPy's launcher needs of a stream: its handle as ``.ptr``.
+# Argument kinds of a kernel signature -> struct format of one 8-byte slot.
+_SLOT = {"ptr": "Q", "i64": "q", "i32": "i4x", "f32": "f4x", "f64": "d"}
 
-    Cheaper than ``cupy.cuda.Stream.from_external`` (5 us a call in the design notes);
-    cached per handle all the same.
-    """
-
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
-
-
-_stream_refs: dict[int, _StreamRef] = {}
+_get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-_get_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 def current_stream_handle(device: int) -> int:
@@ -139,24 +152,88 @@ def current_stream_handle(device: int) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-def _stream_ref(device: int) -> _StreamRef:
-    handle = current_stream_handle(device)
-    ref = _stream_refs.get(handle)
-    if ref is None:
-        ref = _stream_refs[handle] = _StreamRef(handle)
-    return ref
+class KernelHandle:
+    """One compiled kernel on one device, ready to launch with ``launch``.
 
-
-def launch(fn, grid, block, args, device: int, shared_mem: int = 0) -> None:
-    """Launch CuPy function ``fn`` (from ``compiler.get_function``) on torch's current stream.
-
-    ``args`` are the kernel arguments: Python ints for pointers and 64-bit integers,
-    ``numpy.int32`` / ``numpy.float32`` / ``numpy.float64`` for the rest (CuPy checks nothing).
-    Makes ``device`` current for the launch when it is not already.
+    ``signature`` lists the kernel's parameters in order, each one of ``"ptr"`` (a device
+    pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``.
     """
-    current = _get_device() if _get_device is not None else torch.cuda.current_device()
-    if current == device:
-        fn(grid, block, args, shared_mem, _stream_ref(device))
+
+    __slots__ = ("fn", "ptr", "device", "fmt", "nargs", "_tls", "sm_count")
+
+    def __init__(self, fn, device: int, signature):
+        for kind in signature:
+            if kind not in _SLOT:
+                raise ValueError(f"signature entries must be one of {sorted(_SLOT)}, got {kind!r}")
+        self.fn = fn                      # keeps the CUDA module loaded
+        self.ptr = fn.ptr                 # the CUfunction
+        self.device = device
+        self.nargs = len(signature)
+        self.fmt = "<" + "".join(_SLOT[k] for k in signature)
+        self._tls = threading.local()     # argument buffers are per thread: launches may race
+        self.sm_count = sm_count(device)
+
+    def buffers(self):
+        try:
+            return self._tls.buf
+        except AttributeError:
+            storage = (ctypes.c_uint64 * max(1, self.nargs))()
+            base = ctypes.addressof(storage)
+            params = (ctypes.c_void_p * max(1, self.nargs))(*[base + 8 * i for i in range(self.nargs)])
+            self._tls.buf = buf = (storage, ctypes.addressof(params), params)
+            return buf
+
+
+_handles: dict[tuple, KernelHandle] = {}
+_handles_lock = threading.Lock()
+
+
+def kernel(filename: str, expr: str, device: int, signature) -> KernelHandle:
+    """The ``KernelHandle`` of ``expr`` in ``filename`` on ``device`` (compiled on first use)."""
+    key = (filename, expr, device)
+    h = _handles.get(key)
+    if h is None:
+        fn = compiler.get_function(filename, expr, device)
+        with _handles_lock:
+            h = _handles.get(key)
+            if h is None:
+                h = _handles[key] = KernelHandle(fn, device, tuple(signature))
+    return h
+
+
+def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
+    """Launch ``handle`` with ``args`` on torch's current stream of the handle's device.
+
+    ``grid`` and ``block`` are 3-tuples; ``args`` match the handle's signature. Makes the
+    handle's device current for the launch when it is not already (a tensor on ``cuda:1``
+    runs on ``cuda:1`` whatever the current device is).
+    """
+    device = handle.device
+    storage, params, _ = handle.buffers()
+    struct.pack_into(handle.fmt, storage, 0, *args)
+    if _get_device() == device:
+        _launch_kernel(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                       current_stream_handle(device), params, 0)
     else:
         with torch.cuda.device(device):
-            fn(grid, block, args, shared_mem, _stream_ref(device))
+            _launch_kernel(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                           current_stream_handle(device), params, 0)
+
+
+def _launch_kernel(*args) -> None:
+    """cuLaunchKernel, binding CuPy's driver module on first use (import cupy_ops stays light)."""
+    global _launch_kernel
+    from cupy_backends.cuda.api import driver
+    from cupy.cuda import runtime
+
+    def launch_kernel(*a, _driver_launch=driver.launchKernel, _ctx=driver.ctxGetCurrent):
+        try:
+            _driver_launch(*a)
+        except driver.CUDADriverError:
+            if _ctx() != 0:
+                raise
+            runtime.free(0)   # this thread has no current CUDA context yet: make the device's current
+            _driver_launch(*a)
+
+    _launch_kernel = launch_kernel
+    launch_kernel(*args)

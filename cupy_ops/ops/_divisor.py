@@ -9,12 +9,13 @@ import torch
 _scales: dict[tuple, object] = {}
 
 
-def scale_for(divisor, dtype: torch.dtype):
+def scale_for(divisor, dtype: torch.dtype) -> float:
     """Host-side reciprocal of a numeric ``divisor``, rounded exactly as torch rounds it.
 
-    torch evaluates ``t / d`` for a Python number ``d`` as ``t * (1 / d)``: ``d`` is first
-    cast to ``t``'s dtype, then the reciprocal is taken in the compute type (fp32, or fp64 for
-    float64). Returns a numpy scalar of the compute type. Cached: a dictionary lookup per call.
+    torch evaluates ``t / d`` for a Python number ``d`` as ``t * (1 / d)`` with the reciprocal
+    taken on the host in the compute type: fp32 for float32, float16 and bfloat16 (``d`` is
+    not rounded to the 16-bit dtype first: measured on an H100, torch 2.11), fp64 for float64.
+    Returns that value as a Python float (exact in the compute type). Cached per (d, dtype).
     """
     key = (divisor, dtype)
     scale = _scales.get(key)
@@ -22,27 +23,13 @@ def scale_for(divisor, dtype: torch.dtype):
         d = float(divisor)
         with np.errstate(all="ignore"):
             if dtype == torch.float64:
-                scale = np.float64(1.0) / np.float64(d)
+                scale = 1.0 / d if d != 0.0 else float(np.float64(1.0) / np.float64(d))
             else:
-                if dtype == torch.float16:
-                    d32 = np.float32(np.float16(np.float32(d)))  # via fp32, as c10::Half(float(d))
-                elif dtype == torch.bfloat16:
-                    d32 = _round_bf16(np.float32(d))
-                else:
-                    d32 = np.float32(d)
-                scale = np.float32(1.0) / d32
+                scale = float(np.float32(1.0) / np.float32(d))
         # 0.0 and -0.0 compare (and hash) equal but give +-inf: never cache zeros (or NaN).
         if d != 0.0 and d == d and len(_scales) < 4096:
             _scales[key] = scale
     return scale
-
-
-def _round_bf16(f: np.float32) -> np.float32:
-    u = int(np.array(f, dtype=np.float32).view(np.uint32))
-    if (u & 0x7FFFFFFF) > 0x7F800000:
-        return f
-    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
-    return np.array(u & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()]
 
 
 def parse(divisor, x: torch.Tensor, device: int):

@@ -1,33 +1,76 @@
-"""Shared launcher of the elementwise kernels (relu, relu_div): layouts, ``out=``, in-place."""
+"""Shared launcher of the elementwise kernels (relu, relu_div): layouts, ``out=``, in-place.
+
+This is the eager hot path: per call it does the validation, one ``torch.empty_like``, a few
+integer operations and one launch, with everything else (kernel handles, argument formats,
+SM counts) cached.
+"""
 from __future__ import annotations
 
 import torch
 
-from .. import compiler, launch
+from .. import launch
+
+THREADS = launch.ELEMENTWISE_THREADS
 
 
-def run(filename: str, exprs: dict, x, out, extra_args: tuple, op_name: str) -> torch.Tensor:
-    """Apply the elementwise kernel ``exprs[x.dtype]`` of ``filename`` to ``x``.
+class Elementwise:
+    """One elementwise kernel family: ``template <class T> kernel(x, y, n, head, vec, ...extra)``.
 
-    ``out=None`` allocates the result like torch does (same strides when ``x`` is dense);
-    ``out=x`` works in place; any other ``out`` must match ``x``'s shape, dtype and device.
-    Contiguous and dense inputs are read in place; other views (gaps between elements) are
-    gathered with ``x.contiguous()`` first.
+    ``extra_signature(dtype)`` gives the signature of the extra arguments for a dtype.
     """
-    launch.check_tensor("x", x)
-    device = launch.check_cuda("x", x)
-    if out is not None:
-        _check_out(out, x, device, op_name)
+
+    def __init__(self, filename: str, name: str, extra_signature=lambda dtype: ()):
+        self.filename = filename
+        self.name = name
+        self.exprs = {dt: f"{name}<{c}>" for dt, c in launch.DTYPE_NAMES.items()}
+        self.extra_signature = extra_signature
+        self._handles: dict = {}
+
+    def handle(self, dtype: torch.dtype, device: int) -> launch.KernelHandle:
+        h = self._handles.get((dtype, device))
+        if h is None:
+            sig = ("ptr", "ptr", "i64", "i64", "i32") + tuple(self.extra_signature(dtype))
+            h = self._handles[(dtype, device)] = launch.kernel(self.filename, self.exprs[dtype], device, sig)
+        return h
+
+    def __call__(self, x, out, extra_args: tuple, device: int) -> torch.Tensor:
+        """Apply to ``x`` (already checked: a CUDA tensor of a supported dtype on ``device``).
+
+        ``out=None`` allocates the result like torch does (same strides when ``x`` is dense);
+        ``out=x`` works in place; any other ``out`` must match ``x``'s shape, dtype and device.
+        Contiguous and dense inputs are read where they are; views with gaps between elements
+        are gathered with ``x.contiguous()`` first (and, in place, written back).
+        """
+        if out is None:
+            if not (x.is_contiguous() or launch.is_dense(x)):
+                x = x.contiguous()
+            y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
+            self._launch(x, y, extra_args, device)
+            return y
+        _check_out(out, x, device, self.name)
         if out is x or (out.stride() == x.stride() and launch.is_dense(x)):
-            _launch(filename, exprs, x, out, extra_args, device)
-            return out
-        out.copy_(run(filename, exprs, x, None, extra_args, op_name))
+            if launch.is_dense(out):
+                self._launch(x, out, extra_args, device)
+                return out
+        out.copy_(self(x, None, extra_args, device))
         return out
-    if not launch.is_dense(x):
-        x = x.contiguous()
-    y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
-    _launch(filename, exprs, x, y, extra_args, device)
-    return y
+
+    def _launch(self, x: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
+        n = x.numel()
+        if n == 0:
+            return
+        h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
+        xp = x.data_ptr()
+        yp = y.data_ptr()
+        itemsize = x.element_size()
+        if (xp - yp) & 15 == 0:  # equally aligned: 16-byte vectors after a scalar head
+            head = min(n, ((-xp) & 15) // itemsize)
+            items = ((n - head) * itemsize + 15) >> 4
+            vec = 1
+        else:
+            head, items, vec = 0, n, 0
+        blocks = min((items + THREADS - 1) // THREADS, h.sm_count * launch.ELEMENTWISE_BLOCKS_PER_SM) or 1
+        launch.launch(h, (blocks, 1, 1), (THREADS, 1, 1), (xp, yp, n, head, vec) + extra_args)
 
 
 def _check_out(out, x, device: int, op_name: str) -> None:
@@ -42,21 +85,3 @@ def _check_out(out, x, device: int, op_name: str) -> None:
             f"out (or x for the in-place {op_name}_) requires grad: an in-place write would break "
             "autograd; use the out-of-place form or torch.no_grad()"
         )
-
-
-def _launch(filename: str, exprs: dict, x: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
-    n = x.numel()
-    if n == 0:
-        return
-    if y is not x and y.stride() != x.stride():
-        raise AssertionError("internal: elementwise launch needs matching layouts")  # not user-reachable
-    x_ptr, y_ptr = x.data_ptr(), y.data_ptr()
-    blocks, head, vec = launch.elementwise_plan(n, x.element_size(), x_ptr, y_ptr, launch.sm_count(device))
-    fn = compiler.get_function(filename, exprs[x.dtype], device)
-    launch.launch(fn, (blocks, 1, 1), (launch.ELEMENTWISE_THREADS, 1, 1),
-                  (x_ptr, y_ptr, n, head, _INT32[vec]) + extra_args, device)
-
-
-import numpy as _np  # noqa: E402
-
-_INT32 = (_np.int32(0), _np.int32(1))

@@ -12,6 +12,11 @@ EXPRS = {dt: f"linear_relu_div_naive<{name}>" for dt, name in launch.DTYPE_NAMES
 compiler.register(SOURCE, EXPRS.values())
 
 
+def _signature(dtype):
+    acc = "f64" if dtype == torch.float64 else "f32"
+    return ("ptr", "i64", "i64", "ptr", "i64", "i64", "ptr", "ptr", "i64", "i64", "i64", acc)
+
+
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
                     *, algo: str = "naive") -> torch.Tensor:
     """``relu(x @ weight.T + bias) / divisor`` with bias, ReLU and divide fused in the epilogue.
@@ -57,9 +62,8 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if bias is not None and bias.stride(0) != 1:
         bias = bias.contiguous()
     grid, block = launch.gemm_naive_grid(M, N)
-    fn = compiler.get_function(SOURCE, EXPRS[x.dtype], device)
-    launch.launch(fn, grid, block,
-                  (x.data_ptr(), x.stride(0), x.stride(1), weight.data_ptr(), weight.stride(0),
-                   weight.stride(1), 0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K, scale),
-                  device)
+    h = launch.kernel(SOURCE, EXPRS[x.dtype], device, _signature(x.dtype))
+    launch.launch(h, grid, block, (x.data_ptr(), x.stride(0), x.stride(1), weight.data_ptr(), weight.stride(0),
+                                   weight.stride(1), 0 if bias is None else bias.data_ptr(), y.data_ptr(),
+                                   M, N, K, scale))
     return y

@@ -8,6 +8,7 @@ from . import _gemm
 
 SOURCE = "matmul.cu"
 EXPRS = {dt: f"matmul_naive<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
+SIGNATURE = ("ptr", "i64", "i64", "ptr", "i64", "i64", "ptr", "i64", "i64", "i64")
 compiler.register(SOURCE, EXPRS.values())
 
 
@@ -41,8 +42,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Te
     if M == 0 or N == 0:
         return c
     grid, block = launch.gemm_naive_grid(M, N)
-    fn = compiler.get_function(SOURCE, EXPRS[a.dtype], device)
-    launch.launch(fn, grid, block,
-                  (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0), b.stride(1),
-                   c.data_ptr(), M, N, K), device)
+    h = launch.kernel(SOURCE, EXPRS[a.dtype], device, SIGNATURE)
+    launch.launch(h, grid, block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
+                                   b.stride(1), c.data_ptr(), M, N, K))
     return c

@@ -4,11 +4,10 @@ from __future__ import annotations
 import torch
 
 from .. import compiler, launch
-from . import _elementwise
+from ._elementwise import Elementwise
 
-SOURCE = "relu.cu"
-EXPRS = {dt: f"relu<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
-compiler.register(SOURCE, EXPRS.values())
+KERNEL = Elementwise("relu.cu", "relu")
+compiler.register(KERNEL.filename, KERNEL.exprs.values())
 
 
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -24,9 +23,9 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
         ValueError: ``x`` is not on a CUDA device, or ``out`` has another shape or device.
         RuntimeError: ``out`` requires grad.
     """
-    return _elementwise.run(SOURCE, EXPRS, x, out, (), "relu")
+    return KERNEL(x, out, (), launch.check_cuda_tensor("x", x))
 
 
 def relu_(x: torch.Tensor) -> torch.Tensor:
     """In-place ``relu``: overwrites and returns ``x`` (same arguments and errors as ``relu``)."""
-    return _elementwise.run(SOURCE, EXPRS, x, x, (), "relu")
+    return KERNEL(x, x, (), launch.check_cuda_tensor("x", x))

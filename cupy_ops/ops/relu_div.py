@@ -4,11 +4,13 @@ from __future__ import annotations
 import torch
 
 from .. import compiler, launch
-from . import _divisor, _elementwise
+from . import _divisor
+from ._elementwise import Elementwise
 
-SOURCE = "relu_div.cu"
-EXPRS = {dt: f"relu_div<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
-compiler.register(SOURCE, EXPRS.values())
+# extra kernel arguments: scale (in the compute type), pointer to a GPU divisor or null
+KERNEL = Elementwise("relu_div.cu", "relu_div",
+                     lambda dtype: ("f64" if dtype == torch.float64 else "f32", "ptr"))
+compiler.register(KERNEL.filename, KERNEL.exprs.values())
 
 
 def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -26,23 +28,14 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
         ValueError: ``x`` not on CUDA; ``out`` or ``divisor`` of a wrong shape or device.
         RuntimeError: ``out`` requires grad.
     """
-    args, keep = _args(x, divisor)
-    y = _elementwise.run(SOURCE, EXPRS, x, out, args, "relu_div")
-    del keep  # the device divisor (if any) lived until the launch was queued on the stream
-    return y
+    device = launch.check_cuda_tensor("x", x)
+    scale, on_device = _divisor.parse(divisor, x, device)
+    # on_device (a GPU divisor, if any) stays referenced until the launch is queued
+    return KERNEL(x, out, (scale, 0 if on_device is None else on_device.data_ptr()), device)
 
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     """In-place ``relu_div``: overwrites and returns ``x`` (same arguments and errors)."""
-    args, keep = _args(x, divisor)
-    y = _elementwise.run(SOURCE, EXPRS, x, x, args, "relu_div")
-    del keep
-    return y
-
-
-def _args(x, divisor) -> tuple[tuple, torch.Tensor | None]:
-    """Kernel arguments for ``divisor`` and the device tensor they point into (if any)."""
-    launch.check_tensor("x", x)
-    device = launch.check_cuda("x", x)
+    device = launch.check_cuda_tensor("x", x)
     scale, on_device = _divisor.parse(divisor, x, device)
-    return (scale, 0 if on_device is None else on_device.data_ptr()), on_device
+    return KERNEL(x, x, (scale, 0 if on_device is None else on_device.data_ptr()), device)
