@@ -159,9 +159,10 @@ class KernelHandle:
     pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``.
     """
 
-    __slots__ = ("fn", "ptr", "device", "fmt", "nargs", "_tls", "sm_count")
+    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls", "sm_count")
 
     def __init__(self, fn, device: int, signature):
+        global _driver_launch, _DriverError
         for kind in signature:
             if kind not in _SLOT:
                 raise ValueError(f"signature entries must be one of {sorted(_SLOT)}, got {kind!r}")
@@ -169,11 +170,17 @@ class KernelHandle:
         self.ptr = fn.ptr                 # the CUfunction
         self.device = device
         self.nargs = len(signature)
-        self.fmt = "<" + "".join(_SLOT[k] for k in signature)
+        self.pack = struct.Struct("<" + "".join(_SLOT[k] for k in signature)).pack_into
         self._tls = threading.local()     # argument buffers are per thread: launches may race
         self.sm_count = sm_count(device)
+        if _driver_launch is None:
+            from cupy_backends.cuda.api import driver
+
+            _DriverError = driver.CUDADriverError
+            _driver_launch = driver.launchKernel
 
     def buffers(self):
+        """This thread's (argument slots, address of the pointer array, pointer array)."""
         try:
             return self._tls.buf
         except AttributeError:
@@ -184,6 +191,8 @@ class KernelHandle:
             return buf
 
 
+_driver_launch = None   # cupy_backends' cuLaunchKernel, bound when the first kernel is loaded
+_DriverError = Exception
 _handles: dict[tuple, KernelHandle] = {}
 _handles_lock = threading.Lock()
 
@@ -209,31 +218,24 @@ def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None
     runs on ``cuda:1`` whatever the current device is).
     """
     device = handle.device
-    storage, params, _ = handle.buffers()
-    struct.pack_into(handle.fmt, storage, 0, *args)
-    if _get_device() == device:
-        _launch_kernel(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
-                       current_stream_handle(device), params, 0)
-    else:
+    if _get_device() != device:
         with torch.cuda.device(device):
-            _launch_kernel(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
-                           current_stream_handle(device), params, 0)
+            return launch(handle, grid, block, args, shared_mem)
+    try:
+        storage, params, _ = handle._tls.buf
+    except AttributeError:
+        storage, params, _ = handle.buffers()
+    handle.pack(storage, 0, *args)
+    stream = _raw_stream(device) if _raw_stream is not None else current_stream_handle(device)
+    try:
+        _driver_launch(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                       stream, params, 0)
+    except _DriverError:
+        from cupy_backends.cuda.api import driver
+        from cupy.cuda import runtime
 
-
-def _launch_kernel(*args) -> None:
-    """cuLaunchKernel, binding CuPy's driver module on first use (import cupy_ops stays light)."""
-    global _launch_kernel
-    from cupy_backends.cuda.api import driver
-    from cupy.cuda import runtime
-
-    def launch_kernel(*a, _driver_launch=driver.launchKernel, _ctx=driver.ctxGetCurrent):
-        try:
-            _driver_launch(*a)
-        except driver.CUDADriverError:
-            if _ctx() != 0:
-                raise
-            runtime.free(0)   # this thread has no current CUDA context yet: make the device's current
-            _driver_launch(*a)
-
-    _launch_kernel = launch_kernel
-    launch_kernel(*args)
+        if driver.ctxGetCurrent() != 0:
+            raise
+        runtime.free(0)  # this thread has no current CUDA context yet: make the device's current
+        _driver_launch(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
+                       stream, params, 0)

@@ -45,32 +45,35 @@ class Elementwise:
             if not (x.is_contiguous() or launch.is_dense(x)):
                 x = x.contiguous()
             y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
-            self._launch(x, y, extra_args, device)
+            self.launch(x, y, extra_args, device)
             return y
         _check_out(out, x, device, self.name)
-        if out is x or (out.stride() == x.stride() and launch.is_dense(x)):
-            if launch.is_dense(out):
-                self._launch(x, out, extra_args, device)
-                return out
+        if (out is x or out.stride() == x.stride()) and launch.is_dense(x):
+            self.launch(x, out, extra_args, device)
+            return out
         out.copy_(self(x, None, extra_args, device))
         return out
 
-    def _launch(self, x: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
+    def launch(self, x: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
+        """Launch on dense ``x`` into ``y`` of the same layout (``y`` may be ``x``)."""
         n = x.numel()
         if n == 0:
             return
         h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
         xp = x.data_ptr()
         yp = y.data_ptr()
-        itemsize = x.element_size()
         if (xp - yp) & 15 == 0:  # equally aligned: 16-byte vectors after a scalar head
+            itemsize = x.element_size()
             head = min(n, ((-xp) & 15) // itemsize)
             items = ((n - head) * itemsize + 15) >> 4
             vec = 1
         else:
             head, items, vec = 0, n, 0
         blocks = min((items + THREADS - 1) // THREADS, h.sm_count * launch.ELEMENTWISE_BLOCKS_PER_SM) or 1
-        launch.launch(h, (blocks, 1, 1), (THREADS, 1, 1), (xp, yp, n, head, vec) + extra_args)
+        launch.launch(h, (blocks, 1, 1), _BLOCK, (xp, yp, n, head, vec) + extra_args)
+
+
+_BLOCK = (THREADS, 1, 1)
 
 
 def _check_out(out, x, device: int, op_name: str) -> None:

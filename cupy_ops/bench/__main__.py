@@ -1,0 +1,66 @@
+"""``python -m cupy_ops.bench``: cupy_ops vs torch eager and torch.compile, KernelBench's way.
+
+Prints a table (and the eager host overhead per call); ``--json`` keeps every figure with the
+GPU name and versions; ``--plot`` draws speedup vs size (needs matplotlib: the bench extra).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import suite
+from .timing import gpu_problem
+
+PROBLEMS = ["relu", "relu_div", "linear_relu_div", "matmul"]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cupy_ops.bench", description=__doc__)
+    p.add_argument("--problem", action="append", choices=PROBLEMS, help="repeatable (default: all)")
+    p.add_argument("--dtype", action="append", choices=list(suite.DTYPES), help="repeatable (default: all)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and runs: about a minute")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile (its compiles take time)")
+    p.add_argument("--runs", type=int, default=None, help="timed runs per variant (default 100, quick 30)")
+    p.add_argument("--max-seconds", type=float, default=None, help="time budget per variant (default 3, quick 1)")
+    p.add_argument("--no-host", action="store_true", help="skip the host-overhead table")
+    p.add_argument("--json", metavar="PATH", help="write all figures as JSON")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG of speedup vs size")
+    args = p.parse_args(argv)
+    problem_text = gpu_problem()
+    if problem_text:
+        print(problem_text, file=sys.stderr)
+        return 1
+    env = suite.environment()
+    runs = args.runs or (30 if args.quick else 100)
+    max_seconds = args.max_seconds or (1.0 if args.quick else 3.0)
+    print(f"cupy_ops {env['cupy_ops']} on {env['gpu']} ({env['sm_count']} SMs); torch {env['torch']} "
+          f"(CUDA {env['cuda']}), CuPy {env['cupy']}; median of up to {runs} runs, L2 flushed before each",
+          flush=True)
+    rows = suite.run(args.problem or PROBLEMS, args.dtype or list(suite.DTYPES), quick=args.quick,
+                     compile_too=not args.no_compile, runs=runs, max_seconds=max_seconds, log=suite.log_stderr)
+    print(suite.format_rows(rows))
+    host = None
+    if not args.no_host:
+        from . import host as host_mod
+
+        host = host_mod.measure()
+        print("\nhost overhead per eager call (4096 fp32 elements, GPU idle):")
+        for name, us in host.items():
+            print(f"  {name:<28} {us:6.2f} us")
+        print(f"  relu vs torch.relu: {host['cupy_ops.relu(x)'] / host['torch.relu(x)']:.2f}x; relu_div vs "
+              f"torch.relu(x) / 2: {host['cupy_ops.relu_div(x, 2)'] / host['torch.relu(x) / 2']:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(suite.to_json(rows, {"environment": env, "host_overhead_us": host,
+                                           "runs": runs, "max_seconds": max_seconds}), f, indent=1)
+    if args.plot:
+        suite.plot(rows, args.plot, f"cupy_ops vs torch eager on {env['gpu']}")
+    bad = [f"{r.problem} {r.dtype} {r.shape} {v.name}" for r in rows for v in r.variants if v.error]
+    if bad:
+        print("variants that failed: " + "; ".join(bad), file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The benchmark suite behind ``python -m cupy_ops.bench``.
+
+Each case is one (problem, dtype, size). For each, every variant (cupy_ops kernels, torch
+eager, ``torch.compile``) is timed the KernelBench way in this process on the same inputs:
+CUDA events, warm-up, an L2 flush before every run, median (p20/p80 kept). Bandwidth-bound
+rows also time a device-to-device copy of the same bytes, the practical roofline. Bytes and
+FLOPs are counted explicitly (the minimum traffic: each input read once, each output written
+once).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+
+from .timing import Stats, time_cuda
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+# (rows, cols) per elementwise size; the last is KernelBench's ReLU size.
+ELEMENTWISE_SHAPES = [(1, 4096), (1024, 1024), (1024, 8192), (4096, 16384), (4096, 393216)]
+ELEMENTWISE_QUICK = [(1, 4096), (1024, 8192), (4096, 65536)]
+# (M, K, N) per GEMM size; the last is KernelBench's.
+LINEAR_SHAPES = [(256, 1024, 1024), (1024, 8192, 8192)]
+MATMUL_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096)]
+GEMM_QUICK = [(256, 1024, 1024)]
+
+
+@dataclass
+class Variant:
+    name: str
+    stats: Stats | None = None
+    max_abs_error: float | None = None
+    bitwise_equal: bool | None = None
+    error: str | None = None
+
+
+@dataclass
+class Row:
+    problem: str
+    dtype: str
+    shape: str
+    bytes: int
+    flops: int
+    scaled_from: str | None = None
+    variants: list[Variant] = field(default_factory=list)
+    copy: Stats | None = None
+
+    def get(self, name: str) -> Variant | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+
+def _elementwise_case(problem, shape, dtype, device):
+    x = torch.randn(shape, device=device, dtype=dtype)
+    if problem == "relu":
+        ours = {"cupy_ops": lambda: cupy_ops.relu(x)}
+        ref = lambda: torch.relu(x)  # noqa: E731
+    else:
+        ours = {"cupy_ops": lambda: cupy_ops.relu_div(x, 2.0)}
+        ref = lambda: torch.relu(x) / 2.0  # noqa: E731
+    nbytes = 2 * x.numel() * x.element_size()
+    out = torch.empty_like(x)
+    return ours, ref, nbytes, 0, (lambda: out.copy_(x))
+
+
+def _gemm_case(problem, mkn, dtype, device):
+    M, K, N = mkn
+    if problem == "matmul":
+        a = torch.randn(M, K, device=device, dtype=dtype)
+        b = torch.randn(K, N, device=device, dtype=dtype)
+        ours = {"cupy_ops naive": lambda: cupy_ops.matmul(a, b, algo="naive")}
+        ref = lambda: torch.matmul(a, b)  # noqa: E731
+        nbytes = (M * K + K * N + M * N) * a.element_size()
+    else:
+        x = torch.randn(M, K, device=device, dtype=dtype)
+        w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
+        b = torch.randn(N, device=device, dtype=dtype)
+        ours = {"cuBLAS + cupy_ops.relu_div": lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0),
+                "cupy_ops naive fused": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0, algo="naive")}
+        ref = lambda: torch.relu(F.linear(x, w, b)) / 2.0  # noqa: E731
+        nbytes = (M * K + N * K + N + M * N) * x.element_size()
+    return ours, ref, nbytes, 2 * M * N * K, None
+
+
+def cases(problems, dtypes, quick: bool):
+    for problem in problems:
+        for dname in dtypes:
+            if problem in ("relu", "relu_div"):
+                for shape in (ELEMENTWISE_QUICK if quick else ELEMENTWISE_SHAPES):
+                    yield problem, dname, shape
+            else:
+                shapes = GEMM_QUICK if quick else (LINEAR_SHAPES if problem == "linear_relu_div" else MATMUL_SHAPES)
+                for mkn in shapes:
+                    yield problem, dname, mkn
+
+
+def _fit(problem, size, itemsize):
+    """Scale an elementwise size's rows down when GPU memory is short (input, 4 outputs, flush)."""
+    if problem not in ("relu", "relu_div"):
+        return size, None
+    rows, cols = size
+    free, _ = torch.cuda.mem_get_info()
+    per_row = 5 * cols * itemsize
+    fits = int((free * 0.85 - 2**29) // per_row)
+    if fits >= rows:
+        return size, None
+    return (max(1, fits), cols), f"{rows}x{cols}"
+
+
+def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds: float, device="cuda") -> Row:
+    dtype = DTYPES[dname]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    size, scaled_from = _fit(problem, size, itemsize)
+    torch.manual_seed(0)
+    if problem in ("relu", "relu_div"):
+        ours, ref, nbytes, flops, copy = _elementwise_case(problem, size, dtype, device)
+        shape = f"{size[0]}x{size[1]}"
+    else:
+        ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, device)
+        shape = "x".join(map(str, size))
+    row = Row(problem, dname, shape, nbytes, flops, scaled_from)
+    with torch.no_grad():
+        expected = ref()
+        fns = dict(ours)
+        fns["torch eager"] = ref
+        if compile_too:
+            torch._dynamo.reset()
+            fns["torch.compile"] = torch.compile(ref, dynamic=False)
+        for name, fn in fns.items():
+            v = Variant(name)
+            try:
+                got = fn()
+                v.max_abs_error = float((got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max()) \
+                    if got.numel() else 0.0
+                v.bitwise_equal = bool(torch.equal(got, expected))
+                del got
+                v.stats = time_cuda(fn, runs=runs, max_seconds=max_seconds)
+            except Exception as exc:  # noqa: BLE001  (a failing variant is reported, not fatal)
+                v.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            row.variants.append(v)
+        del expected
+        if copy is not None:
+            row.copy = time_cuda(copy, runs=runs, max_seconds=max_seconds)
+    torch.cuda.empty_cache()
+    return row
+
+
+def run(problems, dtypes, *, quick=False, compile_too=True, runs=100, max_seconds=3.0, log=None) -> list[Row]:
+    todo = list(cases(problems, dtypes, quick))
+    rows = []
+    for i, (problem, dname, size) in enumerate(todo, 1):
+        if log:
+            log(f"[{i}/{len(todo)}] {problem} {dname} {size} ...")
+        rows.append(run_case(problem, dname, size, compile_too=compile_too, runs=runs, max_seconds=max_seconds))
+    return rows
+
+
+def _ratio(a: Stats | None, b: Stats | None) -> str:
+    return f"{b.median / a.median:.2f}x" if a and b else "-"
+
+
+def format_rows(rows: list[Row]) -> str:
+    """One line per (case, cupy_ops variant): ms, GB/s, % of copy or TFLOP/s, speedups, error."""
+    head = ("problem", "dtype", "shape", "variant", "ms", "GB/s", "%copy", "TFLOP/s", "vs eager", "vs compile",
+            "max err", "exact")
+    lines = [head]
+    for r in rows:
+        eager, comp = r.get("torch eager"), r.get("torch.compile")
+        for v in r.variants:
+            if v.error:
+                lines.append((r.problem, r.dtype, r.shape, v.name, "ERROR", v.error[:60], "", "", "", "", "", ""))
+                continue
+            ms = v.stats.median
+            gbs = r.bytes / ms / 1e6
+            pct = f"{100 * r.copy.median / ms:.1f}" if r.copy else "-"
+            tflops = f"{r.flops / ms / 1e9:.1f}" if r.flops else "-"
+            lines.append((r.problem, r.dtype, r.shape + (" *" if r.scaled_from else ""), v.name, f"{ms:.4f}",
+                          f"{gbs:.0f}", pct, tflops,
+                          _ratio(v.stats, eager.stats if eager else None),
+                          _ratio(v.stats, comp.stats if comp and not comp.error else None),
+                          f"{v.max_abs_error:.1e}", "yes" if v.bitwise_equal else "no"))
+        if r.copy:
+            lines.append((r.problem, r.dtype, r.shape, "(d2d copy)", f"{r.copy.median:.4f}",
+                          f"{r.bytes / r.copy.median / 1e6:.0f}", "100.0", "-", "", "", "", ""))
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip() for l in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    if any(r.scaled_from for r in rows):
+        out.append("* scaled down to fit GPU memory: " + ", ".join(f"{r.problem} {r.dtype} {r.scaled_from} -> {r.shape}"
+                                                                    for r in rows if r.scaled_from))
+    return "\n".join(out)
+
+
+def to_json(rows: list[Row], extra: dict) -> dict:
+    return {**extra, "rows": [asdict(r) for r in rows]}
+
+
+def environment() -> dict:
+    import platform
+
+    import cupy
+
+    props = torch.cuda.get_device_properties(0)
+    return {"gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
+            "torch": torch.__version__, "cuda": torch.version.cuda, "cupy": cupy.__version__,
+            "cupy_ops": cupy_ops.__version__, "python": platform.python_version()}
+
+
+def plot(rows: list[Row], path: str, title: str) -> None:
+    """Speedup of each cupy_ops variant vs torch eager, by size, one line per problem/dtype."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    series: dict[str, list] = {}
+    for r in rows:
+        eager = r.get("torch eager")
+        for v in r.variants:
+            if v.name in ("torch eager", "torch.compile") or v.error or not eager or not eager.stats:
+                continue
+            size = r.bytes if not r.flops else r.flops
+            series.setdefault(f"{r.problem} {r.dtype} {v.name}", []).append((size, eager.stats.median / v.stats.median))
+    for label, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("bytes moved (elementwise) / FLOPs (GEMM)")
+    ax.set_ylabel("speedup vs torch eager")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def log_stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
