@@ -94,30 +94,31 @@ def is_dense(x: torch.Tensor) -> bool:
 
 # --- grid sizing -------------------------------------------------------------------------
 
-ELEMENTWISE_THREADS = 256
-# Blocks per SM for the grid-stride elementwise kernels: 8 x 256 threads fills an SM's
-# 2048-thread limit, so every SM keeps its maximum of loads in flight.
-ELEMENTWISE_BLOCKS_PER_SM = 8
+# Elementwise launch shape, measured on an H200 (notes/elementwise_tuning.md): 128 threads a
+# block, 2 vectors of 16 bytes a thread, one block per chunk (no grid-stride loop) reached
+# 98-100 % of a device-to-device copy; must match VECS_PER_THREAD in cuda_src/elementwise.cuh.
+ELEMENTWISE_THREADS = 128
+ELEMENTWISE_VECS_PER_THREAD = 2
+_CHUNK_BYTES = ELEMENTWISE_THREADS * ELEMENTWISE_VECS_PER_THREAD * 16
+_SCALAR_CHUNK = ELEMENTWISE_THREADS * 8  # elements a block on the scalar path (8 a thread)
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def elementwise_plan(n: int, itemsize: int, x_ptr: int, y_ptr: int, sm_count: int) -> tuple[int, int, int]:
+def elementwise_plan(n: int, itemsize: int, x_ptr: int, y_ptr: int) -> tuple[int, int, int]:
     """Launch plan for the elementwise loop (cuda_src/elementwise.cuh): ``(blocks, head, vec)``.
 
     16-byte vectors are used only when ``x`` and ``y`` are equally aligned modulo 16 bytes;
-    ``head`` scalar elements then bring both to the boundary. ``n`` must be > 0.
+    ``head`` scalar elements then bring both to the boundary, and a block covers
+    ``_CHUNK_BYTES``; otherwise a block covers 8 elements a thread. ``n`` must be > 0.
     """
-    if x_ptr % 16 == y_ptr % 16:
-        head = min(n, ((16 - x_ptr % 16) % 16) // itemsize)
-        items = cdiv(n - head, 16 // itemsize)
-        vec = 1
-    else:
-        head, items, vec = 0, n, 0
-    blocks = max(1, min(cdiv(items, ELEMENTWISE_THREADS), sm_count * ELEMENTWISE_BLOCKS_PER_SM))
-    return blocks, head, vec
+    if (x_ptr - y_ptr) & 15 == 0:
+        head = min(n, ((-x_ptr) & 15) // itemsize)
+        nvec = (n - head) * itemsize >> 4
+        return (nvec * 16 + _CHUNK_BYTES - 1) // _CHUNK_BYTES or 1, head, 1
+    return (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
 
 
 def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -159,10 +160,10 @@ class KernelHandle:
     pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``.
     """
 
-    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls", "sm_count")
+    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls")
 
     def __init__(self, fn, device: int, signature):
-        global _driver_launch, _DriverError
+        global _driver_launch, _DriverError, _several_devices
         for kind in signature:
             if kind not in _SLOT:
                 raise ValueError(f"signature entries must be one of {sorted(_SLOT)}, got {kind!r}")
@@ -172,8 +173,8 @@ class KernelHandle:
         self.nargs = len(signature)
         self.pack = struct.Struct("<" + "".join(_SLOT[k] for k in signature)).pack_into
         self._tls = threading.local()     # argument buffers are per thread: launches may race
-        self.sm_count = sm_count(device)
         if _driver_launch is None:
+            _several_devices = torch.cuda.device_count() > 1
             from cupy_backends.cuda.api import driver
 
             _DriverError = driver.CUDADriverError
@@ -193,6 +194,7 @@ class KernelHandle:
 
 _driver_launch = None   # cupy_backends' cuLaunchKernel, bound when the first kernel is loaded
 _DriverError = Exception
+_several_devices = True  # with one GPU, every tensor is on the current device: skip the check
 _handles: dict[tuple, KernelHandle] = {}
 _handles_lock = threading.Lock()
 
@@ -218,7 +220,7 @@ def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None
     runs on ``cuda:1`` whatever the current device is).
     """
     device = handle.device
-    if _get_device() != device:
+    if _several_devices and _get_device() != device:
         with torch.cuda.device(device):
             return launch(handle, grid, block, args, shared_mem)
     try:

@@ -12,36 +12,42 @@ from cupy_ops.ops import _divisor
     (1000, 4, 4, 4, 1, 3),      # both at +4 bytes (x[1:] in place): 3 scalars reach 16
     (1000, 2, 2, 2, 1, 7),      # fp16 at +2 bytes: 7 scalars
     (2, 4, 4, 4, 1, 2),         # head never exceeds n
-    (1000, 4, 4, 0, 0, 0),      # different alignment (x[1:] into a fresh y): scalar loop
+    (1000, 4, 4, 0, 0, 0),      # different alignment (x[1:] into a fresh y): scalar path
     (1000, 8, 8, 8, 1, 1),      # float64 at +8
 ])
 def test_elementwise_plan_alignment(n, itemsize, x_off, y_off, expect_vec, expect_head):
     base = 1 << 20
-    blocks, head, vec = launch.elementwise_plan(n, itemsize, base + x_off, base + y_off, sm_count=132)
+    blocks, head, vec = launch.elementwise_plan(n, itemsize, base + x_off, base + y_off)
     assert (vec, head) == (expect_vec, expect_head)
-    assert (base + x_off + head * itemsize) % 16 == 0 or vec == 0 or head == n
+    if vec and head < n:
+        assert (base + x_off + head * itemsize) % 16 == 0
     assert blocks >= 1
 
 
-def test_elementwise_plan_grid_is_capped_by_the_device_not_the_size():
-    blocks, _, _ = launch.elementwise_plan(4096 * 393216, 4, 0, 0, sm_count=132)
-    assert blocks == 132 * launch.ELEMENTWISE_BLOCKS_PER_SM
-    blocks, _, _ = launch.elementwise_plan(4096 * 393216, 4, 0, 0, sm_count=108)
-    assert blocks == 108 * launch.ELEMENTWISE_BLOCKS_PER_SM
-    # small tensors: one thread per vector, no idle blocks
-    blocks, _, _ = launch.elementwise_plan(4096, 4, 0, 0, sm_count=132)
-    assert blocks == 4096 // 4 // launch.ELEMENTWISE_THREADS
+def test_elementwise_plan_one_block_per_chunk():
+    chunk = launch.ELEMENTWISE_THREADS * launch.ELEMENTWISE_VECS_PER_THREAD * 16  # bytes per block
+    blocks, _, _ = launch.elementwise_plan(4096 * 393216, 4, 0, 0)
+    assert blocks == 4096 * 393216 * 4 // chunk           # KernelBench ReLU: 1.57 M blocks
+    blocks, _, _ = launch.elementwise_plan(3, 4, 0, 0)
+    assert blocks == 1                                     # no full vector: block 0 does head/tail
+    blocks, _, _ = launch.elementwise_plan(2**31 + 17, 2, 0, 2)  # misaligned, > 2**31 elements
+    assert blocks == -(-(2**31 + 17) // (launch.ELEMENTWISE_THREADS * 8))
 
 
 def test_elementwise_plan_covers_every_element():
-    for n in [1, 3, 4, 5, 127, 128, 129, 4097]:
-        for off in range(0, 16, 4):
-            blocks, head, vec = launch.elementwise_plan(n, 4, 64 + off, 64 + off, sm_count=2)
-            threads = blocks * launch.ELEMENTWISE_THREADS
-            assert threads >= head and threads >= 3  # head and tail are one element per thread
-            if vec:
-                nvec = (n - head) // 4
-                assert head + nvec * 4 + (n - head - nvec * 4) == n
+    chunk = launch.ELEMENTWISE_THREADS * launch.ELEMENTWISE_VECS_PER_THREAD * 16
+    for n in [1, 3, 4, 5, 127, 128, 129, 4097, 100003]:
+        for itemsize in (2, 4, 8):
+            for off in range(0, 16, itemsize):
+                for y_off in (off, 0):
+                    blocks, head, vec = launch.elementwise_plan(n, itemsize, 64 + off, 64 + y_off)
+                    if vec:
+                        vecs = (n - head) * itemsize // 16
+                        tail = n - head - vecs * 16 // itemsize
+                        assert head < 16 // itemsize and tail < 16 // itemsize
+                        assert head <= launch.ELEMENTWISE_THREADS and blocks * chunk >= vecs * 16
+                    else:
+                        assert blocks * launch.ELEMENTWISE_THREADS * 8 >= n
 
 
 def test_gemm_naive_grid():

@@ -62,17 +62,12 @@ class Elementwise:
         h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
         xp = x.data_ptr()
         yp = y.data_ptr()
-        if (xp - yp) & 15 == 0:  # equally aligned: 16-byte vectors after a scalar head
-            itemsize = x.element_size()
-            head = min(n, ((-xp) & 15) // itemsize)
-            items = ((n - head) * itemsize + 15) >> 4
-            vec = 1
-        else:
-            head, items, vec = 0, n, 0
-        blocks = min((items + THREADS - 1) // THREADS, h.sm_count * launch.ELEMENTWISE_BLOCKS_PER_SM) or 1
-        launch.launch(h, (blocks, 1, 1), _BLOCK, (xp, yp, n, head, vec) + extra_args)
+        blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp, yp)
+        launch.launch(h, (blocks, 1, 1), _BLOCK, (xp, yp, n, head, vec, *extra_args))
 
 
+_plan = launch.elementwise_plan
+_ITEMSIZE = {dt: torch.empty((), dtype=dt).element_size() for dt in launch.DTYPE_NAMES}
 _BLOCK = (THREADS, 1, 1)
 
 
