@@ -101,6 +101,7 @@ ELEMENTWISE_THREADS = 128
 ELEMENTWISE_VECS_PER_THREAD = 2
 _CHUNK_BYTES = ELEMENTWISE_THREADS * ELEMENTWISE_VECS_PER_THREAD * 16
 _SCALAR_CHUNK = ELEMENTWISE_THREADS * 8  # elements a block on the scalar path (8 a thread)
+_VECS_PER_BLOCK = ELEMENTWISE_THREADS * ELEMENTWISE_VECS_PER_THREAD
 
 
 def cdiv(a: int, b: int) -> int:
@@ -114,11 +115,12 @@ def elementwise_plan(n: int, itemsize: int, x_ptr: int, y_ptr: int) -> tuple[int
     ``head`` scalar elements then bring both to the boundary, and a block covers
     ``_CHUNK_BYTES``; otherwise a block covers 8 elements a thread. ``n`` must be > 0.
     """
-    if (x_ptr - y_ptr) & 15 == 0:
-        head = min(n, ((-x_ptr) & 15) // itemsize)
-        nvec = (n - head) * itemsize >> 4
-        return (nvec * 16 + _CHUNK_BYTES - 1) // _CHUNK_BYTES or 1, head, 1
-    return (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
+    if (x_ptr - y_ptr) & 15:
+        return (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
+    head = ((-x_ptr) & 15) // itemsize
+    if head > n:
+        head = n
+    return ((((n - head) * itemsize) >> 4) + _VECS_PER_BLOCK - 1) // _VECS_PER_BLOCK or 1, head, 1
 
 
 def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -143,14 +145,14 @@ def sm_count(device: int) -> int:
 _SLOT = {"ptr": "Q", "i64": "q", "i32": "i4x", "f32": "f4x", "f64": "d"}
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def current_stream_handle(device: int) -> int:
     """torch's current CUDA stream handle on ``device`` (the capture stream under a graph)."""
-    if _raw_stream is not None:
-        return _raw_stream(device)
     return torch.cuda.current_stream(device).cuda_stream
+
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", current_stream_handle)
 
 
 class KernelHandle:
@@ -212,6 +214,21 @@ def kernel(filename: str, expr: str, device: int, signature) -> KernelHandle:
     return h
 
 
+def launch_1d(handle: KernelHandle, blocks: int, threads: int, args) -> None:
+    """``launch`` for a 1-D grid with no dynamic shared memory: the eager hot path."""
+    if _several_devices and _get_device() != handle.device:
+        return launch(handle, (blocks, 1, 1), (threads, 1, 1), args)
+    try:
+        storage, params, _ = handle._tls.buf
+    except AttributeError:
+        storage, params, _ = handle.buffers()
+    handle.pack(storage, 0, *args)
+    try:
+        _driver_launch(handle.ptr, blocks, 1, 1, threads, 1, 1, 0, _raw_stream(handle.device), params, 0)
+    except _DriverError:
+        launch(handle, (blocks, 1, 1), (threads, 1, 1), args)
+
+
 def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
     """Launch ``handle`` with ``args`` on torch's current stream of the handle's device.
 
@@ -228,7 +245,7 @@ def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None
     except AttributeError:
         storage, params, _ = handle.buffers()
     handle.pack(storage, 0, *args)
-    stream = _raw_stream(device) if _raw_stream is not None else current_stream_handle(device)
+    stream = _raw_stream(device)
     try:
         _driver_launch(handle.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem,
                        stream, params, 0)

@@ -13,7 +13,7 @@ def test_runs_on_the_current_stream(cuda):
     x = torch.randn(1 << 22, device=cuda)
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
-        assert launch.current_stream_handle(0) == s.cuda_stream
+        assert launch._raw_stream(0) == s.cuda_stream  # the handle every launch uses
         torch.cuda._sleep(20_000_000)   # keep s busy, so a launch on another stream would run first
         x.fill_(-1.0)                   # queued on s behind the sleep
         y = cupy_ops.relu(x)            # must see the fill: all zeros

@@ -63,14 +63,12 @@ class Elementwise:
         xp = x.data_ptr()
         yp = y.data_ptr()
         blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp, yp)
-        launch.launch(h, (blocks, 1, 1), _BLOCK, (xp, yp, n, head, vec, *extra_args))
+        _launch_1d(h, blocks, THREADS, (xp, yp, n, head, vec, *extra_args))
 
 
 _plan = launch.elementwise_plan
+_launch_1d = launch.launch_1d
 _ITEMSIZE = {dt: torch.empty((), dtype=dt).element_size() for dt in launch.DTYPE_NAMES}
-_BLOCK = (THREADS, 1, 1)
-
-
 def _check_out(out, x, device: int, op_name: str) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
