@@ -18,41 +18,56 @@
 
 struct alignas(16) V16 { u32 w[4]; };
 
-template <class Bits, class Op>
-__device__ __forceinline__ V16 apply_vec(V16 v, const Op& op) {
+// Unary ops are called as op(x); binary ones (ARITY 2, e.g. the backward kernels) as op(x, x2).
+template <int ARITY, class Bits, class Op>
+__device__ __forceinline__ Bits apply1(const Op& op, Bits a, Bits b) {
+  if constexpr (ARITY == 2) return op(a, b); else return op(a);
+}
+
+template <int ARITY, class Bits, class Op>
+__device__ __forceinline__ V16 apply_vec(V16 v, V16 w, const Op& op) {
   constexpr int VEC = 16 / sizeof(Bits);
-  union { V16 v; Bits e[VEC]; } u;
+  union { V16 v; Bits e[VEC]; } u, u2;
   u.v = v;
+  u2.v = w;
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) u.e[j] = op(u.e[j]);
+  for (int j = 0; j < VEC; ++j) u.e[j] = apply1<ARITY>(op, u.e[j], u2.e[j]);
   return u.v;
 }
 
-template <class Bits, class Op>
-__device__ __forceinline__ void elementwise_loop(const Bits* x, Bits* y, i64 n, i64 head, int vec,
-                                                 const Op& op) {
+// y[i] = op(x[i]) (ARITY 1) or op(x[i], x2[i]) (ARITY 2, x2 equally aligned as x and y).
+template <int ARITY, class Bits, class Op>
+__device__ __forceinline__ void elementwise_loop(const Bits* x, const Bits* x2, Bits* y, i64 n, i64 head,
+                                                 int vec, const Op& op) {
   constexpr int VEC = 16 / sizeof(Bits);
   constexpr int U = VECS_PER_THREAD;
   if (vec) {
     const i64 nvec = (n - head) / VEC;
     const V16* xv = reinterpret_cast<const V16*>(x + head);
+    const V16* x2v = reinterpret_cast<const V16*>(x2 + head);
     V16* yv = reinterpret_cast<V16*>(y + head);
     const i64 base = (i64)blockIdx.x * blockDim.x * U + threadIdx.x;
-    V16 v[U];
+    V16 v[U], w[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < nvec) v[u] = xv[i];
+      if (i < nvec) {
+        v[u] = xv[i];
+        if constexpr (ARITY == 2) w[u] = x2v[i];
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < nvec) yv[i] = apply_vec<Bits>(v[u], op);
+      if (i < nvec) yv[i] = apply_vec<ARITY, Bits>(v[u], w[u], op);
     }
     if (blockIdx.x == 0) {  // head (< VEC elements) and tail (< VEC elements)
-      if (threadIdx.x < head) y[threadIdx.x] = op(x[threadIdx.x]);
+      if (threadIdx.x < head) {
+        const i64 t = threadIdx.x;
+        y[t] = apply1<ARITY>(op, x[t], ARITY == 2 ? x2[t] : (Bits)0);
+      }
       const i64 t = head + nvec * VEC + threadIdx.x;
-      if (threadIdx.x < VEC && t < n) y[t] = op(x[t]);
+      if (threadIdx.x < VEC && t < n) y[t] = apply1<ARITY>(op, x[t], ARITY == 2 ? x2[t] : (Bits)0);
     }
   } else {
     // 8 elements per thread: as many bytes as the vector path for fp32; for 16-bit types
@@ -60,16 +75,19 @@ __device__ __forceinline__ void elementwise_loop(const Bits* x, Bits* y, i64 n, 
     // occupancy) from ~40 to ~80.
     constexpr int S = 8;
     const i64 base = (i64)blockIdx.x * blockDim.x * S + threadIdx.x;
-    Bits v[S];
+    Bits v[S], w[S];
 #pragma unroll
     for (int u = 0; u < S; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < n) v[u] = x[i];
+      if (i < n) {
+        v[u] = x[i];
+        if constexpr (ARITY == 2) w[u] = x2[i];
+      }
     }
 #pragma unroll
     for (int u = 0; u < S; ++u) {
       const i64 i = base + (i64)u * blockDim.x;
-      if (i < n) y[i] = op(v[u]);
+      if (i < n) y[i] = apply1<ARITY>(op, v[u], w[u]);
     }
   }
 }

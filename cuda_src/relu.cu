@@ -12,5 +12,5 @@ struct ReluOp {
 template <class T>
 __global__ void relu(const typename Traits<T>::Bits* x, typename Traits<T>::Bits* y, i64 n,
                      i64 head, int vec) {
-  elementwise_loop(x, y, n, head, vec, ReluOp<T>());
+  elementwise_loop<1>(x, x, y, n, head, vec, ReluOp<T>());
 }

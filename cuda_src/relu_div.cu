@@ -28,5 +28,5 @@ __global__ void relu_div(const typename Traits<T>::Bits* x, typename Traits<T>::
   op.scale = scale;
   op.true_div = divisor != nullptr;
   op.divisor = op.true_div ? *divisor : scale;
-  elementwise_loop(x, y, n, head, vec, op);
+  elementwise_loop<1>(x, x, y, n, head, vec, op);
 }

@@ -58,63 +58,92 @@ def assemble(filename: str, directory: Path | None = None) -> str:
     Each header is pasted once (``#pragma once`` semantics).
     """
     directory = source_dir() if directory is None else directory
+    path = directory / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"kernel source {path} not found")
+    return assemble_text(path.read_text(), filename, [directory])
+
+
+def assemble_text(text: str, name: str, search: list[Path]) -> str:
+    """``text`` (the source called ``name``) with quoted includes pasted from ``search``."""
     seen: set[str] = set()
 
-    def expand(name: str, chain: tuple[str, ...]) -> str:
-        path = directory / name
-        if not path.is_file():
-            where = f" (included from {chain[-1]})" if chain else ""
-            raise FileNotFoundError(f"kernel source {path} not found{where}")
+    def expand(text: str, name: str, chain: tuple[str, ...]) -> str:
         seen.add(name)
-        text = _PRAGMA_ONCE.sub("", path.read_text())
+        text = _PRAGMA_ONCE.sub("", text)
 
         def paste(match: re.Match) -> str:
             inc = match.group(1)
             if inc in seen:
                 return f"// {inc}: already included"
-            return f"// begin {inc}\n{expand(inc, chain + (name,))}\n// end {inc}"
+            for folder in search:
+                if (folder / inc).is_file():
+                    body = expand((folder / inc).read_text(), inc, chain + (name,))
+                    return f"// begin {inc}\n{body}\n// end {inc}"
+            raise FileNotFoundError(f"kernel source {inc} not found (included from {name}; looked in "
+                                    f"{', '.join(map(str, search))})")
 
         return _INCLUDE.sub(paste, text)
 
-    return expand(filename, ())
+    return expand(text, name, ())
 
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """One kernel source file and the template instantiations launched from it."""
+    """One kernel source and the template instantiations launched from it.
+
+    Built-in kernels are files of ``cuda_src/`` (``code`` None); user kernels
+    (``cupy_ops.Kernel``) carry their ``code`` and the folder their includes are looked up in
+    first (``cuda_src/`` after it, so ``#include "common.cuh"`` always works).
+    """
 
     filename: str
     name_expressions: tuple[str, ...]
+    code: str | None = None
+    directory: str | None = None
+
+    def text(self) -> str:
+        if self.code is None:
+            return assemble(self.filename)
+        search = ([Path(self.directory)] if self.directory else []) + [source_dir()]
+        return assemble_text(self.code, self.filename, search)
 
 
 _registry: dict[str, SourceSpec] = {}
+_modules: dict[str, object] = {}          # filename -> cupy.RawModule
+_lock = threading.RLock()
 
 
-def register(filename: str, name_expressions) -> SourceSpec:
+def register(filename: str, name_expressions, *, code: str | None = None,
+             directory: str | None = None) -> SourceSpec:
     """Declare that ``name_expressions`` (e.g. ``"relu<float>"``) of ``filename`` are used.
 
     Called by each op module at import (cheap: no file is read). Registering the same file
-    twice merges the expressions.
+    twice merges the expressions (a module compiled earlier is then compiled again).
+    ``code``/``directory``: the source of a user kernel (see ``SourceSpec``).
     """
-    old = _registry.get(filename)
-    exprs = tuple(dict.fromkeys((old.name_expressions if old else ()) + tuple(name_expressions)))
-    spec = SourceSpec(filename, exprs)
-    _registry[filename] = spec
-    return spec
+    with _lock:
+        old = _registry.get(filename)
+        exprs = tuple(dict.fromkeys((old.name_expressions if old else ()) + tuple(name_expressions)))
+        spec = SourceSpec(filename, exprs, code, directory)
+        if old != spec:
+            _registry[filename] = spec
+            _modules.pop(filename, None)
+        return spec
 
 
-def registered() -> dict[str, SourceSpec]:
-    """All registered sources, by file name (after importing the op modules)."""
-    from . import ops  # noqa: F401  (importing the ops registers their kernels)
+def registered(builtin_only: bool = True) -> dict[str, SourceSpec]:
+    """Registered sources by name (after importing the op modules); built-in ones by default."""
+    from . import kernel, ops  # noqa: F401  (importing the ops declares their kernels)
 
-    return dict(_registry)
+    for k in kernel.BUILTINS:
+        k.params  # parsing a built-in kernel registers its instantiations
+    return {k: v for k, v in _registry.items() if not builtin_only or v.code is None}
 
 
 # --- run-time path ---------------------------------------------------------------------
 
-_modules: dict[str, object] = {}          # filename -> cupy.RawModule
 _functions: dict[tuple, object] = {}      # (filename, expr, device) -> cupy Function
-_lock = threading.Lock()
 
 
 def get_function(filename: str, expr: str, device: int):
@@ -144,7 +173,7 @@ def _load(filename: str, expr: str, device: int):
         module = _modules.get(filename)
         if module is None:
             module = cupy.RawModule(
-                code=assemble(filename), options=OPTIONS, name_expressions=list(spec.name_expressions)
+                code=spec.text(), options=OPTIONS, name_expressions=list(spec.name_expressions)
             )
             _modules[filename] = module
         with cupy.cuda.Device(device):
@@ -195,7 +224,8 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
     """
     nvrtc = offline_nvrtc()
     exprs = list(name_expressions)
-    src = assemble(filename)
+    spec = _registry.get(filename)
+    src = spec.text() if spec is not None and spec.code is not None else assemble(filename)
     options = offline_options(arch)
     prog = nvrtc.createProgram(src, filename, [], [])
     try:

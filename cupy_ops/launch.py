@@ -142,7 +142,7 @@ def sm_count(device: int) -> int:
 # a struct.pack_into and one driver call, which is what keeps the eager call near torch's.
 
 # Argument kinds of a kernel signature -> struct format of one 8-byte slot.
-_SLOT = {"ptr": "Q", "i64": "q", "i32": "i4x", "f32": "f4x", "f64": "d"}
+_SLOT = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d"}
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 

@@ -12,6 +12,7 @@ SMALL = {
     "relu.py": ["--batch-size", "64", "--dim", "4097", "--runs", "5"],
     "matmul.py": ["--n", "129", "--runs", "5"],
 }
+OTHER = ["my_kernel.py"]
 
 
 def run(script, *args, env=None):
@@ -42,3 +43,15 @@ def test_with_gpu_every_variant_correct(script, dtype):
     proc = run(script, *SMALL[script], "--dtype", dtype)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all variants correct" in proc.stdout and "FAIL" not in proc.stdout
+
+
+def test_user_kernel_example_without_gpu():
+    proc = run("my_kernel.py", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "GPU" in proc.stderr
+
+
+@pytest.mark.gpu
+def test_user_kernel_example():
+    proc = run("my_kernel.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matches torch: yes" in proc.stdout

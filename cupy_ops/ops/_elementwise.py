@@ -9,28 +9,25 @@ from __future__ import annotations
 import torch
 
 from .. import launch
+from ..kernel import Kernel
 
 THREADS = launch.ELEMENTWISE_THREADS
 
 
 class Elementwise:
-    """One elementwise kernel family: ``template <class T> kernel(x, y, n, head, vec, ...extra)``.
+    """An elementwise kernel family ``template <class T> kernel(x, [x2,] y, n, head, vec, ...extra)``
+    (cuda_src/elementwise.cuh), launched through ``cupy_ops.Kernel``."""
 
-    ``extra_signature(dtype)`` gives the signature of the extra arguments for a dtype.
-    """
-
-    def __init__(self, filename: str, name: str, extra_signature=lambda dtype: ()):
-        self.filename = filename
-        self.name = name
-        self.exprs = {dt: f"{name}<{c}>" for dt, c in launch.DTYPE_NAMES.items()}
-        self.extra_signature = extra_signature
+    def __init__(self, kernel: Kernel, arity: int = 1):
+        self.kernel = kernel
+        self.name = kernel.name
+        self.arity = arity
         self._handles: dict = {}
 
     def handle(self, dtype: torch.dtype, device: int) -> launch.KernelHandle:
         h = self._handles.get((dtype, device))
         if h is None:
-            sig = ("ptr", "ptr", "i64", "i64", "i32") + tuple(self.extra_signature(dtype))
-            h = self._handles[(dtype, device)] = launch.kernel(self.filename, self.exprs[dtype], device, sig)
+            h = self._handles[(dtype, device)] = self.kernel.handle(dtype, device)
         return h
 
     def __call__(self, x, out, extra_args: tuple, device: int) -> torch.Tensor:
@@ -43,7 +40,9 @@ class Elementwise:
         """
         if out is None:
             if not (x.is_contiguous() or launch.is_dense(x)):
-                x = x.contiguous()
+                # gather into the layout torch.empty_like picks (dense, in x's stride order), so
+                # the result's strides are what torch.relu and the ops' fake kernels give
+                x = torch.empty_like(x).copy_(x)
             y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
             self.launch(x, y, extra_args, device)
             return y
@@ -64,6 +63,18 @@ class Elementwise:
         yp = y.data_ptr()
         blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp, yp)
         _launch_1d(h, blocks, THREADS, (xp, yp, n, head, vec, *extra_args))
+
+
+    def launch2(self, x: torch.Tensor, x2: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
+        """Binary form: ``y = op(x, x2)``, all three contiguous and of one shape."""
+        n = x.numel()
+        if n == 0:
+            return
+        h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
+        xp, x2p, yp = x.data_ptr(), x2.data_ptr(), y.data_ptr()
+        # vectors only if all three are equally aligned: shift x's pointer to fail the test otherwise
+        blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp if (x2p - yp) & 15 == 0 else xp + 1, yp)
+        _launch_1d(h, blocks, THREADS, (xp, x2p, yp, n, head, vec, *extra_args))
 
 
 _plan = launch.elementwise_plan

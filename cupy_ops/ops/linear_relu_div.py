@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import compiler, launch
+from .. import launch
+from ..kernel import Kernel
 from . import _divisor, _gemm
 
-SOURCE = "linear_relu_div.cu"
-EXPRS = {dt: f"linear_relu_div_naive<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
-compiler.register(SOURCE, EXPRS.values())
-
-
-def _signature(dtype):
-    acc = "f64" if dtype == torch.float64 else "f32"
-    return ("ptr", "i64", "i64", "ptr", "i64", "i64", "ptr", "ptr", "i64", "i64", "i64", acc)
+NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
@@ -62,7 +56,7 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if bias is not None and bias.stride(0) != 1:
         bias = bias.contiguous()
     grid, block = launch.gemm_naive_grid(M, N)
-    h = launch.kernel(SOURCE, EXPRS[x.dtype], device, _signature(x.dtype))
+    h = NAIVE.handle(x.dtype, device)
     launch.launch(h, grid, block, (x.data_ptr(), x.stride(0), x.stride(1), weight.data_ptr(), weight.stride(0),
                                    weight.stride(1), 0 if bias is None else bias.data_ptr(), y.data_ptr(),
                                    M, N, K, scale))

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import compiler, launch
+from .. import launch
+from ..kernel import Kernel
 from . import _gemm
 
-SOURCE = "matmul.cu"
-EXPRS = {dt: f"matmul_naive<{name}>" for dt, name in launch.DTYPE_NAMES.items()}
-SIGNATURE = ("ptr", "i64", "i64", "ptr", "i64", "i64", "ptr", "i64", "i64", "i64")
-compiler.register(SOURCE, EXPRS.values())
+NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Tensor:
@@ -42,7 +40,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Te
     if M == 0 or N == 0:
         return c
     grid, block = launch.gemm_naive_grid(M, N)
-    h = launch.kernel(SOURCE, EXPRS[a.dtype], device, SIGNATURE)
+    h = NAIVE.handle(a.dtype, device)
     launch.launch(h, grid, block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
                                    b.stride(1), c.data_ptr(), M, N, K))
     return c

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import compiler, launch
+from .. import launch
+from ..kernel import Kernel
 from ._elementwise import Elementwise
 
-KERNEL = Elementwise("relu.cu", "relu")
-compiler.register(KERNEL.filename, KERNEL.exprs.values())
+KERNEL = Elementwise(Kernel.builtin("relu.cu", "relu"))
 
 
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import torch
 
-from .. import compiler, launch
+from .. import launch
+from ..kernel import Kernel
 from . import _divisor
 from ._elementwise import Elementwise
 
 # extra kernel arguments: scale (in the compute type), pointer to a GPU divisor or null
-KERNEL = Elementwise("relu_div.cu", "relu_div",
-                     lambda dtype: ("f64" if dtype == torch.float64 else "f32", "ptr"))
-compiler.register(KERNEL.filename, KERNEL.exprs.values())
+KERNEL = Elementwise(Kernel.builtin("relu_div.cu", "relu_div"))
 
 
 def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,0 +1,104 @@
+"""cupy_ops.Kernel: user CUDA C from a string or a file, checked arguments, typed errors."""
+import pytest
+import torch
+
+import cupy_ops
+from cupy_ops.kernel import parse_signature
+
+SCALE = r"""
+template <class T>
+__global__ void scale(const T* x, T* y, float s, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = from_acc<T>(to_acc<T>(x[i]) * s);
+}
+"""
+AXPY = r"""
+extern "C" __global__ void axpy(float a, const float* __restrict__ x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def test_parse_signature():
+    t, params = parse_signature(SCALE, "scale")
+    assert t == "T" and [k for k, _, _ in params] == ["ptr", "ptr", "f32", "i64"]
+    t, params = parse_signature(AXPY, "axpy")
+    assert t is None and [(k, n) for k, n, _ in params] == [("f32", "a"), ("ptr", "x"), ("ptr", "y"), ("i32", "n")]
+
+
+def test_construction_errors(tmp_path):
+    with pytest.raises(ValueError, match=r"no `__global__ void nope\(...\)` found"):
+        cupy_ops.Kernel(SCALE, "nope")
+    with pytest.raises(ValueError, match="parameter 'p' of kernel k has type 'Foo'"):
+        cupy_ops.Kernel("__global__ void k(Foo p) {}", "k")
+    with pytest.raises(FileNotFoundError):
+        cupy_ops.Kernel(tmp_path / "missing.cu", "k")
+    with pytest.raises(TypeError, match="source must be CUDA code"):
+        cupy_ops.Kernel(42, "k")
+    with pytest.raises(TypeError, match="name must be the kernel's identifier"):
+        cupy_ops.Kernel(SCALE, "not a name")
+
+
+def test_call_errors_on_cpu():
+    k = cupy_ops.Kernel(SCALE, "scale")
+    x = torch.randn(8)
+    with pytest.raises(TypeError, match=r"kernel scale\(x, y, s, n\) takes 4 arguments, got 3"):
+        k(x, x, 2.0, grid=1, block=8)
+    with pytest.raises(ValueError, match="argument 'x' of kernel scale must be a CUDA tensor"):
+        k(x, x, 2.0, 8, grid=1, block=8)
+    with pytest.raises(TypeError, match=r"argument 's' of kernel scale \(float\) must be a real number, got str"):
+        k(x, x, "2", 8, grid=1, block=8)
+    with pytest.raises(TypeError, match=r"argument 'n' of kernel scale \(long long\) must be an int, got float"):
+        k(x, x, 2.0, 8.0, grid=1, block=8)
+    with pytest.raises(ValueError, match="block must have at most 1024 threads"):
+        k(x, x, 2.0, 8, grid=1, block=(64, 32))
+    with pytest.raises(TypeError, match="grid must be a non-negative int"):
+        k(x, x, 2.0, 8, grid=-1, block=8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64], ids=str)
+def test_template_kernel_from_string(dtype, cuda):
+    k = cupy_ops.Kernel(SCALE, "scale")
+    x = torch.randn(1000, device=cuda, dtype=dtype)
+    y = torch.empty_like(x)
+    k(x, y, 2.5, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
+    torch.testing.assert_close(y, (x.float() * 2.5).to(dtype), atol=0, rtol=0)
+
+
+@pytest.mark.gpu
+def test_kernel_from_file_on_a_side_stream(cuda, tmp_path):
+    path = tmp_path / "axpy.cu"
+    path.write_text(AXPY)
+    k = cupy_ops.Kernel(path, "axpy")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.randn(5000, device=cuda)
+        y = torch.ones(5000, device=cuda)
+        k(3.0, x, y, 5000, grid=cupy_ops.cdiv(5000, 128), block=128)
+    s.synchronize()
+    torch.testing.assert_close(y, 3.0 * x + 1.0)
+
+
+@pytest.mark.gpu
+def test_gpu_call_errors(cuda):
+    k = cupy_ops.Kernel(SCALE, "scale")
+    x = torch.randn(64, device=cuda)
+    with pytest.raises(TypeError, match="argument 'y' of kernel scale must have dtype torch.float32"):
+        k(x, x.half(), 1.0, 64, grid=1, block=64)
+    with pytest.raises(ValueError, match="argument 'x' of kernel scale must be contiguous"):
+        k(x.view(8, 8).t(), x, 1.0, 64, grid=1, block=64)
+    with pytest.raises(TypeError, match="the first tensor argument picks T"):
+        k(x.int(), x.int(), 1.0, 64, grid=1, block=64)
+    k(x, x, 1.0, 64, grid=0, block=64)  # empty grid: no launch, no error
+
+
+@pytest.mark.gpu
+def test_user_kernel_compile_error(cuda):
+    k = cupy_ops.Kernel("__global__ void bad(float* p) { p[0] = undefined_thing; }", "bad")
+    x = torch.zeros(1, device=cuda)
+    with pytest.raises(cupy_ops.KernelCompileError, match="undefined_thing") as info:
+        k(x, grid=1, block=1)
+    assert "bad" in info.value.source
+    assert torch.equal(cupy_ops.relu(x), x)  # the library keeps working
