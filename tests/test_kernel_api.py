@@ -48,13 +48,15 @@ def test_call_errors_on_cpu():
     with pytest.raises(ValueError, match="argument 'x' of kernel scale must be a CUDA tensor"):
         k(x, x, 2.0, 8, grid=1, block=8)
     with pytest.raises(TypeError, match=r"argument 's' of kernel scale \(float\) must be a real number, got str"):
-        k(x, x, "2", 8, grid=1, block=8)
+        k(None, None, "2", 8, grid=1, block=8)
     with pytest.raises(TypeError, match=r"argument 'n' of kernel scale \(long long\) must be an int, got float"):
-        k(x, x, 2.0, 8.0, grid=1, block=8)
+        k(None, None, 2.0, 8.0, grid=1, block=8)
     with pytest.raises(ValueError, match="block must have at most 1024 threads"):
         k(x, x, 2.0, 8, grid=1, block=(64, 32))
     with pytest.raises(TypeError, match="grid must be a non-negative int"):
         k(x, x, 2.0, 8, grid=-1, block=8)
+    with pytest.raises(ValueError, match="needs at least one CUDA tensor argument"):
+        k(None, None, 2.0, 8, grid=1, block=8)
 
 
 @pytest.mark.gpu
