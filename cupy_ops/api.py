@@ -13,8 +13,12 @@ import numbers
 import torch
 
 from . import ops, torch_ops
+from .ops import _divisor
+from .ops.relu import KERNEL as _RELU
+from .ops.relu_div import KERNEL as _RELU_DIV
 
 _is_compiling = torch.compiler.is_compiling
+_scale_for = _divisor.scale_for
 
 
 def _record(*tensors) -> bool:
@@ -39,8 +43,12 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
 
     Differentiable, and traceable by torch.compile (as ``cupy_ops::relu``) when ``out`` is None.
     """
-    if out is None and _record(x):
-        return torch_ops.relu(x)
+    if out is None:
+        y = _RELU.fast(x, ())
+        if y is not None:
+            return y
+        if _record(x):
+            return torch_ops.relu(x)
     return ops.relu(x, out=out)
 
 
@@ -55,6 +63,10 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
     Differentiable with respect to ``x`` and traceable by torch.compile when ``out`` is None
     and ``divisor`` is a number (or a CPU tensor).
     """
+    if out is None and type(divisor) is float and type(x) is torch.Tensor:
+        y = _RELU_DIV.fast(x, (_scale_for(divisor, x.dtype), 0))
+        if y is not None:
+            return y
     if out is None and _record(x):
         d = _number(divisor, "autograd and torch.compile")
         if isinstance(d, bool) or not isinstance(d, numbers.Real):

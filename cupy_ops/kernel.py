@@ -70,6 +70,8 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     type of the element type: f64 for double, else f32). Raises ``ValueError`` when the kernel
     is not found or a parameter has a type that cannot be passed from Python.
     """
+    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)   # comments may sit anywhere
+    code = re.sub(r"//[^\n]*", " ", code)
     m = re.search(r"(template\s*<\s*(?:class|typename)\s+(\w+)\s*>\s*)?"
                   r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
                   + re.escape(name) + r"\s*\(", code)

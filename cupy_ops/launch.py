@@ -108,19 +108,25 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def elementwise_plan(n: int, itemsize: int, x_ptr: int, y_ptr: int) -> tuple[int, int, int]:
-    """Launch plan for the elementwise loop (cuda_src/elementwise.cuh): ``(blocks, head, vec)``.
+def launch_elementwise(handle: "KernelHandle", n: int, itemsize: int, ptrs: tuple, extra: tuple = ()) -> None:
+    """Launch an elementwise kernel (cuda_src/elementwise.cuh) over ``n`` > 0 elements.
 
-    16-byte vectors are used only when ``x`` and ``y`` are equally aligned modulo 16 bytes;
-    ``head`` scalar elements then bring both to the boundary, and a block covers
-    ``_CHUNK_BYTES``; otherwise a block covers 8 elements a thread. ``n`` must be > 0.
+    ``ptrs`` are the kernel's tensor pointers (inputs then output); the kernel gets
+    ``(*ptrs, n, head, vec, *extra)``. 16-byte vectors are used only when all pointers are
+    equally aligned modulo 16 bytes (``vec`` = 1); ``head`` scalar elements then bring them to
+    the boundary, and a block covers ``_CHUNK_BYTES``. Otherwise a block covers 8 elements a
+    thread. This is the eager hot path: the plan is computed inline, then one launch.
     """
-    if (x_ptr - y_ptr) & 15:
-        return (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
-    head = ((-x_ptr) & 15) // itemsize
-    if head > n:
-        head = n
-    return ((((n - head) * itemsize) >> 4) + _VECS_PER_BLOCK - 1) // _VECS_PER_BLOCK or 1, head, 1
+    p0 = ptrs[0]
+    if all((p - p0) & 15 == 0 for p in ptrs):
+        head = ((-p0) & 15) // itemsize
+        if head > n:
+            head = n
+        blocks = ((((n - head) * itemsize) >> 4) + _VECS_PER_BLOCK - 1) // _VECS_PER_BLOCK or 1
+        vec = 1
+    else:
+        blocks, head, vec = (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
+    launch_1d(handle, blocks, ELEMENTWISE_THREADS, (*ptrs, n, head, vec, *extra))
 
 
 def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

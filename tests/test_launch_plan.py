@@ -7,6 +7,24 @@ from cupy_ops import launch
 from cupy_ops.ops import _divisor
 
 
+def plan(n, itemsize, *ptrs):
+    """(blocks, head, vec) that launch_elementwise passes to the kernel (launch captured)."""
+    seen = {}
+
+    def capture(handle, blocks, threads, args):
+        seen.update(blocks=blocks, threads=threads, args=args)
+
+    orig = launch.launch_1d
+    launch.launch_1d = capture
+    try:
+        launch.launch_elementwise(None, n, itemsize, ptrs)
+    finally:
+        launch.launch_1d = orig
+    args = seen["args"]
+    assert args[:len(ptrs)] == ptrs and args[len(ptrs)] == n and seen["threads"] == launch.ELEMENTWISE_THREADS
+    return seen["blocks"], args[len(ptrs) + 1], args[len(ptrs) + 2]
+
+
 @pytest.mark.parametrize("n, itemsize, x_off, y_off, expect_vec, expect_head", [
     (1000, 4, 0, 0, 1, 0),      # both aligned: vectors from the first element
     (1000, 4, 4, 4, 1, 3),      # both at +4 bytes (x[1:] in place): 3 scalars reach 16
@@ -17,20 +35,26 @@ from cupy_ops.ops import _divisor
 ])
 def test_elementwise_plan_alignment(n, itemsize, x_off, y_off, expect_vec, expect_head):
     base = 1 << 20
-    blocks, head, vec = launch.elementwise_plan(n, itemsize, base + x_off, base + y_off)
+    blocks, head, vec = plan(n, itemsize, base + x_off, base + y_off)
     assert (vec, head) == (expect_vec, expect_head)
     if vec and head < n:
         assert (base + x_off + head * itemsize) % 16 == 0
     assert blocks >= 1
 
 
+def test_elementwise_plan_binary_needs_all_three_aligned():
+    assert plan(1000, 4, 16, 32, 48)[2] == 1
+    assert plan(1000, 4, 16, 36, 48)[2] == 0
+    assert plan(1000, 4, 20, 36, 52) == (plan(1000, 4, 20, 36)[0], 3, 1)
+
+
 def test_elementwise_plan_one_block_per_chunk():
     chunk = launch.ELEMENTWISE_THREADS * launch.ELEMENTWISE_VECS_PER_THREAD * 16  # bytes per block
-    blocks, _, _ = launch.elementwise_plan(4096 * 393216, 4, 0, 0)
+    blocks, _, _ = plan(4096 * 393216, 4, 0, 0)
     assert blocks == 4096 * 393216 * 4 // chunk           # KernelBench ReLU: 1.57 M blocks
-    blocks, _, _ = launch.elementwise_plan(3, 4, 0, 0)
+    blocks, _, _ = plan(3, 4, 0, 0)
     assert blocks == 1                                     # no full vector: block 0 does head/tail
-    blocks, _, _ = launch.elementwise_plan(2**31 + 17, 2, 0, 2)  # misaligned, > 2**31 elements
+    blocks, _, _ = plan(2**31 + 17, 2, 0, 2)               # misaligned, > 2**31 elements
     assert blocks == -(-(2**31 + 17) // (launch.ELEMENTWISE_THREADS * 8))
 
 
@@ -40,7 +64,7 @@ def test_elementwise_plan_covers_every_element():
         for itemsize in (2, 4, 8):
             for off in range(0, 16, itemsize):
                 for y_off in (off, 0):
-                    blocks, head, vec = launch.elementwise_plan(n, itemsize, 64 + off, 64 + y_off)
+                    blocks, head, vec = plan(n, itemsize, 64 + off, 64 + y_off)
                     if vec:
                         vecs = (n - head) * itemsize // 16
                         tail = n - head - vecs * 16 // itemsize

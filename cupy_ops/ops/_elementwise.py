@@ -56,30 +56,36 @@ class Elementwise:
     def launch(self, x: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
         """Launch on dense ``x`` into ``y`` of the same layout (``y`` may be ``x``)."""
         n = x.numel()
-        if n == 0:
-            return
-        h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
-        xp = x.data_ptr()
-        yp = y.data_ptr()
-        blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp, yp)
-        _launch_1d(h, blocks, THREADS, (xp, yp, n, head, vec, *extra_args))
-
+        if n:
+            h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
+            launch.launch_elementwise(h, n, x.element_size(), (x.data_ptr(), y.data_ptr()), extra_args)
 
     def launch2(self, x: torch.Tensor, x2: torch.Tensor, y: torch.Tensor, extra_args: tuple, device: int) -> None:
-        """Binary form: ``y = op(x, x2)``, all three contiguous and of one shape."""
+        """Binary form: ``y = op(x, x2)``, all three dense with one layout."""
         n = x.numel()
-        if n == 0:
-            return
-        h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
-        xp, x2p, yp = x.data_ptr(), x2.data_ptr(), y.data_ptr()
-        # vectors only if all three are equally aligned: shift x's pointer to fail the test otherwise
-        blocks, head, vec = _plan(n, _ITEMSIZE[x.dtype], xp if (x2p - yp) & 15 == 0 else xp + 1, yp)
-        _launch_1d(h, blocks, THREADS, (xp, x2p, yp, n, head, vec, *extra_args))
+        if n:
+            h = self._handles.get((x.dtype, device)) or self.handle(x.dtype, device)
+            launch.launch_elementwise(h, n, x.element_size(), (x.data_ptr(), x2.data_ptr(), y.data_ptr()),
+                                      extra_args)
+
+    def fast(self, x: torch.Tensor, extra_args: tuple):
+        """The eager fast path: the result, or None when ``x`` needs the general path (not a
+        contiguous CUDA tensor of a compiled dtype, autograd or torch.compile involved)."""
+        if type(x) is torch.Tensor and x.is_contiguous() and x.is_cuda and not (x.requires_grad and _grad_enabled()):
+            h = self._handles.get((x.dtype, x.get_device()))
+            if h is not None and not _is_compiling():
+                y = torch.empty_like(x)
+                n = x.numel()
+                if n:
+                    launch.launch_elementwise(h, n, x.element_size(), (x.data_ptr(), y.data_ptr()), extra_args)
+                return y
+        return None
 
 
-_plan = launch.elementwise_plan
-_launch_1d = launch.launch_1d
-_ITEMSIZE = {dt: torch.empty((), dtype=dt).element_size() for dt in launch.DTYPE_NAMES}
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
+
+
 def _check_out(out, x, device: int, op_name: str) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
