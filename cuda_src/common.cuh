@@ -101,3 +101,16 @@ __device__ __forceinline__ float div_exact(float a, float b) {
   return r;
 }
 __device__ __forceinline__ double div_exact(double a, double b) { return __ddiv_rn(a, b); }
+
+// Element-typed helpers, for kernels written on T* (cupy_ops.Kernel user kernels):
+//   float v = to_float(x[i]);   y[i] = from_float<T>(v);
+// (fp64 stays fp64: to_float(double) returns double.) Same exact conversions as above.
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ double to_float(double v) { return v; }
+__device__ __forceinline__ float to_float(f16 v) { return to_acc<f16>(v.bits); }
+__device__ __forceinline__ float to_float(bf16 v) { return to_acc<bf16>(v.bits); }
+template <class T> __device__ __forceinline__ T from_float(typename Traits<T>::Acc v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ double from_float<double>(double v) { return v; }
+template <> __device__ __forceinline__ f16 from_float<f16>(float v) { f16 r; r.bits = from_acc<f16>(v); return r; }
+template <> __device__ __forceinline__ bf16 from_float<bf16>(float v) { bf16 r; r.bits = from_acc<bf16>(v); return r; }

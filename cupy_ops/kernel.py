@@ -5,7 +5,7 @@ with the same machinery as the built-in ops (which are built on it).
     template <class T>
     __global__ void scale(const T* x, T* y, float s, long long n) {
       long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-      if (i < n) y[i] = from_acc<T>(to_acc<T>(x[i]) * s);
+      if (i < n) y[i] = from_float<T>(to_float(x[i]) * s);
     }''', "scale")
     y = torch.empty_like(x)
     scale(x, y, 2.0, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
@@ -14,9 +14,9 @@ The parameter list is read from the source, so each argument is checked and pass
 right C type: tensors for pointers (CUDA, contiguous, on one device), Python numbers for
 ``float``/``double``/``int``/``long long``. A ``template <class T>`` kernel is instantiated
 for float32 (``float``), float16 (``f16``), bfloat16 (``bf16``) and float64 (``double``), and
-the first tensor argument picks ``T``. ``cuda_src/common.cuh`` is always includable
-(``#include "common.cuh"``; it is pasted in before your code anyway): it gives ``f16``/``bf16``
-and the exact ``to_acc``/``from_acc`` conversions. The kernel runs on torch's current stream
+the first tensor argument picks ``T``. ``cuda_src/common.cuh`` is pasted in before your code:
+it gives the ``f16``/``bf16`` element types and exact conversions, ``to_float(x[i])`` and
+``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on torch's current stream
 of the tensors' device; compilation happens on first call and is cached (per process, per
 device, and on disk in ``CUPY_CACHE_DIR``).
 """

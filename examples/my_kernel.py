@@ -19,8 +19,8 @@ template <class T>   // instantiated for float, f16, bf16 and double; x's dtype 
 __global__ void leaky_scale(const T* x, T* y, float slope, float scale, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i < n) {
-    float v = to_acc<T>(x[i]);                       // exact conversions from common.cuh
-    y[i] = from_acc<T>((v > 0.f ? v : v * slope) * scale);
+    float v = to_float(x[i]);                        // exact conversions from common.cuh
+    y[i] = from_float<T>((v > 0.f ? v : v * slope) * scale);
   }
 }
 """

@@ -9,7 +9,7 @@ SCALE = r"""
 template <class T>
 __global__ void scale(const T* x, T* y, float s, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = from_acc<T>(to_acc<T>(x[i]) * s);
+  if (i < n) y[i] = from_float<T>(to_float(x[i]) * s);
 }
 """
 AXPY = r"""
@@ -40,6 +40,16 @@ def test_construction_errors(tmp_path):
         cupy_ops.Kernel(SCALE, "not a name")
 
 
+def test_user_kernel_compiles_offline():
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
+    from cupy_ops import compiler
+
+    k = cupy_ops.Kernel(SCALE, "scale")
+    k.params
+    results = compiler.compile_offline(k.key, compiler.registered(builtin_only=False)[k.key].name_expressions, "sm_90")
+    assert len(results) == 4 and all(r.ok for r in results), [r.log for r in results]
+
+
 def test_call_errors_on_cpu():
     k = cupy_ops.Kernel(SCALE, "scale")
     x = torch.randn(8)
@@ -66,7 +76,8 @@ def test_template_kernel_from_string(dtype, cuda):
     x = torch.randn(1000, device=cuda, dtype=dtype)
     y = torch.empty_like(x)
     k(x, y, 2.5, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
-    torch.testing.assert_close(y, (x.float() * 2.5).to(dtype), atol=0, rtol=0)
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    assert torch.equal(y, (x.to(acc) * 2.5).to(dtype))
 
 
 @pytest.mark.gpu
