@@ -1,7 +1,9 @@
-// linear_relu_div, naive fused kernel: y = relu(x @ weight.T + bias) * scale, where
+// linear_relu_div_naive<T>: the naive fused kernel; linear_relu_div_simt<X_KMAJOR, W_KMAJOR>:
+// the tiled fp32 kernel (gemm_simt.cuh) with the same epilogue. Both compute y = relu(x @ weight.T + bias) * scale, where
 // scale = 1 / divisor as torch computes it (see relu_div.cu). weight is (N, K) as in
 // nn.Linear; bias may be null (nn.Linear(bias=False)).
 #include "gemm_naive.cuh"
+#include "gemm_simt.cuh"
 
 template <class T>
 struct BiasReluScale {
@@ -27,4 +29,16 @@ __global__ void linear_relu_div_naive(const typename Traits<T>::Bits* x, i64 sxm
   epi.bias = bias;
   epi.scale = scale;
   gemm_naive<T>(x, sxm, sxk, w, swk, swn, y, N, M, N, K, epi);
+}
+
+// x (M, K) and weight (N, K) with leading dimensions ldx, ldw: X_KMAJOR when x is row-major,
+// W_KMAJOR when weight is (the nn.Linear layout). y is row-major (M, N).
+template <bool X_KMAJOR, bool W_KMAJOR>
+__global__ void __launch_bounds__(SG_THREADS) linear_relu_div_simt(const float* x, i64 ldx, const float* w, i64 ldw,
+                                                                    const float* bias, float* y, int M, int N, int K,
+                                                                    int vec, float scale) {
+  BiasReluScale<float> epi;
+  epi.bias = reinterpret_cast<const u32*>(bias);
+  epi.scale = scale;
+  gemm_simt<X_KMAJOR, W_KMAJOR>(x, ldx, w, ldw, y, N, M, N, K, vec, epi);
 }

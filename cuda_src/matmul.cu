@@ -1,5 +1,8 @@
-// matmul, naive reference kernel: C = A @ B for 2-D A (M, K) and B (K, N), any strides.
+// matmul: C = A @ B for 2-D A (M, K) and B (K, N).
+//   matmul_naive<T>: the reference kernel, one thread per output, any strides.
+//   matmul_simt<A_KMAJOR, B_KMAJOR>: tiled fp32 on the CUDA cores (gemm_simt.cuh).
 #include "gemm_naive.cuh"
+#include "gemm_simt.cuh"
 
 template <class T>
 struct Identity {
@@ -12,4 +15,11 @@ __global__ void matmul_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak
                              const typename Traits<T>::Bits* b, i64 sbk, i64 sbn,
                              typename Traits<T>::Bits* c, i64 M, i64 N, i64 K) {
   gemm_naive<T>(a, sam, sak, b, sbk, sbn, c, N, M, N, K, Identity<T>());
+}
+
+// lda, ldb: leading dimensions (see gemm_simt.cuh for the layouts); c is row-major (M, N).
+template <bool A_KMAJOR, bool B_KMAJOR>
+__global__ void __launch_bounds__(SG_THREADS) matmul_simt(const float* a, i64 lda, const float* b, i64 ldb,
+                                                           float* c, int M, int N, int K, int vec) {
+  gemm_simt<A_KMAJOR, B_KMAJOR>(a, lda, b, ldb, c, N, M, N, K, vec, Identity<float>());
 }

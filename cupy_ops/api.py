@@ -80,7 +80,7 @@ def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     return ops.relu_div_(x, divisor)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
     """``a @ b`` for 2-D tensors (see ``cupy_ops.ops.matmul``); differentiable, traceable."""
     if _record(a, b):
         return torch_ops.matmul(a, b, algo)
@@ -88,7 +88,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Te
 
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
-                    *, algo: str = "naive") -> torch.Tensor:
+                    *, algo: str = "auto") -> torch.Tensor:
     """``relu(x @ weight.T + bias) / divisor`` fused (see ``cupy_ops.ops.linear_relu_div``);
     differentiable with respect to x, weight and bias, traceable by torch.compile."""
     if _record(x, weight, bias):

@@ -125,7 +125,7 @@ class Kernel:
     with NVRTC's log.
     """
 
-    def __init__(self, source, name: str, *, signature=None, _builtin: bool = False):
+    def __init__(self, source, name: str, *, signature=None, variants=None, _builtin: bool = False):
         if not isinstance(name, str) or not name.isidentifier():
             raise TypeError(f"name must be the kernel's identifier (a str), got {name!r}")
         self.name = name
@@ -148,6 +148,7 @@ class Kernel:
             code = '#include "common.cuh"\n' + code
         self._code, self._directory = code, directory
         self._signature = tuple(signature) if signature is not None else None
+        self._variants = tuple(variants) if variants else None
         self._params = None
         self._template = None
         self._handles: dict = {}
@@ -156,9 +157,13 @@ class Kernel:
             self._parse()
 
     @classmethod
-    def builtin(cls, filename: str, name: str) -> "Kernel":
-        """A kernel of cupy_ops' own ``cuda_src/`` (its file is read on first use, not at import)."""
-        k = cls(filename, name, _builtin=True)
+    def builtin(cls, filename: str, name: str, variants=None) -> "Kernel":
+        """A kernel of cupy_ops' own ``cuda_src/`` (its file is read on first use, not at import).
+
+        ``variants``: explicit template instantiations (e.g. ``"matmul_simt<true, false>"``)
+        for kernels not templated on one element type; ``handle`` then takes one of them.
+        """
+        k = cls(filename, name, variants=variants, _builtin=True)
         BUILTINS.append(k)
         return k
 
@@ -171,7 +176,9 @@ class Kernel:
                                  f"takes {len(params)} parameters")
             params = [(k, p, c) for k, (_, p, c) in zip(self._signature, params)]
         self._params = params
-        if self._template:
+        if self._variants:
+            self.exprs = {v: v for v in self._variants}
+        elif self._template:
             self.exprs = {dt: f"{self.name}<{c}>" for dt, c in launch.DTYPE_NAMES.items()}
         else:
             self.exprs = {None: self.name}
@@ -185,13 +192,14 @@ class Kernel:
             self._parse()
         return list(self._params)
 
-    def handle(self, dtype: torch.dtype | None, device: int) -> launch.KernelHandle:
-        """The compiled kernel for ``dtype`` (None for a non-template kernel) on ``device``."""
+    def handle(self, dtype, device: int) -> launch.KernelHandle:
+        """The compiled kernel for ``dtype`` (None for a non-template kernel, the instantiation
+        string for a kernel with explicit ``variants``) on ``device``."""
         h = self._handles.get((dtype, device))
         if h is None:
             if not self._parsed:
                 self._parse()
-            key = dtype if self._template else None
+            key = dtype if (self._template or self._variants) else None
             if key not in self.exprs:
                 raise TypeError(f"kernel {self.name} has no instantiation for dtype {dtype}")
             acc = "f64" if dtype == torch.float64 else "f32"

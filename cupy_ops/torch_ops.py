@@ -50,23 +50,23 @@ def _(grad, ref, scale, flip):
 
 
 @torch.library.custom_op(f"{_lib}::matmul", mutates_args=())
-def matmul(a: Tensor, b: Tensor, algo: str = "naive") -> Tensor:
+def matmul(a: Tensor, b: Tensor, algo: str = "auto") -> Tensor:
     return ops.matmul(a, b, algo=algo)
 
 
 @matmul.register_fake
-def _(a, b, algo="naive"):
+def _(a, b, algo="auto"):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
 @torch.library.custom_op(f"{_lib}::linear_relu_div", mutates_args=())
 def linear_relu_div(x: Tensor, weight: Tensor, bias: Optional[Tensor], divisor: float,
-                    algo: str = "naive") -> Tensor:
+                    algo: str = "auto") -> Tensor:
     return ops.linear_relu_div(x, weight, bias, divisor, algo=algo)
 
 
 @linear_relu_div.register_fake
-def _(x, weight, bias, divisor, algo="naive"):
+def _(x, weight, bias, divisor, algo="auto"):
     return x.new_empty((x.shape[0], weight.shape[0]))
 
 
@@ -95,7 +95,7 @@ def _relu_div_grad(ctx, grad):
 def _save_operands(ctx, inputs, output):
     a, b = inputs[0], inputs[1]
     ctx.save_for_backward(a, b)
-    ctx.algo = inputs[2] if len(inputs) > 2 else "naive"
+    ctx.algo = inputs[2] if len(inputs) > 2 else "auto"
 
 
 def _matmul_grad(ctx, grad):
@@ -109,7 +109,7 @@ def _save_linear(ctx, inputs, output):
     x, weight, bias, divisor = inputs[:4]
     ctx.save_for_backward(x, weight, output)
     ctx.divisor = divisor
-    ctx.algo = inputs[4] if len(inputs) > 4 else "naive"
+    ctx.algo = inputs[4] if len(inputs) > 4 else "auto"
     ctx.has_bias = bias is not None
 
 

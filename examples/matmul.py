@@ -32,7 +32,9 @@ def main() -> int:
 
     print(f"matmul: ({args.n}, {args.n}) @ ({args.n}, {args.n}); {args.dtype}; {torch.cuda.get_device_name()}",
           flush=True)
-    results = kernelbench.run(problem, {"ModelNew (naive)": problem.ModelNew}, make_inputs=make_inputs,
+    variants = {"ModelNew (auto)": problem.ModelNew,
+                "ModelNew('naive')": lambda: problem.ModelNew("naive")}
+    results = kernelbench.run(problem, variants, make_inputs=make_inputs,
                               init_inputs=[], dtype=dtype, trials=args.trials, runs=args.runs,
                               max_seconds=args.max_seconds)
     print(kernelbench.format_table(results, "results (torch eager = Model):"))

@@ -16,7 +16,7 @@ EXPECTED_SOURCES = {"relu.cu", "relu_div.cu", "matmul.cu", "linear_relu_div.cu",
 def test_every_op_registers_its_kernels():
     assert EXPECTED_SOURCES <= set(SPECS)
     for spec in SPECS.values():
-        assert len(spec.name_expressions) == 4, spec  # float, f16, bf16, double
+        assert len(spec.name_expressions) >= 4, spec  # float, f16, bf16, double (or 4 layout variants)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

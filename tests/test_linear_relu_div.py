@@ -16,8 +16,8 @@ from test_matmul import accumulation_roundoff
 pytestmark = pytest.mark.gpu
 
 
-def check(x, w, b, d):
-    got = cupy_ops.linear_relu_div(x, w, b, d)
+def check(x, w, b, d, algo="auto"):
+    got = cupy_ops.linear_relu_div(x, w, b, d, algo=algo)
     dtype = x.dtype
     K = x.shape[1]
     lin = F.linear(x.double(), w.double(), None if b is None else b.double())
@@ -33,24 +33,30 @@ def check(x, w, b, d):
     return got
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (0, 4, 3), (4, 0, 3)],
-                         ids=str)
-def test_linear_relu_div_shapes(M, K, N, dtype, cuda):
+ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), ("auto", torch.float32),
+                                                       ("auto", torch.bfloat16), ("auto", torch.float16)]
+
+
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (257, 64, 300),
+                                     (0, 4, 3), (4, 0, 3)], ids=str)
+def test_linear_relu_div_shapes(M, K, N, algo, dtype, cuda):
     x = torch.randn(M, K, device=cuda).to(dtype)
     w = torch.randn(N, K, device=cuda).to(dtype)
     b = torch.randn(N, device=cuda).to(dtype)
-    check(x, w, b, 2.0)
-    check(x, w, None, 3.0)
+    check(x, w, b, 2.0, algo)
+    check(x, w, None, 3.0, algo)
+    check(x, w, b, -0.5, algo)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_linear_relu_div_strided(dtype, cuda):
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
+def test_linear_relu_div_strided(algo, dtype, cuda):
     x = torch.randn(70, 90, device=cuda).to(dtype)
     w = torch.randn(80, 95, device=cuda).to(dtype)
     b = torch.randn(160, device=cuda).to(dtype)
-    check(x[1:, 2:], w[:, 5:][:, :88], b[::2], 2.0)
-    check(x.t().contiguous().t(), w.t().contiguous().t()[:, :90], b[:80], 0.5)
+    check(x[1:, 2:], w[:, 5:][:, :88], b[::2], 2.0, algo)
+    check(x.t().contiguous().t(), w.t().contiguous().t()[:, :90], b[:80], 0.5, algo)
+    check(x[:, :80], w[:, :80].t().contiguous().t(), b[:80], 2.0, algo)  # W N-major (transposed copy)
 
 
 def test_linear_relu_div_matches_module_at_kernelbench_tolerance(cuda):

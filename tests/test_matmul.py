@@ -37,20 +37,25 @@ def assert_gemm_close(got, a, b, extra_abs=None):
                            f"worst error {err.max().item():.3g}, bound there {bound.flatten()[err.argmax()].item():.3g}")
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+# (algo, dtype) pairs: every kernel family with every dtype it serves
+ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), ("auto", torch.float32),
+                                                       ("auto", torch.bfloat16), ("auto", torch.float16)]
+
+
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
 @pytest.mark.parametrize("M, K, N", SHAPES, ids=str)
-def test_matmul_shapes(M, K, N, dtype, cuda):
+def test_matmul_shapes(M, K, N, algo, dtype, cuda):
     a = torch.randn(M, K, device=cuda).to(dtype)
     b = torch.randn(K, N, device=cuda).to(dtype)
-    c = cupy_ops.matmul(a, b)
+    c = cupy_ops.matmul(a, b, algo=algo)
     assert c.shape == (M, N) and c.dtype == dtype and c.is_contiguous()
     assert_gemm_close(c, a, b)
     if K == 0:
         assert torch.equal(c, torch.zeros_like(c))
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
-def test_matmul_strided_operands(dtype, cuda):
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
+def test_matmul_strided_operands(algo, dtype, cuda):
     big_a = torch.randn(150, 140, device=cuda).to(dtype)
     big_b = torch.randn(140, 160, device=cuda).to(dtype)
     cases = {
@@ -59,17 +64,27 @@ def test_matmul_strided_operands(dtype, cuda):
         "steps": (big_a[::2, ::3][:, :40], big_b[::3, ::2][:40]),
         "b transposed": (big_a[:33, :77], big_b.t()[:77, :65].contiguous().t().t()),
         "a.t() of slice": (big_a[:, 1:].t()[:, :140], big_b[:140, 1:]),
+        "misaligned rows": (big_a[:, 1:130], big_b[1:130, 3:]),
+        "size-1 dims": (big_a[:1, :77], big_b[:77, :1]),
+        "column of a.t()": (big_a[:1, :].t(), big_b[:1, :]),
     }
     for name, (a, b) in cases.items():
-        c = cupy_ops.matmul(a, b)
+        c = cupy_ops.matmul(a, b, algo=algo)
         assert_gemm_close(c, a, b)
 
 
-def test_matmul_agrees_with_torch_at_kernelbench_tolerance(cuda):
+@pytest.mark.parametrize("algo", ["naive", "simt"])
+def test_matmul_agrees_with_torch_at_kernelbench_tolerance(algo, cuda):
     torch.manual_seed(0)
-    a = torch.rand(512, 512, device=cuda)
-    b = torch.rand(512, 512, device=cuda)
-    assert torch.allclose(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=1e-4, rtol=1e-4)
+    a = torch.rand(1024, 1024, device=cuda)
+    b = torch.rand(1024, 1024, device=cuda)
+    assert torch.allclose(cupy_ops.matmul(a, b, algo=algo), torch.matmul(a, b), atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_algo_errors(cuda):
+    a = torch.randn(8, 8, device=cuda, dtype=torch.float16)
+    with pytest.raises(ValueError, match="algo='simt' is the fp32 kernel"):
+        cupy_ops.matmul(a, a, algo="simt")
 
 
 def test_matmul_nan_and_inf_propagate(cuda):

@@ -25,6 +25,8 @@ def test_opcheck(cuda):
         (torch.ops.cupy_ops.matmul.default, (a, b, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, None, 2.0, "naive")),
+        (torch.ops.cupy_ops.matmul.default, (a, b, "auto")),
+        (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, "auto")),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args)

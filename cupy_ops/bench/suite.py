@@ -72,7 +72,8 @@ def _gemm_case(problem, mkn, dtype, device):
     if problem == "matmul":
         a = torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(K, N, device=device, dtype=dtype)
-        ours = {"cupy_ops naive": lambda: cupy_ops.matmul(a, b, algo="naive")}
+        ours = {"cupy_ops auto": lambda: cupy_ops.matmul(a, b),
+                "cupy_ops naive": lambda: cupy_ops.matmul(a, b, algo="naive")}
         ref = lambda: torch.matmul(a, b)  # noqa: E731
         nbytes = (M * K + K * N + M * N) * a.element_size()
     else:
@@ -80,7 +81,8 @@ def _gemm_case(problem, mkn, dtype, device):
         w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
         b = torch.randn(N, device=device, dtype=dtype)
         ours = {"cuBLAS + cupy_ops.relu_div": lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0),
-                "cupy_ops naive fused": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0, algo="naive")}
+                "cupy_ops fused auto": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
+                "cupy_ops fused naive": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0, algo="naive")}
         ref = lambda: torch.relu(F.linear(x, w, b)) / 2.0  # noqa: E731
         nbytes = (M * K + N * K + N + M * N) * x.element_size()
     return ours, ref, nbytes, 2 * M * N * K, None

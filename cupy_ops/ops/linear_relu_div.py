@@ -9,10 +9,12 @@ from ..kernel import Kernel
 from . import _divisor, _gemm
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
+SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
+    f"linear_relu_div_simt<{a}, {b}>" for a in ("true", "false") for b in ("true", "false")])
 
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
-                    *, algo: str = "naive") -> torch.Tensor:
+                    *, algo: str = "auto") -> torch.Tensor:
     """``relu(x @ weight.T + bias) / divisor`` with bias, ReLU and divide fused in the epilogue.
 
     Args:
@@ -20,7 +22,9 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         weight: (N, K) tensor laid out as ``nn.Linear.weight``, same dtype and device.
         bias: (N,) tensor or None.
         divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"naive"``: the reference kernel, one thread per output element.
+        algo: ``"auto"`` (default): the fastest correct kernel for the dtype (float32:
+            ``"simt"``, the tiled CUDA-core kernel); ``"naive"``: the reference kernel, one
+            thread per output element; ``"simt"``: the tiled fp32 kernel.
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.
     Raises:
@@ -55,6 +59,15 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         return y
     if bias is not None and bias.stride(0) != 1:
         bias = bias.contiguous()
+    if _gemm.choose(algo, x.dtype, M) == "simt":
+        x, x_kmajor, ldx, vec_x = _gemm.operand(x, 1)
+        weight, w_kmajor, ldw, vec_w = _gemm.operand(weight, 1)
+        h = SIMT.handle(f"linear_relu_div_simt<{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}>", device)
+        grid, block = _gemm.simt_grid(M, N)
+        launch.launch(h, grid, block, (x.data_ptr(), ldx, weight.data_ptr(), ldw,
+                                       0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K,
+                                       int(vec_x) | int(vec_w) << 1, scale))
+        return y
     grid, block = launch.gemm_naive_grid(M, N)
     h = NAIVE.handle(x.dtype, device)
     launch.launch(h, grid, block, (x.data_ptr(), x.stride(0), x.stride(1), weight.data_ptr(), weight.stride(0),

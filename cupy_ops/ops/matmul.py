@@ -8,16 +8,20 @@ from ..kernel import Kernel
 from . import _gemm
 
 NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
+SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
+    f"matmul_simt<{a}, {b}>" for a in ("true", "false") for b in ("true", "false")])
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
     """``a @ b`` for 2-D CUDA tensors, accumulating in fp32 (fp64 for float64).
 
     Args:
         a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (``a.t()``,
            slices and other views are read in place, not copied).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
-        algo: ``"naive"``: the reference kernel, one thread per output element.
+        algo: ``"auto"`` (default): the fastest correct kernel for the dtype (float32:
+            ``"simt"``, the tiled CUDA-core kernel); ``"naive"``: the reference kernel, one
+            thread per output element; ``"simt"``: the tiled fp32 kernel.
     Returns:
         A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
     Raises:
@@ -38,6 +42,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "naive") -> torch.Te
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:
+        return c
+    if _gemm.choose(algo, a.dtype, M) == "simt":
+        a, a_kmajor, lda, vec_a = _gemm.operand(a, 1)
+        b, b_nmajor, ldb, vec_b = _gemm.operand(b, 1)
+        h = SIMT.handle(f"matmul_simt<{_gemm.bool_str(a_kmajor)}, {_gemm.bool_str(not b_nmajor)}>", device)
+        grid, block = _gemm.simt_grid(M, N)
+        launch.launch(h, grid, block, (a.data_ptr(), lda, b.data_ptr(), ldb, c.data_ptr(), M, N, K,
+                                       int(vec_a) | int(vec_b) << 1))
         return c
     grid, block = launch.gemm_naive_grid(M, N)
     h = NAIVE.handle(a.dtype, device)

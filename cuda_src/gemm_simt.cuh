@@ -1,0 +1,141 @@
+// Tiled FP32 GEMM on the CUDA cores (no tensor cores): the default fp32 path when TF32 is
+// not allowed, so results keep full fp32 precision as torch's SGEMM does.
+//
+// C[m, n] = epi(sum_k A[m, k] * B[k, n], n), C row-major (ldc). Block tile 128 x 128, k-tile
+// 8, 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
+// shared-memory reads of a warp are conflict-free float4s). Tiles are double-buffered in
+// shared memory: the next k-tile is loaded from global memory into registers while the
+// current one is multiplied; one barrier per k-tile.
+//
+// Operand layouts: A is K-major (A[m*lda + k], row-major) or M-major (A[k*lda + m], a
+// transposed view); B is N-major (B[k*ldb + n], row-major) or K-major (B[n*ldb + k]: the
+// nn.Linear weight). `vec` bit 0 / bit 1: A / B may be read as 16-byte vectors (base aligned,
+// leading dimension a multiple of 4); otherwise elements are read one by one. Edges (M, N, K
+// not multiples of the tile) are handled by bounds checks (zero fill).
+#pragma once
+#include "common.cuh"
+
+#define SG_BM 128
+#define SG_BN 128
+#define SG_BK 8
+#define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
+#define SG_THREADS 256
+
+struct alignas(16) F4 { float x, y, z, w; };
+
+// Four consecutive elements p[0], p[step], p[2*step], p[3*step] with bounds; 16-byte vector
+// when contiguous, aligned and fully in bounds.
+__device__ __forceinline__ void load4(float r[4], const float* p, i64 step, int valid, bool vec) {
+  if (vec && valid >= 4) {
+    const F4 v = *reinterpret_cast<const F4*>(p);
+    r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r[i] = i < valid ? p[i * step] : 0.f;
+  }
+}
+
+template <bool A_KMAJOR, bool B_KMAJOR, class Epi>
+__device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, const float* __restrict__ B,
+                                          i64 ldb, float* __restrict__ C, i64 ldc, int M, int N, int K, int vec,
+                                          const Epi& epi) {
+  __shared__ alignas(16) float As[2][SG_BK][SG_BM + SG_PAD];
+  __shared__ alignas(16) float Bs[2][SG_BK][SG_BN + SG_PAD];
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.y * SG_BM, n0 = blockIdx.x * SG_BN;
+  const bool vec_a = vec & 1, vec_b = vec & 2;
+
+  // Which 4 elements of the A and B tiles this thread loads.
+  // K-major operand: row r = tid / 2 (0..127), k offset c = (tid % 2) * 4.
+  // other-major operand: k row r = tid / 32 (0..7), column c = (tid % 32) * 4.
+  const int ar = A_KMAJOR ? tid >> 1 : tid >> 5, ac = A_KMAJOR ? (tid & 1) * 4 : (tid & 31) * 4;
+  const int br = B_KMAJOR ? tid >> 1 : tid >> 5, bc = B_KMAJOR ? (tid & 1) * 4 : (tid & 31) * 4;
+  float ra[4], rb[4];
+
+  auto load_tiles = [&](int k0) {
+    if (A_KMAJOR) {
+      const int m = m0 + ar, k = k0 + ac;
+      load4(ra, A + (i64)m * lda + k, 1, m < M ? min(4, K - k) : 0, vec_a);
+    } else {
+      const int k = k0 + ar, m = m0 + ac;
+      load4(ra, A + (i64)k * lda + m, 1, k < K ? min(4, M - m) : 0, vec_a);
+    }
+    if (B_KMAJOR) {
+      const int n = n0 + br, k = k0 + bc;
+      load4(rb, B + (i64)n * ldb + k, 1, n < N ? min(4, K - k) : 0, vec_b);
+    } else {
+      const int k = k0 + br, n = n0 + bc;
+      load4(rb, B + (i64)k * ldb + n, 1, k < K ? min(4, N - n) : 0, vec_b);
+    }
+  };
+  auto store_tiles = [&](int buf) {
+    if (A_KMAJOR) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) As[buf][ac + i][ar] = ra[i];
+    } else {
+      *reinterpret_cast<F4*>(&As[buf][ar][ac]) = F4{ra[0], ra[1], ra[2], ra[3]};
+    }
+    if (B_KMAJOR) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) Bs[buf][bc + i][br] = rb[i];
+    } else {
+      *reinterpret_cast<F4*>(&Bs[buf][br][bc]) = F4{rb[0], rb[1], rb[2], rb[3]};
+    }
+  };
+
+  const int tx = tid & 15, ty = tid >> 4;
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+
+  const int ktiles = (K + SG_BK - 1) / SG_BK;
+  if (ktiles > 0) {
+    load_tiles(0);
+    store_tiles(0);
+  }
+  __syncthreads();
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int cur = kt & 1;
+    if (kt + 1 < ktiles) load_tiles((kt + 1) * SG_BK);
+#pragma unroll
+    for (int k = 0; k < SG_BK; ++k) {
+      const F4 a0 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4]);
+      const F4 a1 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4 + 64]);
+      const F4 b0 = *reinterpret_cast<const F4*>(&Bs[cur][k][tx * 4]);
+      const F4 b1 = *reinterpret_cast<const F4*>(&Bs[cur][k][tx * 4 + 64]);
+      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    if (kt + 1 < ktiles) store_tiles(cur ^ 1);
+    __syncthreads();
+  }
+
+  // Epilogue: rows ty*4 + {0..3} (+64), columns tx*4 + {0..3} (+64).
+  const bool vec_c = ((reinterpret_cast<u64>(C) | (u64)ldc * 4) & 15) == 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int m = m0 + ty * 4 + (i & 3) + (i >> 2) * 64;
+    if (m >= M) continue;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = n0 + tx * 4 + h * 64;
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[j] = n + j < N ? epi(acc[i][h * 4 + j], n + j) : 0.f;
+      float* dst = C + (i64)m * ldc + n;
+      if (vec_c && n + 3 < N) {
+        *reinterpret_cast<F4*>(dst) = F4{v[0], v[1], v[2], v[3]};
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (n + j < N) dst[j] = v[j];
+      }
+    }
+  }
+}
