@@ -2,7 +2,7 @@
 // not allowed, so results keep full fp32 precision as torch's SGEMM does.
 //
 // C[m, n] = epi(sum_k A[m, k] * B[k, n], n), C row-major (ldc). Block tile 128 x 128, k-tile
-// 8, 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
+// BK (8 or 16), 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
 // shared-memory reads of a warp are conflict-free float4s). Tiles are double-buffered in
 // shared memory: the next k-tile is loaded from global memory into registers while the
 // current one is multiplied; one barrier per k-tile.
@@ -17,7 +17,6 @@
 
 #define SG_BM 128
 #define SG_BN 128
-#define SG_BK 8
 #define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
 #define SG_THREADS 256
 
@@ -35,62 +34,81 @@ __device__ __forceinline__ void load4(float r[4], const float* p, i64 step, int 
   }
 }
 
-template <bool A_KMAJOR, bool B_KMAJOR, class Epi>
+template <bool A_KMAJOR, bool B_KMAJOR, int BK, class Epi>
 __device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, const float* __restrict__ B,
                                           i64 ldb, float* __restrict__ C, i64 ldc, int M, int N, int K, int vec,
                                           const Epi& epi) {
-  __shared__ alignas(16) float As[2][SG_BK][SG_BM + SG_PAD];
-  __shared__ alignas(16) float Bs[2][SG_BK][SG_BN + SG_PAD];
+  __shared__ alignas(16) float As[2][BK][SG_BM + SG_PAD];
+  __shared__ alignas(16) float Bs[2][BK][SG_BN + SG_PAD];
+  constexpr int L = BK / 8;  // float4 loads per thread per operand and k-tile
   const int tid = threadIdx.x;
   const int m0 = blockIdx.y * SG_BM, n0 = blockIdx.x * SG_BN;
   const bool vec_a = vec & 1, vec_b = vec & 2;
 
-  // Which 4 elements of the A and B tiles this thread loads.
-  // K-major operand: row r = tid / 2 (0..127), k offset c = (tid % 2) * 4.
-  // other-major operand: k row r = tid / 32 (0..7), column c = (tid % 32) * 4.
-  const int ar = A_KMAJOR ? tid >> 1 : tid >> 5, ac = A_KMAJOR ? (tid & 1) * 4 : (tid & 31) * 4;
-  const int br = B_KMAJOR ? tid >> 1 : tid >> 5, bc = B_KMAJOR ? (tid & 1) * 4 : (tid & 31) * 4;
-  float ra[4], rb[4];
+  // Which 4-element groups of the A and B tiles this thread loads (L of each): group q =
+  // tid + l * 256. K-major operand: row r = q / (BK/4), k offset c = (q % (BK/4)) * 4.
+  // Other-major operand: k row r = q / 32, column c = (q % 32) * 4.
+  float ra[L][4], rb[L][4];
+  auto rowcol = [&](bool kmajor, int l, int& r, int& c) {
+    const int q = tid + l * SG_THREADS;
+    if (kmajor) { r = q / (BK / 4); c = (q % (BK / 4)) * 4; }
+    else { r = q >> 5; c = (q & 31) * 4; }
+  };
 
   auto load_tiles = [&](int k0) {
-    if (A_KMAJOR) {
-      const int m = m0 + ar, k = k0 + ac;
-      load4(ra, A + (i64)m * lda + k, 1, m < M ? min(4, K - k) : 0, vec_a);
-    } else {
-      const int k = k0 + ar, m = m0 + ac;
-      load4(ra, A + (i64)k * lda + m, 1, k < K ? min(4, M - m) : 0, vec_a);
-    }
-    if (B_KMAJOR) {
-      const int n = n0 + br, k = k0 + bc;
-      load4(rb, B + (i64)n * ldb + k, 1, n < N ? min(4, K - k) : 0, vec_b);
-    } else {
-      const int k = k0 + br, n = n0 + bc;
-      load4(rb, B + (i64)k * ldb + n, 1, k < K ? min(4, N - n) : 0, vec_b);
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+      int r, c;
+      rowcol(A_KMAJOR, l, r, c);
+      if (A_KMAJOR) {
+        const int m = m0 + r, k = k0 + c;
+        load4(ra[l], A + (i64)m * lda + k, 1, m < M ? min(4, K - k) : 0, vec_a);
+      } else {
+        const int k = k0 + r, m = m0 + c;
+        load4(ra[l], A + (i64)k * lda + m, 1, k < K ? min(4, M - m) : 0, vec_a);
+      }
+      rowcol(B_KMAJOR, l, r, c);
+      if (B_KMAJOR) {
+        const int n = n0 + r, k = k0 + c;
+        load4(rb[l], B + (i64)n * ldb + k, 1, n < N ? min(4, K - k) : 0, vec_b);
+      } else {
+        const int k = k0 + r, n = n0 + c;
+        load4(rb[l], B + (i64)k * ldb + n, 1, k < K ? min(4, N - n) : 0, vec_b);
+      }
     }
   };
   auto store_tiles = [&](int buf) {
-    if (A_KMAJOR) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) As[buf][ac + i][ar] = ra[i];
-    } else {
-      *reinterpret_cast<F4*>(&As[buf][ar][ac]) = F4{ra[0], ra[1], ra[2], ra[3]};
-    }
-    if (B_KMAJOR) {
+    for (int l = 0; l < L; ++l) {
+      int r, c;
+      rowcol(A_KMAJOR, l, r, c);
+      if (A_KMAJOR) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) Bs[buf][bc + i][br] = rb[i];
-    } else {
-      *reinterpret_cast<F4*>(&Bs[buf][br][bc]) = F4{rb[0], rb[1], rb[2], rb[3]};
+        for (int i = 0; i < 4; ++i) As[buf][c + i][r] = ra[l][i];
+      } else {
+        *reinterpret_cast<F4*>(&As[buf][r][c]) = F4{ra[l][0], ra[l][1], ra[l][2], ra[l][3]};
+      }
+      rowcol(B_KMAJOR, l, r, c);
+      if (B_KMAJOR) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) Bs[buf][c + i][r] = rb[l][i];
+      } else {
+        *reinterpret_cast<F4*>(&Bs[buf][r][c]) = F4{rb[l][0], rb[l][1], rb[l][2], rb[l][3]};
+      }
     }
   };
 
-  const int tx = tid & 15, ty = tid >> 4;
+  // Thread (tx, ty) of the 16 x 16 grid; a warp covers 8 tx by 4 ty, so each k step its
+  // shared-memory reads are 8 distinct float4 of B and 4 of A: one wavefront each.
+  const int warp = tid >> 5, lane = tid & 31;
+  const int tx = (warp & 1) * 8 + (lane & 7), ty = (warp >> 1) * 4 + (lane >> 3);
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
 
-  const int ktiles = (K + SG_BK - 1) / SG_BK;
+  const int ktiles = (K + BK - 1) / BK;
   if (ktiles > 0) {
     load_tiles(0);
     store_tiles(0);
@@ -98,9 +116,9 @@ __device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, 
   __syncthreads();
   for (int kt = 0; kt < ktiles; ++kt) {
     const int cur = kt & 1;
-    if (kt + 1 < ktiles) load_tiles((kt + 1) * SG_BK);
+    if (kt + 1 < ktiles) load_tiles((kt + 1) * BK);
 #pragma unroll
-    for (int k = 0; k < SG_BK; ++k) {
+    for (int k = 0; k < BK; ++k) {
       const F4 a0 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4]);
       const F4 a1 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4 + 64]);
       const F4 b0 = *reinterpret_cast<const F4*>(&Bs[cur][k][tx * 4]);

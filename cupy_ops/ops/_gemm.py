@@ -9,6 +9,8 @@ from .. import launch
 ALGOS = ("auto", "naive", "simt")
 SIMT_TILE = 128          # block tile of gemm_simt.cuh (M and N)
 SIMT_THREADS = 256
+SIMT_KTILES = (8, 16)    # compiled k-tile variants
+SIMT_KTILE = 16          # the one used (tuning: notes/gemm_tuning.md)
 
 
 def check_algo(algo) -> str:

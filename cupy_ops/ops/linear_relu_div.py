@@ -10,7 +10,7 @@ from . import _divisor, _gemm
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
-    f"linear_relu_div_simt<{a}, {b}>" for a in ("true", "false") for b in ("true", "false")])
+    f"linear_relu_div_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
@@ -62,7 +62,7 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if _gemm.choose(algo, x.dtype, M) == "simt":
         x, x_kmajor, ldx, vec_x = _gemm.operand(x, 1)
         weight, w_kmajor, ldw, vec_w = _gemm.operand(weight, 1)
-        h = SIMT.handle(f"linear_relu_div_simt<{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}>", device)
+        h = SIMT.handle(f"linear_relu_div_simt<{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}, {_gemm.SIMT_KTILE}>", device)
         grid, block = _gemm.simt_grid(M, N)
         launch.launch(h, grid, block, (x.data_ptr(), ldx, weight.data_ptr(), ldw,
                                        0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K,

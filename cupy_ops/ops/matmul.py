@@ -9,7 +9,7 @@ from . import _gemm
 
 NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
-    f"matmul_simt<{a}, {b}>" for a in ("true", "false") for b in ("true", "false")])
+    f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
@@ -46,7 +46,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     if _gemm.choose(algo, a.dtype, M) == "simt":
         a, a_kmajor, lda, vec_a = _gemm.operand(a, 1)
         b, b_nmajor, ldb, vec_b = _gemm.operand(b, 1)
-        h = SIMT.handle(f"matmul_simt<{_gemm.bool_str(a_kmajor)}, {_gemm.bool_str(not b_nmajor)}>", device)
+        h = SIMT.handle(f"matmul_simt<{_gemm.bool_str(a_kmajor)}, {_gemm.bool_str(not b_nmajor)}, {_gemm.SIMT_KTILE}>", device)
         grid, block = _gemm.simt_grid(M, N)
         launch.launch(h, grid, block, (a.data_ptr(), lda, b.data_ptr(), ldb, c.data_ptr(), M, N, K,
                                        int(vec_a) | int(vec_b) << 1))
