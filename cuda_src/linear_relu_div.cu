@@ -4,6 +4,7 @@
 // nn.Linear; bias may be null (nn.Linear(bias=False)).
 #include "gemm_naive.cuh"
 #include "gemm_simt.cuh"
+#include "gemm_tc.cuh"
 
 template <class T>
 struct BiasReluScale {
@@ -41,4 +42,18 @@ __global__ void __launch_bounds__(SG_THREADS, 2) linear_relu_div_simt(const floa
   epi.bias = reinterpret_cast<const u32*>(bias);
   epi.scale = scale;
   gemm_simt<X_KMAJOR, W_KMAJOR, BK>(x, ldx, w, ldw, y, N, M, N, K, vec, epi);
+}
+
+// Tensor-core form (gemm_tc.cuh): x (M, K) and weight (N, K), both row-major with 16-byte
+// aligned rows; bf16 / fp16, or fp32 rounded to TF32. Dynamic shared memory: gemm_tc_smem<T>().
+template <class T>
+__global__ void __launch_bounds__(TC_THREADS) linear_relu_div_tc(const typename Traits<T>::Bits* x, i64 ldx,
+                                                                  const typename Traits<T>::Bits* w, i64 ldw,
+                                                                  const typename Traits<T>::Bits* bias,
+                                                                  typename Traits<T>::Bits* y, int M, int N, int K,
+                                                                  typename Traits<T>::Acc scale) {
+  BiasReluScale<T> epi;
+  epi.bias = bias;
+  epi.scale = scale;
+  gemm_tc<T>(x, ldx, w, ldw, y, N, M, N, K, epi);
 }

@@ -28,6 +28,7 @@ def _compile(args) -> int:
     print("-" * len(header))
     failures = 0
     total = 0
+    shown: set[str] = set()
     t0 = time.perf_counter()
     for arch in args.arch:
         for spec in specs.values():
@@ -41,7 +42,9 @@ def _compile(args) -> int:
                 else:
                     failures += 1
                     print(f"{r.filename:<20} {r.expr:<34} {arch:<6} FAILED")
-                    print("  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
+                    if r.log not in shown:  # one NVRTC log per failed compile, not per variant
+                        shown.add(r.log)
+                        print(f"{r.filename} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
     dt = time.perf_counter() - t0
     print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s")
     return 1 if failures else 0

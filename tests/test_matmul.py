@@ -21,8 +21,12 @@ def accumulation_roundoff(dtype):
     return UNIT_ROUNDOFF[torch.float64 if dtype == torch.float64 else torch.float32]
 
 
-def assert_gemm_close(got, a, b, extra_abs=None):
-    """``got`` equals a @ b (+ whatever ``extra_abs`` bounds) within the rounding-error bound."""
+def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
+    """``got`` equals a @ b (+ whatever ``extra_abs`` bounds) within the rounding-error bound.
+
+    ``operand_roundoff``: the unit roundoff the kernel rounds its operands to first (TF32:
+    2**-11), which perturbs each product by at most twice that, relative.
+    """
     dtype = got.dtype
     K = a.shape[1]
     ref = a.double() @ b.double()
@@ -30,7 +34,8 @@ def assert_gemm_close(got, a, b, extra_abs=None):
     gamma = K * u / (1 - K * u)
     # + half the smallest subnormal of the dtype: rounding a tiny result is absolute, not relative
     tiny = torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps / 2
-    bound = gamma * (a.double().abs() @ b.double().abs()) + UNIT_ROUNDOFF[dtype] * ref.abs() + tiny
+    absprod = a.double().abs() @ b.double().abs()
+    bound = (gamma + 2 * operand_roundoff) * absprod + UNIT_ROUNDOFF[dtype] * ref.abs() + tiny
     if extra_abs is not None:
         bound = bound + extra_abs
     err = (got.double() - ref).abs()
@@ -41,7 +46,15 @@ def assert_gemm_close(got, a, b, extra_abs=None):
 
 # (algo, dtype) pairs: every kernel family with every dtype it serves
 ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), ("auto", torch.float32),
-                                                       ("auto", torch.bfloat16), ("auto", torch.float16)]
+                                                       ("auto", torch.bfloat16), ("auto", torch.float16),
+                                                       ("tc", torch.bfloat16), ("tc", torch.float16),
+                                                       ("tc", torch.float32)]
+TF32_ROUNDOFF = 2.0**-11
+
+
+def roundoff(algo, dtype):
+    """Operand rounding of the kernel: TF32 for fp32 operands on tensor cores."""
+    return TF32_ROUNDOFF if algo == "tc" and dtype == torch.float32 else 0.0
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
@@ -51,7 +64,7 @@ def test_matmul_shapes(M, K, N, algo, dtype, cuda):
     b = torch.randn(K, N, device=cuda).to(dtype)
     c = cupy_ops.matmul(a, b, algo=algo)
     assert c.shape == (M, N) and c.dtype == dtype and c.is_contiguous()
-    assert_gemm_close(c, a, b)
+    assert_gemm_close(c, a, b, operand_roundoff=roundoff(algo, dtype))
     if K == 0:
         assert torch.equal(c, torch.zeros_like(c))
 
@@ -72,7 +85,7 @@ def test_matmul_strided_operands(algo, dtype, cuda):
     }
     for name, (a, b) in cases.items():
         c = cupy_ops.matmul(a, b, algo=algo)
-        assert_gemm_close(c, a, b)
+        assert_gemm_close(c, a, b, operand_roundoff=roundoff(algo, dtype))
 
 
 @pytest.mark.parametrize("algo", ["naive", "simt"])
@@ -102,3 +115,27 @@ def test_matmul_device_errors(cuda):
     a = torch.randn(4, 6, device=cuda)
     with pytest.raises(ValueError, match="b must be on the same device as a"):
         cupy_ops.matmul(a, torch.randn(6, 5))
+
+
+def test_tf32_follows_torchs_switches(cuda):
+    from cupy_ops.ops import _gemm
+
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        assert _gemm.choose("auto", torch.float32, 512) == "simt"
+        assert _gemm.choose("auto", torch.bfloat16, 512) == "tc"
+        torch.set_float32_matmul_precision("high")
+        assert _gemm.choose("auto", torch.float32, 512) == "tc"
+        torch.set_float32_matmul_precision("highest")
+        torch.backends.cuda.matmul.allow_tf32 = True
+        assert _gemm.choose("auto", torch.float32, 512) == "tc"
+        a = torch.randn(300, 200, device=cuda)
+        b = torch.randn(200, 100, device=cuda)
+        assert_gemm_close(cupy_ops.matmul(a, b), a, b, operand_roundoff=TF32_ROUNDOFF)
+        # KernelBench's own check of a TF32 result against torch's TF32 result
+        assert torch.allclose(cupy_ops.matmul(a, b), a @ b, atol=1e-2, rtol=1e-2)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old[0]
+        torch.set_float32_matmul_precision(old[1])

@@ -19,7 +19,8 @@ import cupy_ops
 
 from .timing import Stats, time_cuda
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "tf32": torch.float32}   # tf32: float32 GEMMs with TF32 allowed (torch and cupy_ops alike)
 
 # (rows, cols) per elementwise size; the last is KernelBench's ReLU size.
 ELEMENTWISE_SHAPES = [(1, 4096), (1024, 1024), (1024, 8192), (4096, 16384), (4096, 393216)]
@@ -92,6 +93,8 @@ def cases(problems, dtypes, quick: bool):
     for problem in problems:
         for dname in dtypes:
             if problem in ("relu", "relu_div"):
+                if dname == "tf32":
+                    continue
                 for shape in (ELEMENTWISE_QUICK if quick else ELEMENTWISE_SHAPES):
                     yield problem, dname, shape
             else:
@@ -125,6 +128,17 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
         ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, device)
         shape = "x".join(map(str, size))
     row = Row(problem, dname, shape, nbytes, flops, scaled_from)
+    tf32_before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
+    try:
+        _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32_before
+    torch.cuda.empty_cache()
+    return row
+
+
+def _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds):
     with torch.no_grad():
         expected = ref()
         fns = dict(ours)
@@ -147,8 +161,6 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
         del expected
         if copy is not None:
             row.copy = time_cuda(copy, runs=runs, max_seconds=max_seconds)
-    torch.cuda.empty_cache()
-    return row
 
 
 def run(problems, dtypes, *, quick=False, compile_too=True, runs=100, max_seconds=3.0, log=None) -> list[Row]:

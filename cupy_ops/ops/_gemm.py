@@ -6,11 +6,15 @@ import torch
 
 from .. import launch
 
-ALGOS = ("auto", "naive", "simt")
+ALGOS = ("auto", "naive", "simt", "tc")
 SIMT_TILE = 128          # block tile of gemm_simt.cuh (M and N)
 SIMT_THREADS = 256
 SIMT_KTILES = (8, 16)    # compiled k-tile variants
 SIMT_KTILE = 16          # the one used (tuning: notes/gemm_tuning.md)
+TC_TILE = 128            # block tile of gemm_tc.cuh (M and N)
+TC_THREADS = 256
+TC_SMEM = 40960          # gemm_tc_smem<T>(): 2 stages x (A + B) x 128 rows x 80 bytes
+TC_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "float"}
 
 
 def check_algo(algo) -> str:
@@ -34,14 +38,23 @@ def tf32_allowed() -> bool:
 
 
 def choose(algo: str, dtype: torch.dtype, M: int) -> str:
-    """The kernel family for ``algo``: "auto" picks the fastest correct one available."""
+    """The kernel family for ``algo``: "auto" picks the fastest correct one available.
+
+    "auto": float16 / bfloat16 -> "tc" (tensor cores, fp32 accumulation); float32 -> "tc"
+    (TF32) only when torch itself would use TF32 (``tf32_allowed``), else "simt" (full fp32);
+    float64, or more than 65535 tile rows -> "naive".
+    """
     if algo != "auto":
         if algo == "simt" and dtype != torch.float32:
             raise ValueError(f"algo='simt' is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')")
+        if algo == "tc" and dtype not in TC_NAMES:
+            raise ValueError(f"algo='tc' takes float16, bfloat16 or float32 (TF32) operands, got {dtype}")
         return algo
-    if dtype == torch.float32 and launch.cdiv(M, SIMT_TILE) <= 65535:
-        return "simt"
-    return "naive"
+    if launch.cdiv(M, SIMT_TILE) > 65535 or dtype == torch.float64:
+        return "naive"
+    if dtype != torch.float32 or tf32_allowed():
+        return "tc"
+    return "simt"
 
 
 def operand(t: torch.Tensor, major_dim: int):
@@ -70,3 +83,22 @@ def simt_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int
 
 def bool_str(b: bool) -> str:
     return "true" if b else "false"
+
+
+def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``t`` (rows, K) in the tensor-core kernels' form: K contiguous, each row starting on a
+    16-byte boundary. Returns ``(tensor, leading dimension)``; copies (padding rows to a
+    multiple of 16 bytes) only when ``t`` is not already in that form."""
+    es = t.element_size()
+    rows, k = t.shape
+    ld = t.stride(0) if rows > 1 else max(k, 1)
+    if (t.stride(1) == 1 or k == 1) and (ld * es) % 16 == 0 and t.data_ptr() % 16 == 0:
+        return t, ld
+    kp = -(-max(k, 1) * es // 16) * 16 // es
+    buf = torch.empty((rows, kp), dtype=t.dtype, device=t.device)
+    buf[:, :k].copy_(t)
+    return buf, kp
+
+
+def tc_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (launch.cdiv(N, TC_TILE), launch.cdiv(M, TC_TILE), 1), (TC_THREADS, 1, 1)

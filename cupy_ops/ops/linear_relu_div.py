@@ -9,6 +9,8 @@ from ..kernel import Kernel
 from . import _divisor, _gemm
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
+TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
+                    variants=[f"linear_relu_div_tc<{n}>" for n in _gemm.TC_NAMES.values()])
 SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
     f"linear_relu_div_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -22,9 +24,7 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         weight: (N, K) tensor laid out as ``nn.Linear.weight``, same dtype and device.
         bias: (N,) tensor or None.
         divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"auto"`` (default): the fastest correct kernel for the dtype (float32:
-            ``"simt"``, the tiled CUDA-core kernel); ``"naive"``: the reference kernel, one
-            thread per output element; ``"simt"``: the tiled fp32 kernel.
+        algo: ``"auto"`` (default), ``"tc"``, ``"simt"`` or ``"naive"``: as for ``matmul``.
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.
     Raises:
@@ -59,7 +59,17 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         return y
     if bias is not None and bias.stride(0) != 1:
         bias = bias.contiguous()
-    if _gemm.choose(algo, x.dtype, M) == "simt":
+    kind = _gemm.choose(algo, x.dtype, M)
+    if kind == "tc":
+        x, ldx = _gemm.tc_operand(x)
+        weight, ldw = _gemm.tc_operand(weight)
+        h = TC.handle(f"linear_relu_div_tc<{_gemm.TC_NAMES[x.dtype]}>", device)
+        grid, block = _gemm.tc_grid(M, N)
+        launch.launch(h, grid, block, (x.data_ptr(), ldx, weight.data_ptr(), ldw,
+                                       0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K, scale),
+                      _gemm.TC_SMEM)
+        return y
+    if kind == "simt":
         x, x_kmajor, ldx, vec_x = _gemm.operand(x, 1)
         weight, w_kmajor, ldw, vec_w = _gemm.operand(weight, 1)
         h = SIMT.handle(f"linear_relu_div_simt<{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}, {_gemm.SIMT_KTILE}>", device)

@@ -8,6 +8,7 @@ from ..kernel import Kernel
 from . import _gemm
 
 NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
+TC = Kernel.builtin("matmul.cu", "matmul_tc", variants=[f"matmul_tc<{n}>" for n in _gemm.TC_NAMES.values()])
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
     f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -19,9 +20,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
         a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (``a.t()``,
            slices and other views are read in place, not copied).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
-        algo: ``"auto"`` (default): the fastest correct kernel for the dtype (float32:
-            ``"simt"``, the tiled CUDA-core kernel); ``"naive"``: the reference kernel, one
-            thread per output element; ``"simt"``: the tiled fp32 kernel.
+        algo: ``"auto"`` (default): the fastest correct kernel for the dtype: tensor cores
+            (``"tc"``) for float16 / bfloat16, and for float32 only where torch allows TF32
+            (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision``
+            not "highest"), else the tiled fp32 CUDA-core kernel (``"simt"``); ``"naive"``:
+            the reference kernel, one thread per output element.
     Returns:
         A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
     Raises:
@@ -43,7 +46,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:
         return c
-    if _gemm.choose(algo, a.dtype, M) == "simt":
+    kind = _gemm.choose(algo, a.dtype, M)
+    if kind == "tc":
+        a, lda = _gemm.tc_operand(a)
+        bt, ldb = _gemm.tc_operand(b.t())
+        h = TC.handle(f"matmul_tc<{_gemm.TC_NAMES[a.dtype]}>", device)
+        grid, block = _gemm.tc_grid(M, N)
+        launch.launch(h, grid, block, (a.data_ptr(), lda, bt.data_ptr(), ldb, c.data_ptr(), M, N, K), _gemm.TC_SMEM)
+        return c
+    if kind == "simt":
         a, a_kmajor, lda, vec_a = _gemm.operand(a, 1)
         b, b_nmajor, ldb, vec_b = _gemm.operand(b, 1)
         h = SIMT.handle(f"matmul_simt<{_gemm.bool_str(a_kmajor)}, {_gemm.bool_str(not b_nmajor)}, {_gemm.SIMT_KTILE}>", device)
