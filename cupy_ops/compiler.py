@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,8 +162,28 @@ def get_function(filename: str, expr: str, device: int):
     return fn
 
 
+def _import_cupy():
+    """Import CuPy; if its kernel cache folder (``CUPY_CACHE_DIR``) cannot be created, warn and
+    use a fresh temporary folder for this process instead of failing (CuPy creates the folder
+    when it is imported)."""
+    try:
+        import cupy
+
+        return cupy
+    except OSError as exc:
+        fallback = tempfile.mkdtemp(prefix="cupy_ops_kernel_cache_")
+        warnings.warn(f"cupy_ops: the CuPy kernel cache {cache_dir()!r} is not usable ({exc}); caching compiled "
+                      f"kernels in {fallback} for this process instead", RuntimeWarning, stacklevel=3)
+        os.environ["CUPY_CACHE_DIR"] = fallback
+        for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
+            del sys.modules[name]
+        import cupy
+
+        return cupy
+
+
 def _load(filename: str, expr: str, device: int):
-    import cupy
+    cupy = _import_cupy()
     from cupy.cuda.compiler import CompileException
 
     with _lock:
@@ -178,7 +201,15 @@ def _load(filename: str, expr: str, device: int):
             _modules[filename] = module
         with cupy.cuda.Device(device):
             try:
-                fn = module.get_function(expr).kernel
+                try:
+                    fn = module.get_function(expr).kernel
+                except OSError as exc:  # the cache folder stopped being writable
+                    warnings.warn(f"cupy_ops: writing to the CuPy kernel cache {cache_dir()!r} failed ({exc}); "
+                                  "compiling in memory from now on", RuntimeWarning, stacklevel=3)
+                    os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
+                    module = _modules[filename] = cupy.RawModule(
+                        code=spec.text(), options=OPTIONS, name_expressions=list(spec.name_expressions))
+                    fn = module.get_function(expr).kernel
             except CompileException as exc:
                 # A failed module must not be reused: drop it so a later call retries.
                 _modules.pop(filename, None)

@@ -1,0 +1,123 @@
+"""Property-based correctness (hypothesis): generated shapes (0 and 1 sizes included),
+layouts (offsets that break 16-byte alignment, transposes, steps) and values (randn at any
+magnitude, NaN, +-inf, +-0.0, denormals) against torch. relu and relu_div must be bit-exact;
+matmul within its rounding-error bound. The fast suite runs 200 examples per op; the ones
+marked slow, 1,000."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import cupy_ops
+from conftest import assert_bitwise_equal
+from test_matmul import ALGO_DTYPES, assert_gemm_close, roundoff
+
+hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+FAST = settings(max_examples=200, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SLOW = settings(FAST, max_examples=1000)
+
+
+def special(dtype):
+    info = torch.finfo(dtype)
+    return [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, info.tiny / 4, -info.tiny / 4,
+            info.tiny, -info.tiny, info.max, -info.max, info.eps, -info.eps]
+
+
+@st.composite
+def tensors(draw, dtypes=DTYPES):
+    """A CUDA tensor view: any dtype, 1-3 dims of size 0-33, misaligned offset, maybe
+    transposed or strided, values from randn at a random scale with special values mixed in."""
+    dtype = draw(st.sampled_from(dtypes))
+    shape = draw(st.lists(st.integers(0, 33), min_size=1, max_size=3))
+    offset = draw(st.integers(0, 7))
+    step = draw(st.sampled_from([1, 1, 2]))
+    transpose = draw(st.booleans()) and len(shape) >= 2
+    seed = draw(st.integers(0, 2**31 - 1))
+    scale = 10.0 ** draw(st.integers(-40, 38))
+    n_special = draw(st.integers(0, 8))
+    rng = np.random.default_rng(seed)
+    full = list(shape)
+    full[0] = full[0] * step + offset
+    vals = rng.standard_normal(int(np.prod(full))) * scale
+    if vals.size:
+        sp = special(dtype)
+        idx = rng.integers(0, vals.size, n_special)
+        vals[idx] = [sp[i % len(sp)] for i in rng.integers(0, len(sp), n_special)]
+    base = torch.from_numpy(vals.reshape(full)).to(dtype).cuda()
+    x = base[offset::step] if step > 1 or offset else base
+    x = x[: shape[0]]
+    return x.transpose(0, 1) if transpose else x
+
+
+def check_relu(x):
+    assert_bitwise_equal(cupy_ops.relu(x), torch.relu(x))
+
+
+def check_relu_div(x, d):
+    assert_bitwise_equal(cupy_ops.relu_div(x, d), torch.relu(x) / d)
+
+
+DIVISORS = st.one_of(st.sampled_from([2.0, 3.0, 0.1, -1.5, 0.0, math.inf, math.nan]),
+                     st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=32))
+
+
+@FAST
+@given(tensors())
+def test_relu_property(x):
+    check_relu(x)
+
+
+@FAST
+@given(tensors(), DIVISORS)
+def test_relu_div_property(x, d):
+    check_relu_div(x, d)
+
+
+@st.composite
+def gemm_operands(draw):
+    algo, dtype = draw(st.sampled_from(ALGO_DTYPES))
+    M, K, N = (draw(st.integers(0, 70)) for _ in range(3))
+    seed = draw(st.integers(0, 2**31 - 1))
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(M + 3, K + 3, device="cuda", generator=g).to(dtype)
+    b = torch.randn(K + 3, N + 3, device="cuda", generator=g).to(dtype)
+    oa, ob = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    a = a[oa:oa + M, :K] if not draw(st.booleans()) else a.t().contiguous()[:K, oa:oa + M].t()
+    b = b[:K, ob:ob + N] if not draw(st.booleans()) else b.t().contiguous()[ob:ob + N, :K].t()
+    return algo, a, b
+
+
+@FAST
+@given(gemm_operands())
+def test_matmul_property(case):
+    algo, a, b = case
+    assert_gemm_close(cupy_ops.matmul(a, b, algo=algo), a, b, operand_roundoff=roundoff(algo, a.dtype))
+
+
+@pytest.mark.slow
+@SLOW
+@given(tensors())
+def test_relu_property_slow(x):
+    check_relu(x)
+
+
+@pytest.mark.slow
+@SLOW
+@given(tensors(), DIVISORS)
+def test_relu_div_property_slow(x, d):
+    check_relu_div(x, d)
+
+
+@pytest.mark.slow
+@SLOW
+@given(gemm_operands())
+def test_matmul_property_slow(case):
+    algo, a, b = case
+    assert_gemm_close(cupy_ops.matmul(a, b, algo=algo), a, b, operand_roundoff=roundoff(algo, a.dtype))
