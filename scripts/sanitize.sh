@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# compute-sanitizer over every cupy_ops kernel variant (scripts/sanitize_program.py), on the GPU
+# machine: memcheck, racecheck (shared-memory hazards) and initcheck, checking cupy_ops'
+# kernels only (torch's own kernels are skipped with --kernel-name). Prints one summary line
+# per tool; exits non-zero if any tool reports an error. Logs go to $OUT (or ./gpu_out).
+set -uo pipefail
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
+python3 scripts/sanitize_program.py > /dev/null   # compile (and cache) outside the sanitizer
+filter="regex:(relu|matmul|linear_relu_div|cp)"
+rc=0
+for tool in memcheck racecheck initcheck; do
+  compute-sanitizer --tool "$tool" --kernel-name "$filter" --error-exitcode 1 \
+    python3 scripts/sanitize_program.py > "$OUT/sanitizer_$tool.log" 2>&1
+  status=$?
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer_$tool.log" | tail -1)
+  echo "$tool: exit $status; ${summary:-no summary line (see $OUT/sanitizer_$tool.log)}"
+  [ $status -eq 0 ] || rc=1
+done
+exit $rc
