@@ -9,7 +9,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} CUPY_CACHE_DIR=${CUPY_CACHE_DI
 python3 scripts/sanitize_program.py > /dev/null   # compile (and cache) outside the sanitizer
 rc=0
 for tool in memcheck racecheck initcheck; do
-  compute-sanitizer --tool "$tool" --error-exitcode 1 \
+  timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 1 \
     python3 scripts/sanitize_program.py > "$OUT/sanitizer_$tool.log" 2>&1
   status=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer_$tool.log" | tail -1)

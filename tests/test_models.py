@@ -77,3 +77,14 @@ def test_models_on_kernelbench_rand_inputs(cuda):
         for _ in range(2):
             [x] = [t.to(cuda) for t in linear_relu_div.get_inputs()]
             assert torch.allclose(new(x), ref(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_relu_model_at_full_kernelbench_size(cuda):
+    numel = relu.batch_size * relu.dim
+    if torch.cuda.mem_get_info()[0] < 3 * 4 * numel + 2**30:
+        pytest.skip(f"needs {3 * 4 * numel / 1e9:.0f} GB of free GPU memory")
+    x = torch.rand(relu.batch_size, relu.dim, device=cuda) - 0.5   # negatives too, unlike torch.rand
+    got = relu.ModelNew()(x)
+    assert torch.equal(got, relu.Model()(x))
