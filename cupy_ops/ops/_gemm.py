@@ -97,6 +97,10 @@ def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
     kp = -(-max(k, 1) * es // 16) * 16 // es
     buf = torch.empty((rows, kp), dtype=t.dtype, device=t.device)
     buf[:, :k].copy_(t)
+    if kp > k:
+        # the kernel never uses the padding, but its last 16-byte copy of a row covers it:
+        # zero it so no uninitialized memory is read (compute-sanitizer initcheck)
+        buf[:, k:].zero_()
     return buf, kp
 
 
