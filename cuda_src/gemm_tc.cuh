@@ -5,16 +5,18 @@
 // C[m, n] = epi(sum_k A[m, k] * B[n, k], n): both operands K-major (A row-major (M, K), B
 // stored (N, K), the nn.Linear weight layout) with rows starting on 16-byte boundaries; the
 // host copies an operand into that form when it is not (e.g. matmul's row-major B).
-// Block tile 128 x 128 x BK (BK = 32 for 16-bit types, 16 for TF32: 40 KB of shared memory
-// either way), 8 warps as 2 (M) x 4 (N), warp tile 64 x 32. Tiles stream through a 2-stage
-// cp.async pipeline (edges zero-filled); 16-bit fragments come from ldmatrix, TF32 ones from
-// 32-bit shared loads. Rows are padded by 16 bytes, which keeps both conflict-free.
+// Block tile 128 x 128 x BK (BK = 32 for 16-bit types, 16 for TF32), 4 warps as 2 x 2, warp
+// tile 64 x 64 (32 mma per k-step against 12 fragment loads). Tiles stream through a 3-stage
+// cp.async pipeline (edges zero-filled): 60 KB of dynamic shared memory, above the 48 KB
+// default, so the host raises the kernel's limit. 16-bit fragments come from ldmatrix, TF32
+// ones from 32-bit shared loads. Rows are padded by 16 bytes, which keeps both conflict-free.
 #pragma once
 #include "common.cuh"
 
 #define TC_BM 128
 #define TC_BN 128
-#define TC_THREADS 256
+#define TC_THREADS 128
+#define TC_STAGES 3
 
 template <class T> struct TcCfg;
 template <> struct TcCfg<bf16> { static constexpr int BK = 32, KSTEP = 16; };
@@ -32,7 +34,7 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 __device__ __forceinline__ void ldmatrix_x4(u32 r[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -77,12 +79,13 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
   constexpr int CHUNK = 16 / ES;                 // elements per 16-byte copy
   constexpr int CHUNKS = TC_BM * BK / CHUNK;     // 16-byte copies per operand tile
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  Bits* As = reinterpret_cast<Bits*>(smem_raw);            // [2][TC_BM][LD]
-  Bits* Bs = As + 2 * TC_BM * LD;                            // [2][TC_BN][LD]
+  Bits* As = reinterpret_cast<Bits*>(smem_raw);            // [TC_STAGES][TC_BM][LD]
+  Bits* Bs = As + TC_STAGES * TC_BM * LD;                    // [TC_STAGES][TC_BN][LD]
+  constexpr int NT = 8;                                      // n8 tiles per warp (64 columns)
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int m0 = blockIdx.y * TC_BM, n0 = blockIdx.x * TC_BN;
-  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;   // warp tile origin in the block tile
+  const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64;   // warp tile origin in the block tile
 
   auto load_stage = [&](int stage, int k0) {
 #pragma unroll
@@ -105,32 +108,41 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
     cp_async_commit();
   };
 
-  float acc[4][4][4];
+  float acc[4][NT][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < NT; ++j)
 #pragma unroll
       for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.f;
 
+  // Pipeline: tiles 0 .. STAGES-2 in flight before the loop; iteration kt waits for tile kt,
+  // then issues tile kt + STAGES - 1 into the stage tile kt - 1 used (every thread is past
+  // that tile's reads: the barrier). One commit group per iteration, empty at the end.
   const int ktiles = (K + BK - 1) / BK;
-  if (ktiles > 0) load_stage(0, 0);
+#pragma unroll
+  for (int s = 0; s < TC_STAGES - 1; ++s) {
+    if (s < ktiles) load_stage(s, s * BK);
+    else cp_async_commit();
+  }
   for (int kt = 0; kt < ktiles; ++kt) {
-    const int cur = kt & 1;
-    cp_async_wait_all();
-    __syncthreads();                                   // stage `cur` landed; stage cur^1 is free
-    if (kt + 1 < ktiles) load_stage(cur ^ 1, (kt + 1) * BK);
+    const int cur = kt % TC_STAGES;
+    cp_async_wait<TC_STAGES - 2>();
+    __syncthreads();
+    const int next = kt + TC_STAGES - 1;
+    if (next < ktiles) load_stage(next % TC_STAGES, next * BK);
+    else cp_async_commit();
     const Bits* as = As + cur * TC_BM * LD;
     const Bits* bs = Bs + cur * TC_BN * LD;
 #pragma unroll
     for (int ks = 0; ks < BK; ks += KSTEP) {
-      u32 af[4][4], bfr[4][2];
+      u32 af[4][4], bfr[NT][2];
       if constexpr (ES == 2) {
 #pragma unroll
         for (int i = 0; i < 4; ++i)   // A 16x16: lanes 0-15 rows 0-15 at k, lanes 16-31 at k + 8
           ldmatrix_x4(af[i], as + (wm + i * 16 + (lane & 15)) * LD + ks + (lane >> 4) * 8);
 #pragma unroll
-        for (int j = 0; j < 4; j += 2) {  // two n8 tiles: (n 0-7, k 0-7 | 8-15), (n 8-15, ...)
+        for (int j = 0; j < NT; j += 2) {  // two n8 tiles: (n 0-7, k 0-7 | 8-15), (n 8-15, ...)
           u32 r[4];
           ldmatrix_x4(r, bs + (wn + j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + ks + ((lane >> 3) & 1) * 8);
           bfr[j][0] = r[0]; bfr[j][1] = r[1]; bfr[j + 1][0] = r[2]; bfr[j + 1][1] = r[3];
@@ -146,7 +158,7 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
           af[i][3] = to_tf32(__uint_as_float(p[8 * LD + 4]));
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < NT; ++j) {
           const Bits* p = bs + (wn + j * 8 + g) * LD + ks + t;
           bfr[j][0] = to_tf32(__uint_as_float(p[0]));
           bfr[j][1] = to_tf32(__uint_as_float(p[4]));
@@ -155,9 +167,10 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma<T>(acc[i][j], af[i], bfr[j]);
+        for (int j = 0; j < NT; ++j) mma<T>(acc[i][j], af[i], bfr[j]);
     }
   }
+  cp_async_wait<0>();
 
   // Epilogue. Accumulator (i, j): rows g and g + 8 of m-tile i, columns 2t, 2t + 1 of n-tile j.
   const int g = lane >> 2, t = lane & 3;
@@ -168,7 +181,7 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
       const int m = m0 + wm + i * 16 + g + h * 8;
       if (m >= M) continue;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < NT; ++j) {
         const int n = n0 + wn + j * 8 + 2 * t;
         Bits* dst = C + (i64)m * ldc + n;
         if (n < N) dst[0] = from_acc<T>(epi(acc[i][j][2 * h], n));
@@ -177,6 +190,6 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
     }
 }
 
-// Dynamic shared memory a gemm_tc<T> block needs: 2 stages x (TC_BM + TC_BN) rows x
-// (BK + 16 bytes of padding) = 2 x 256 x 80 bytes = 40960 bytes for every T (the host passes
-// it: cupy_ops/ops/_gemm.py TC_SMEM).
+// Dynamic shared memory a gemm_tc<T> block needs: TC_STAGES x (TC_BM + TC_BN) rows x
+// (BK + 16 bytes of padding) = 3 x 256 x 80 bytes = 61440 bytes for every T (the host passes
+// it and raises the kernel's limit: cupy_ops/ops/_gemm.py TC_SMEM).

@@ -168,7 +168,7 @@ class KernelHandle:
     pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``.
     """
 
-    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls")
+    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls", "smem_limit")
 
     def __init__(self, fn, device: int, signature):
         global _driver_launch, _DriverError, _several_devices
@@ -181,12 +181,22 @@ class KernelHandle:
         self.nargs = len(signature)
         self.pack = struct.Struct("<" + "".join(_SLOT[k] for k in signature)).pack_into
         self._tls = threading.local()     # argument buffers are per thread: launches may race
+        self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
         if _driver_launch is None:
             _several_devices = torch.cuda.device_count() > 1
             from cupy_backends.cuda.api import driver
 
             _DriverError = driver.CUDADriverError
             _driver_launch = driver.launchKernel
+
+    def allow_shared_memory(self, nbytes: int) -> None:
+        """Let launches use ``nbytes`` of dynamic shared memory (above the 48 KB default)."""
+        if nbytes > self.smem_limit:
+            from cupy_backends.cuda.api import driver
+
+            with torch.cuda.device(self.device):
+                driver.funcSetAttribute(self.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+            self.smem_limit = nbytes
 
     def buffers(self):
         """This thread's (argument slots, address of the pointer array, pointer array)."""
@@ -243,6 +253,8 @@ def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None
     runs on ``cuda:1`` whatever the current device is).
     """
     device = handle.device
+    if shared_mem > handle.smem_limit:
+        handle.allow_shared_memory(shared_mem)
     if _several_devices and _get_device() != device:
         with torch.cuda.device(device):
             return launch(handle, grid, block, args, shared_mem)

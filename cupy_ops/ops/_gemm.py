@@ -12,8 +12,8 @@ SIMT_THREADS = 256
 SIMT_KTILES = (8, 16)    # compiled k-tile variants
 SIMT_KTILE = 16          # the one used (tuning: notes/gemm_tuning.md)
 TC_TILE = 128            # block tile of gemm_tc.cuh (M and N)
-TC_THREADS = 256
-TC_SMEM = 40960          # gemm_tc_smem<T>(): 2 stages x (A + B) x 128 rows x 80 bytes
+TC_THREADS = 128
+TC_SMEM = 61440          # gemm_tc.cuh: 3 stages x (A + B tiles) x 128 rows x 80 bytes
 TC_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "float"}
 
 
