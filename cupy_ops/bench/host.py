@@ -2,11 +2,16 @@
 
 Each function is called ``calls`` times back to back; the wall time per call (after a final
 synchronize) is the host cost, because a 4096-element kernel finishes long before the host
-can issue the next one. Median of ``repeats`` such loops.
+can issue the next one. torch and cupy_ops loops are interleaved over several rounds (so
+drifts of the machine hit both alike) and the median per function is kept. Run it in a fresh
+process (``python -m cupy_ops.bench.host``): a process that has run torch.compile and large
+benchmarks measures slower host paths for everyone.
 """
 from __future__ import annotations
 
+import json
 import statistics
+import sys
 import time
 
 import torch
@@ -26,20 +31,35 @@ def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
-def measure(numel: int = 4096, dtype=torch.float32) -> dict[str, float]:
+def measure(numel: int = 4096, dtype=torch.float32, rounds: int = 9) -> dict[str, float]:
     """Microseconds per call for torch and cupy_ops, relu and relu / 2, on ``numel`` elements."""
     import cupy_ops
 
     x = torch.randn(numel, device="cuda", dtype=dtype)
-    return {
-        "torch.relu(x)": per_call_us(lambda: torch.relu(x)),
-        "cupy_ops.relu(x)": per_call_us(lambda: cupy_ops.relu(x)),
-        "torch.relu(x) / 2": per_call_us(lambda: torch.relu(x) / 2.0),
-        "cupy_ops.relu_div(x, 2)": per_call_us(lambda: cupy_ops.relu_div(x, 2.0)),
-        "torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
+    fns = {
+        "torch.relu(x)": lambda: torch.relu(x),
+        "cupy_ops.relu(x)": lambda: cupy_ops.relu(x),
+        "torch.relu(x) / 2": lambda: torch.relu(x) / 2.0,
+        "cupy_ops.relu_div(x, 2)": lambda: cupy_ops.relu_div(x, 2.0),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
     }
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].append(per_call_us(fn, calls=2000, repeats=1))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def format_table(us: dict[str, float]) -> str:
+    lines = [f"  {name:<28} {v:6.2f} us" for name, v in us.items()]
+    lines.append(f"  relu vs torch.relu: {us['cupy_ops.relu(x)'] / us['torch.relu(x)']:.2f}x; relu_div vs "
+                 f"torch.relu(x) / 2: {us['cupy_ops.relu_div(x, 2)'] / us['torch.relu(x) / 2']:.2f}x")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    for name, us in measure().items():
-        print(f"{name:<28} {us:7.2f} us")
+    result = measure()
+    if "--json" in sys.argv:
+        print(json.dumps(result))
+    else:
+        print(format_table(result))
