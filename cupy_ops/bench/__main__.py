@@ -26,6 +26,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-host", action="store_true", help="skip the host-overhead table")
     p.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of speedup vs size")
+    p.add_argument("--markdown", metavar="PATH", help="write the table as Markdown (for README.md)")
     args = p.parse_args(argv)
     problem_text = gpu_problem()
     if problem_text:
@@ -59,6 +60,9 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(suite.to_json(rows, {"environment": env, "host_overhead_us": host,
                                            "runs": runs, "max_seconds": max_seconds}), f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(suite.format_markdown(rows, env["gpu"]) + "\n")
     if args.plot:
         suite.plot(rows, args.plot, f"cupy_ops vs torch eager on {env['gpu']}")
     bad = [f"{r.problem} {r.dtype} {r.shape} {v.name}" for r in rows for v in r.variants if v.error]

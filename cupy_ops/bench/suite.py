@@ -255,3 +255,26 @@ def plot(rows: list[Row], path: str, title: str) -> None:
 
 def log_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def format_markdown(rows: list[Row], gpu: str) -> str:
+    """The table for README.md: one line per (case, cupy_ops variant) with torch beside it."""
+    out = [f"Measured on {gpu} (ms: median; speedups: torch time / cupy_ops time, same process).", "",
+           "| problem | dtype | shape | cupy_ops variant | ms | torch eager ms | torch.compile ms | "
+           "% of copy BW | TFLOP/s | vs eager | vs compile | exact |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        eager, comp = r.get("torch eager"), r.get("torch.compile")
+        for v in r.variants:
+            if v.name in ("torch eager", "torch.compile") or v.error or not v.stats:
+                continue
+            ms = v.stats.median
+            e = eager.stats.median if eager and eager.stats else None
+            c = comp.stats.median if comp and comp.stats else None
+            out.append("| " + " | ".join([
+                r.problem, r.dtype, r.shape, v.name, f"{ms:.4f}", f"{e:.4f}" if e else "-", f"{c:.4f}" if c else "-",
+                f"{100 * r.copy.median / ms:.1f}" if r.copy else "-",
+                f"{r.flops / ms / 1e9:.1f}" if r.flops else "-",
+                f"{e / ms:.2f}x" if e else "-", f"{c / ms:.2f}x" if c else "-",
+                "yes" if v.bitwise_equal else f"max err {v.max_abs_error:.1e}"]) + " |")
+    return "\n".join(out)
