@@ -21,7 +21,7 @@ __global__ void matmul_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak
 
 // lda, ldb: leading dimensions (see gemm_simt.cuh for the layouts); c is row-major (M, N).
 template <bool A_KMAJOR, bool B_KMAJOR, int BK>
-__global__ void __launch_bounds__(SG_THREADS, 2) matmul_simt(const float* a, i64 lda, const float* b, i64 ldb,
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS) matmul_simt(const float* a, i64 lda, const float* b, i64 ldb,
                                                            float* c, int M, int N, int K, int vec) {
   gemm_simt<A_KMAJOR, B_KMAJOR, BK>(a, lda, b, ldb, c, N, M, N, K, vec, Identity<float>());
 }
