@@ -12,13 +12,18 @@ import numbers
 
 import torch
 
-from . import ops, torch_ops
+from . import launch, ops, torch_ops
 from .ops import _divisor
 from .ops.relu import KERNEL as _RELU
 from .ops.relu_div import KERNEL as _RELU_DIV
 
 _is_compiling = torch.compiler.is_compiling
 _scale_for = _divisor.scale_for
+_Tensor = torch.Tensor
+_grad_enabled = torch.is_grad_enabled
+_empty_like = torch.empty_like
+_relu_handles = _RELU._handles
+_launch_elementwise = launch.launch_elementwise
 
 
 def _record(*tensors) -> bool:
@@ -44,9 +49,16 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     Differentiable, and traceable by torch.compile (as ``cupy_ops::relu``) when ``out`` is None.
     """
     if out is None:
-        y = _RELU.fast(x, ())
-        if y is not None:
-            return y
+        # eager fast path, inlined (each Python call costs ~0.1 us): a contiguous CUDA tensor of
+        # an already compiled dtype, no autograd, not tracing
+        if type(x) is _Tensor and x.is_cuda and x.is_contiguous() and not (x.requires_grad and _grad_enabled()):
+            h = _relu_handles.get((x.dtype, x.get_device()))
+            if h is not None and not _is_compiling():
+                y = _empty_like(x)
+                n = x.numel()
+                if n:
+                    _launch_elementwise(h, n, x.element_size(), (x.data_ptr(), y.data_ptr()))
+                return y
         if _record(x):
             return torch_ops.relu(x)
     return ops.relu(x, out=out)

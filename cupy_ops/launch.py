@@ -115,10 +115,10 @@ def launch_elementwise(handle: "KernelHandle", n: int, itemsize: int, ptrs: tupl
     ``(*ptrs, n, head, vec, *extra)``. 16-byte vectors are used only when all pointers are
     equally aligned modulo 16 bytes (``vec`` = 1); ``head`` scalar elements then bring them to
     the boundary, and a block covers ``_CHUNK_BYTES``. Otherwise a block covers 8 elements a
-    thread. This is the eager hot path: the plan is computed inline, then one launch.
+    thread. This is the eager hot path (no generator, no extra call: each costs ~0.1-0.4 us).
     """
     p0 = ptrs[0]
-    if all((p - p0) & 15 == 0 for p in ptrs):
+    if (p0 - ptrs[1]) & 15 == 0 and (len(ptrs) == 2 or (p0 - ptrs[2]) & 15 == 0):
         head = ((-p0) & 15) // itemsize
         if head > n:
             head = n
@@ -126,7 +126,17 @@ def launch_elementwise(handle: "KernelHandle", n: int, itemsize: int, ptrs: tupl
         vec = 1
     else:
         blocks, head, vec = (n + _SCALAR_CHUNK - 1) // _SCALAR_CHUNK, 0, 0
-    launch_1d(handle, blocks, ELEMENTWISE_THREADS, (*ptrs, n, head, vec, *extra))
+    if _several_devices and _get_device() != handle.device:
+        return launch(handle, (blocks, 1, 1), (ELEMENTWISE_THREADS, 1, 1), (*ptrs, n, head, vec, *extra))
+    try:
+        storage, params, _ = handle._tls.buf
+    except AttributeError:
+        storage, params, _ = handle.buffers()
+    handle.pack(storage, 0, *ptrs, n, head, vec, *extra)
+    try:
+        _driver_launch(handle.ptr, blocks, 1, 1, ELEMENTWISE_THREADS, 1, 1, 0, _raw_stream(handle.device), params, 0)
+    except _DriverError:
+        launch(handle, (blocks, 1, 1), (ELEMENTWISE_THREADS, 1, 1), (*ptrs, n, head, vec, *extra))
 
 
 def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

@@ -11,15 +11,24 @@ def plan(n, itemsize, *ptrs):
     """(blocks, head, vec) that launch_elementwise passes to the kernel (launch captured)."""
     seen = {}
 
-    def capture(handle, blocks, threads, args):
-        seen.update(blocks=blocks, threads=threads, args=args)
+    class Handle:
+        device, ptr = 0, 1234
 
-    orig = launch.launch_1d
-    launch.launch_1d = capture
+        def __init__(self):
+            self.pack = lambda storage, offset, *args: seen.update(args=args)
+
+        def buffers(self):
+            return None, 0, None
+
+    def capture(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        seen.update(blocks=gx, threads=bx)
+
+    saved = launch._driver_launch, launch._raw_stream, launch._several_devices
+    launch._driver_launch, launch._raw_stream, launch._several_devices = capture, (lambda d: 0), False
     try:
-        launch.launch_elementwise(None, n, itemsize, ptrs)
+        launch.launch_elementwise(Handle(), n, itemsize, ptrs)
     finally:
-        launch.launch_1d = orig
+        launch._driver_launch, launch._raw_stream, launch._several_devices = saved
     args = seen["args"]
     assert args[:len(ptrs)] == ptrs and args[len(ptrs)] == n and seen["threads"] == launch.ELEMENTWISE_THREADS
     return seen["blocks"], args[len(ptrs) + 1], args[len(ptrs) + 2]
