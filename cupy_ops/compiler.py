@@ -273,12 +273,15 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
     finally:
         nvrtc.destroyProgram(prog)
     results = _parse_ptxas(filename, arch, log, lowered)
-    regs = {lowered[name]: n for name, n in _cubin_registers(cubin).items() if name in lowered}
+    info = {lowered[name]: v for name, v in _cubin_resources(cubin).items() if name in lowered}
     for r in results:
-        if r.registers is None and r.expr in regs:
-            # this NVRTC returned no ptxas report: take registers from the cubin, spills unknown
-            r.registers = regs[r.expr]
-            r.ok, r.log = True, "registers read from the cubin; NVRTC gave no ptxas report (spills unknown)"
+        if r.registers is None and r.expr in info:
+            # This NVRTC returned no ptxas report (seen with NVRTC 13.0, now and then): read the
+            # cubin. Spilled registers live in the local stack frame, so a 0-byte frame proves
+            # there are no spills; a larger frame leaves them unknown.
+            r.registers, r.stack_bytes = info[r.expr]
+            r.spill_stores = r.spill_loads = 0 if r.stack_bytes == 0 else None
+            r.ok, r.log = True, "registers and stack frame read from the cubin (NVRTC gave no ptxas report)"
     return results
 
 
@@ -292,8 +295,9 @@ def offline_nvrtc():
     return nvrtc
 
 
-def _cubin_registers(cubin: bytes) -> dict[str, int]:
-    """Registers per kernel (mangled name) from a cubin's ``.nv.info`` EIATTR_REGCOUNT records."""
+def _cubin_resources(cubin: bytes) -> dict[str, tuple[int, int]]:
+    """``{mangled kernel name: (registers, stack frame bytes)}`` from a cubin's ``.nv.info``
+    records (EIATTR_REGCOUNT 0x2f, EIATTR_FRAME_SIZE 0x11: (symbol index, value) each)."""
     import struct
 
     if cubin[:4] != b"\x7fELF":
@@ -308,7 +312,8 @@ def _cubin_registers(cubin: bytes) -> dict[str, int]:
     names = [cstr(sections[shstrndx][4] + sec[0]) for sec in sections]
     symtab = sections[names.index(".symtab")]
     strtab = sections[names.index(".strtab")][4]
-    out = {}
+    regs: dict[str, int] = {}
+    frames: dict[str, int] = {}
     for name, sec in zip(names, sections):
         if name != ".nv.info":
             continue
@@ -318,12 +323,12 @@ def _cubin_registers(cubin: bytes) -> dict[str, int]:
             if fmt != 0x04:          # only EIFMT_SVAL records carry a payload
                 pos += 4
                 continue
-            if attr == 0x2F:         # EIATTR_REGCOUNT: (symbol index, registers)
-                sym, regs = struct.unpack_from("<II", cubin, pos + 4)
+            if attr in (0x2F, 0x11):
+                sym, value = struct.unpack_from("<II", cubin, pos + 4)
                 st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
-                out[cstr(strtab + st_name)] = regs
+                (regs if attr == 0x2F else frames)[cstr(strtab + st_name)] = value
             pos += 4 + size
-    return out
+    return {k: (v, frames.get(k, -1)) for k, v in regs.items()}
 
 
 def _parse_ptxas(filename: str, arch: str, log: str, lowered: dict[str, str]) -> list[OfflineResult]:

@@ -79,3 +79,15 @@ def test_cli_rejects_a_bad_arch():
     proc = subprocess.run([sys.executable, "-m", "cupy_ops", "compile", "--arch", "90"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--arch must look like sm_80" in proc.stderr
+
+
+def test_cubin_fallback_when_nvrtc_gives_no_ptxas_report(monkeypatch):
+    # NVRTC 13.0 on the GPU machine sometimes returns an empty program log: registers and the
+    # stack frame (0 bytes proves no spills) then come from the cubin, and must agree.
+    spec = SPECS["relu_div.cu"]
+    with_log = compiler.compile_offline("relu_div.cu", spec.name_expressions, "sm_90")
+    monkeypatch.setattr(compiler, "_parse_ptxas", lambda filename, arch, log, lowered: [
+        compiler.OfflineResult(filename, e, arch, False, log="no ptxas report") for e in lowered.values()])
+    from_cubin = compiler.compile_offline("relu_div.cu", spec.name_expressions, "sm_90")
+    for a, b in zip(with_log, from_cubin):
+        assert b.ok and (b.registers, b.spill_stores, b.stack_bytes) == (a.registers, 0, 0)
