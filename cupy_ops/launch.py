@@ -11,7 +11,6 @@ Validation helpers raise typed errors that name the offending argument:
 from __future__ import annotations
 
 import ctypes
-import functools
 import struct
 import threading
 
@@ -144,12 +143,6 @@ def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, in
     return (cdiv(N, 16), max(1, min(cdiv(M, 16), 65535)), 1), (16, 16, 1)
 
 
-@functools.lru_cache(maxsize=None)
-def sm_count(device: int) -> int:
-    """Number of streaming multiprocessors of CUDA device ``device`` (cached)."""
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 # --- launching ---------------------------------------------------------------------------
 #
 # Kernels are launched with cuLaunchKernel directly (CuPy's driver binding), with the
@@ -238,21 +231,6 @@ def kernel(filename: str, expr: str, device: int, signature) -> KernelHandle:
             if h is None:
                 h = _handles[key] = KernelHandle(fn, device, tuple(signature))
     return h
-
-
-def launch_1d(handle: KernelHandle, blocks: int, threads: int, args) -> None:
-    """``launch`` for a 1-D grid with no dynamic shared memory: the eager hot path."""
-    if _several_devices and _get_device() != handle.device:
-        return launch(handle, (blocks, 1, 1), (threads, 1, 1), args)
-    try:
-        storage, params, _ = handle._tls.buf
-    except AttributeError:
-        storage, params, _ = handle.buffers()
-    handle.pack(storage, 0, *args)
-    try:
-        _driver_launch(handle.ptr, blocks, 1, 1, threads, 1, 1, 0, _raw_stream(handle.device), params, 0)
-    except _DriverError:
-        launch(handle, (blocks, 1, 1), (threads, 1, 1), args)
 
 
 def launch(handle: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
