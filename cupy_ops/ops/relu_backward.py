@@ -9,7 +9,7 @@ import torch
 from ..kernel import Kernel
 from ._elementwise import Elementwise
 
-KERNEL = Elementwise(Kernel.builtin("relu_backward.cu", "relu_backward"), arity=2)
+KERNEL = Elementwise(Kernel.builtin("relu_backward.cu", "relu_backward"))  # binary: KERNEL.launch2
 
 
 def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0, flip: bool = False) -> torch.Tensor:
