@@ -87,6 +87,13 @@ template <> __device__ __forceinline__ u16 from_acc<bf16>(float v) {
 #endif
 }
 
+// Shared-memory address (the 32-bit offset PTX's .shared instructions take) of a generic pointer.
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  u64 a;
+  asm("cvta.to.shared.u64 %0, %1;\n" : "=l"(a) : "l"(p));
+  return (u32)a;
+}
+
 // Multiply / divide without flushing denormals (torch does not flush them).
 __device__ __forceinline__ float mul_exact(float a, float b) {
   float r;

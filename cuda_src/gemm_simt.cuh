@@ -22,10 +22,13 @@
 // Blocks per SM the compiler must fit (__launch_bounds__): 2 caps registers at 128 a thread,
 // which sm_90 meets without spills (all layouts, NVRTC 13.0 and 13.5); on sm_80 NVRTC 13.0
 // spilled 12 bytes in one layout at that cap, so sm_80 builds ask for 1.
+// (A source may define SG_MIN_BLOCKS before including this file: scripts/tune_simt.py does.)
+#ifndef SG_MIN_BLOCKS
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define SG_MIN_BLOCKS 1
 #else
 #define SG_MIN_BLOCKS 2
+#endif
 #endif
 
 struct alignas(16) F4 { float x, y, z, w; };

@@ -23,12 +23,6 @@ template <> struct TcCfg<bf16> { static constexpr int BK = 32, KSTEP = 16; };
 template <> struct TcCfg<f16> { static constexpr int BK = 32, KSTEP = 16; };
 template <> struct TcCfg<float> { static constexpr int BK = 16, KSTEP = 8; };
 
-__device__ __forceinline__ u32 smem_addr(const void* p) {
-  u64 a;
-  asm("cvta.to.shared.u64 %0, %1;\n" : "=l"(a) : "l"(p));
-  return (u32)a;
-}
-
 // 16-byte async copy global -> shared; bytes beyond `src_bytes` (0..16) are zero-filled.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));

@@ -5,20 +5,7 @@
 #include "gemm_naive.cuh"
 #include "gemm_simt.cuh"
 #include "gemm_tc.cuh"
-
-template <class T>
-struct BiasReluScale {
-  typedef typename Traits<T>::Bits Bits;
-  typedef typename Traits<T>::Acc Acc;
-  const Bits* bias;
-  Acc scale;
-  __device__ __forceinline__ Acc operator()(Acc v, i64 n) const {
-    if (bias) v += to_acc<T>(bias[n]);
-    v = to_acc<T>(from_acc<T>(v));  // torch rounds the Linear output to the dtype first
-    const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(v)));
-    return mul_exact(r, scale);
-  }
-};
+#include "gemm_epilogue.cuh"
 
 template <class T>
 __global__ void linear_relu_div_naive(const typename Traits<T>::Bits* x, i64 sxm, i64 sxk,

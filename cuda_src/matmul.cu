@@ -5,12 +5,7 @@
 #include "gemm_naive.cuh"
 #include "gemm_simt.cuh"
 #include "gemm_tc.cuh"
-
-template <class T>
-struct Identity {
-  typedef typename Traits<T>::Acc Acc;
-  __device__ __forceinline__ Acc operator()(Acc v, i64) const { return v; }
-};
+#include "gemm_epilogue.cuh"
 
 template <class T>
 __global__ void matmul_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak,

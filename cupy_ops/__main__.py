@@ -23,7 +23,7 @@ def _compile(args) -> int:
         return 2
     specs = compiler.registered()
     print(f"NVRTC {major}.{minor}; options: {' '.join(compiler.OPTIONS)} (+ -arch, -ftz=true as CuPy adds)")
-    header = f"{'source':<20} {'kernel':<34} {'arch':<6} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} {'smem':>6}"
+    header = f"{'source':<26} {'kernel':<34} {'arch':<6} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} {'smem':>6}"
     print(header)
     print("-" * len(header))
     failures = 0
@@ -33,15 +33,18 @@ def _compile(args) -> int:
     for arch in args.arch:
         for spec in specs.values():
             for r in compiler.compile_offline(spec.filename, spec.name_expressions, arch):
+                if r.skipped:
+                    print(f"{r.filename:<26} {r.expr:<34} {arch:<6} {'skip':<6} ({r.skipped})")
+                    continue
                 total += 1
                 if r.ok:
                     spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
                     stack = "?" if r.stack_bytes is None else r.stack_bytes
-                    print(f"{r.filename:<20} {r.expr:<34} {arch:<6} {'ok':<6} {r.registers:>5} "
+                    print(f"{r.filename:<26} {r.expr:<34} {r.arch:<6} {'ok':<6} {r.registers:>5} "
                           f"{spill:>12} {stack:>6} {r.shared_bytes or 0:>6}")
                 else:
                     failures += 1
-                    print(f"{r.filename:<20} {r.expr:<34} {arch:<6} FAILED")
+                    print(f"{r.filename:<26} {r.expr:<34} {arch:<6} FAILED")
                     if r.log not in shown:  # one NVRTC log per failed compile, not per variant
                         shown.add(r.log)
                         print(f"{r.filename} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)

@@ -104,6 +104,19 @@ class SourceSpec:
     name_expressions: tuple[str, ...]
     code: str | None = None
     directory: str | None = None
+    arch: str | None = None   # built only for this architecture (e.g. "sm_90a"); None: the device's
+
+    def options(self) -> tuple[str, ...]:
+        """NVRTC options of this source at run time (CuPy adds ``-arch`` and ``-ftz=true`` to
+        those of a source built for the device's architecture; see ``_load_arch_specific``)."""
+        return OPTIONS + ((f"-arch={self.arch}", "-ftz=true") if self.arch else ())
+
+    def builds_for(self, arch: str) -> str | None:
+        """The ``-arch`` value to compile this source with for a device of ``arch`` (``"sm_90"``),
+        or None when the source is not built for it (an ``sm_90a`` file on ``sm_80``)."""
+        if self.arch is None:
+            return arch
+        return self.arch if self.arch.rstrip("a") == arch.rstrip("a") else None
 
     def text(self) -> str:
         if self.code is None:
@@ -118,17 +131,17 @@ _lock = threading.RLock()
 
 
 def register(filename: str, name_expressions, *, code: str | None = None,
-             directory: str | None = None) -> SourceSpec:
+             directory: str | None = None, arch: str | None = None) -> SourceSpec:
     """Declare that ``name_expressions`` (e.g. ``"relu<float>"``) of ``filename`` are used.
 
     Called by each op module at import (cheap: no file is read). Registering the same file
     twice merges the expressions (a module compiled earlier is then compiled again).
-    ``code``/``directory``: the source of a user kernel (see ``SourceSpec``).
+    ``code``/``directory``: the source of a user kernel; ``arch``: see ``SourceSpec``.
     """
     with _lock:
         old = _registry.get(filename)
         exprs = tuple(dict.fromkeys((old.name_expressions if old else ()) + tuple(name_expressions)))
-        spec = SourceSpec(filename, exprs, code, directory)
+        spec = SourceSpec(filename, exprs, code, directory, arch)
         if old != spec:
             _registry[filename] = spec
             _modules.pop(filename, None)
@@ -193,10 +206,13 @@ def _load(filename: str, expr: str, device: int):
         spec = _registry.get(filename)
         if spec is None or expr not in spec.name_expressions:
             raise KeyError(f"{expr!r} of {filename} was never registered with cupy_ops.compiler.register")
+        if spec.arch is not None:
+            fn = _functions[key] = _load_arch_specific(cupy, spec, expr, device)
+            return fn
         module = _modules.get(filename)
         if module is None:
             module = cupy.RawModule(
-                code=spec.text(), options=OPTIONS, name_expressions=list(spec.name_expressions)
+                code=spec.text(), options=spec.options(), name_expressions=list(spec.name_expressions)
             )
             _modules[filename] = module
         with cupy.cuda.Device(device):
@@ -208,15 +224,80 @@ def _load(filename: str, expr: str, device: int):
                                   "compiling in memory from now on", RuntimeWarning, stacklevel=3)
                     os.environ["CUPY_CACHE_IN_MEMORY"] = "1"
                     module = _modules[filename] = cupy.RawModule(
-                        code=spec.text(), options=OPTIONS, name_expressions=list(spec.name_expressions))
+                        code=spec.text(), options=spec.options(), name_expressions=list(spec.name_expressions))
                     fn = module.get_function(expr).kernel
             except CompileException as exc:
                 # A failed module must not be reused: drop it so a later call retries.
                 _modules.pop(filename, None)
                 raise KernelCompileError(filename, exc.get_message() if hasattr(exc, "get_message") else str(exc),
-                                         OPTIONS) from None
+                                         spec.options()) from None
         _functions[key] = fn
         return fn
+
+
+_arch_binaries: dict[str, tuple[bytes, dict[str, str]]] = {}   # filename -> (cubin, {expr: lowered name})
+_arch_modules: dict[tuple[str, int], object] = {}                # (filename, device) -> loaded module
+
+
+def _load_arch_specific(cupy, spec: SourceSpec, expr: str, device: int):
+    """A function of a source built for one architecture (``spec.arch``, e.g. sm_90a).
+
+    CuPy cannot build these: it always appends the device's own ``-arch`` (sm_90), and
+    whether NVRTC then still accepts sm_90a-only instructions depends on its version. So
+    NVRTC is called here with that one ``-arch`` (as the offline check does), the cubin is
+    kept on disk next to CuPy's cache (keyed by source, options and NVRTC version) and
+    loaded with the driver. Raises ``RuntimeError`` on a device of another architecture and
+    ``KernelCompileError`` with NVRTC's log when the source does not compile.
+    """
+    cc = cupy.cuda.Device(device).compute_capability
+    if spec.builds_for(f"sm_{cc}") is None:
+        raise RuntimeError(f"{spec.filename} is built for {spec.arch} only; cuda:{device} is sm_{cc}")
+    binary = _arch_binaries.get(spec.filename)
+    if binary is None:
+        binary = _arch_binaries[spec.filename] = _arch_binary(spec)
+    cubin, lowered = binary
+    module = _arch_modules.get((spec.filename, device))
+    with cupy.cuda.Device(device):
+        if module is None:
+            module = _arch_modules[(spec.filename, device)] = cupy.cuda.function.Module()
+            module.load(cubin)
+        return module.get_function(lowered[expr])
+
+
+def _arch_binary(spec: SourceSpec) -> tuple[bytes, dict[str, str]]:
+    import hashlib
+    import json
+
+    nvrtc = offline_nvrtc()
+    src, options, exprs = spec.text(), spec.options(), list(spec.name_expressions)
+    tag = "\0".join([src, *options, *exprs, str(nvrtc.getVersion())])
+    stem = Path(cache_dir()) / f"cupy_ops_{spec.arch}_{hashlib.sha256(tag.encode()).hexdigest()[:32]}"
+    try:
+        lowered = json.loads(stem.with_suffix(".json").read_text())
+        return stem.with_suffix(".cubin").read_bytes(), lowered
+    except (OSError, ValueError):
+        pass
+    prog = nvrtc.createProgram(src, spec.filename, [], [])
+    try:
+        for e in exprs:
+            nvrtc.addNameExpression(prog, e)
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError:
+            raise KernelCompileError(spec.filename, nvrtc.getProgramLog(prog), options) from None
+        cubin = nvrtc.getCUBIN(prog)
+        lowered = {e: nvrtc.getLoweredName(prog, e) for e in exprs}
+    finally:
+        nvrtc.destroyProgram(prog)
+    try:  # best effort: an unwritable cache only costs the next process a compile
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        for suffix, data in ((".cubin", cubin), (".json", json.dumps(lowered).encode())):
+            tmp = stem.with_suffix(f"{suffix}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, stem.with_suffix(suffix))
+    except OSError:
+        pass
+    return cubin, lowered
 
 
 # --- offline path (no GPU) -------------------------------------------------------------
@@ -235,6 +316,7 @@ class OfflineResult:
     stack_bytes: int | None = None
     shared_bytes: int | None = None
     log: str = ""
+    skipped: str = ""   # why this variant is not built for ``arch`` (an sm_90a-only file on sm_80)
 
 
 _PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)'")
@@ -251,13 +333,18 @@ def offline_options(arch: str) -> tuple[str, ...]:
 def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineResult]:
     """Compile ``filename`` for ``arch`` with NVRTC directly (no GPU, no driver needed).
 
-    Returns one ``OfflineResult`` per name expression with ptxas's register and spill report.
+    Returns one ``OfflineResult`` per name expression with ptxas's register and spill report
+    (its ``arch`` is the one compiled for: ``sm_90a`` for an sm_90a-only file asked for
+    ``sm_90``; such a file asked for another architecture gives results with ``skipped`` set).
     """
-    nvrtc = offline_nvrtc()
     exprs = list(name_expressions)
     spec = _registry.get(filename)
+    target = spec.builds_for(arch) if spec is not None else arch
+    if target is None:
+        return [OfflineResult(filename, e, arch, True, skipped=f"built for {spec.arch} only") for e in exprs]
+    nvrtc = offline_nvrtc()
     src = spec.text() if spec is not None and spec.code is not None else assemble(filename)
-    options = offline_options(arch)
+    options = offline_options(target)
     prog = nvrtc.createProgram(src, filename, [], [])
     try:
         for e in exprs:
@@ -266,13 +353,13 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
             nvrtc.compileProgram(prog, list(options))
         except nvrtc.NVRTCError:
             log = nvrtc.getProgramLog(prog)
-            return [OfflineResult(filename, e, arch, False, log=log) for e in exprs]
+            return [OfflineResult(filename, e, target, False, log=log) for e in exprs]
         log = nvrtc.getProgramLog(prog)
         lowered = {nvrtc.getLoweredName(prog, e): e for e in exprs}
         cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
-    results = _parse_ptxas(filename, arch, log, lowered)
+    results = _parse_ptxas(filename, target, log, lowered)
     info = {lowered[name]: v for name, v in _cubin_resources(cubin).items() if name in lowered}
     for r in results:
         if r.registers is None and r.expr in info:

@@ -32,7 +32,7 @@ import torch
 
 from . import compiler, launch
 
-_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed)\b")
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed|__grid_constant__)\b")
 _KINDS = {
     "float": "f32", "double": "f64",
     "int": "i32", "unsigned": "i32", "unsigned int": "i32", "int32_t": "i32", "uint32_t": "i32",
@@ -40,6 +40,7 @@ _KINDS = {
     "long long": "i64", "long long int": "i64", "unsigned long long": "i64", "long": "i64",
     "unsigned long": "i64", "int64_t": "i64", "uint64_t": "i64", "size_t": "i64", "ptrdiff_t": "i64",
     "i64": "i64", "u64": "i64",
+    "TmaMap": "tmap",   # gemm_wgmma.cuh's 128-byte TMA tensor map, passed by value (built-in kernels)
 }
 _I32 = (-(2**31), 2**32 - 1)
 BUILTINS: list["Kernel"] = []   # the built-in ops' kernels, parsed (and registered) on first use
@@ -153,17 +154,21 @@ class Kernel:
         self._template = None
         self._handles: dict = {}
         self._parsed = False
+        self._arch = None
         if not _builtin:
             self._parse()
 
     @classmethod
-    def builtin(cls, filename: str, name: str, variants=None) -> "Kernel":
+    def builtin(cls, filename: str, name: str, variants=None, arch: str | None = None) -> "Kernel":
         """A kernel of cupy_ops' own ``cuda_src/`` (its file is read on first use, not at import).
 
         ``variants``: explicit template instantiations (e.g. ``"matmul_simt<true, false>"``)
         for kernels not templated on one element type; ``handle`` then takes one of them.
+        ``arch``: the one architecture the file is built for (e.g. ``"sm_90a"`` for wgmma code);
+        None builds for the device's own.
         """
         k = cls(filename, name, variants=variants, _builtin=True)
+        k._arch = arch
         BUILTINS.append(k)
         return k
 
@@ -182,7 +187,7 @@ class Kernel:
             self.exprs = {dt: f"{self.name}<{c}>" for dt, c in launch.DTYPE_NAMES.items()}
         else:
             self.exprs = {None: self.name}
-        compiler.register(self.key, self.exprs.values(), code=self._code, directory=self._directory)
+        compiler.register(self.key, self.exprs.values(), code=self._code, directory=self._directory, arch=self._arch)
         self._parsed = True
 
     @property
@@ -248,6 +253,11 @@ class Kernel:
                     raise TypeError(f"argument {pname!r} of kernel {self.name} must have dtype {dtype} "
                                     f"({self._template} is {dtype}), got {a.dtype}")
                 values.append(a.data_ptr())
+            elif kind == "tmap":
+                if not isinstance(a, (bytes, bytearray)) or len(a) != 128:
+                    raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be the 128 bytes of a "
+                                    f"TMA tensor map (cupy_ops.ops._tma.tensor_map), got {type(a).__name__}")
+                values.append(bytes(a))
             elif kind in ("f32", "f64", "acc"):
                 if isinstance(a, bool) or not isinstance(a, numbers.Real):
                     raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be a real number, "

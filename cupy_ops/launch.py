@@ -150,8 +150,9 @@ def gemm_naive_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, in
 # ``Function.__call__`` builds a Python object per argument on every call; this path costs
 # a struct.pack_into and one driver call, which is what keeps the eager call near torch's.
 
-# Argument kinds of a kernel signature -> struct format of one 8-byte slot.
-_SLOT = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d"}
+# Argument kinds of a kernel signature -> struct format of its slot: 8 bytes, or 128 for a
+# TMA tensor map (a CUtensorMap passed by value, given as 128 bytes; see ops/_tma.py).
+_SLOT = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "tmap": "128s"}
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
@@ -168,10 +169,11 @@ class KernelHandle:
     """One compiled kernel on one device, ready to launch with ``launch``.
 
     ``signature`` lists the kernel's parameters in order, each one of ``"ptr"`` (a device
-    pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``.
+    pointer, passed as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``,
+    ``"tmap"`` (128 bytes: a TMA tensor map).
     """
 
-    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls", "smem_limit")
+    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "_tls", "smem_limit", "offsets", "nbytes")
 
     def __init__(self, fn, device: int, signature):
         global _driver_launch, _DriverError, _several_devices
@@ -183,6 +185,9 @@ class KernelHandle:
         self.device = device
         self.nargs = len(signature)
         self.pack = struct.Struct("<" + "".join(_SLOT[k] for k in signature)).pack_into
+        sizes = [struct.calcsize("<" + _SLOT[k]) for k in signature]
+        self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]   # each argument's place in the buffer
+        self.nbytes = sum(sizes)
         self._tls = threading.local()     # argument buffers are per thread: launches may race
         self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
         if _driver_launch is None:
@@ -206,9 +211,9 @@ class KernelHandle:
         try:
             return self._tls.buf
         except AttributeError:
-            storage = (ctypes.c_uint64 * max(1, self.nargs))()
+            storage = (ctypes.c_uint64 * max(1, self.nbytes // 8))()
             base = ctypes.addressof(storage)
-            params = (ctypes.c_void_p * max(1, self.nargs))(*[base + 8 * i for i in range(self.nargs)])
+            params = (ctypes.c_void_p * max(1, self.nargs))(*[base + off for off in self.offsets])
             self._tls.buf = buf = (storage, ctypes.addressof(params), params)
             return buf
 

@@ -25,6 +25,8 @@ for dtype in DTYPES:
     cupy_ops.relu(x2[:, ::2])
     calls += 2
     algos = ["naive"] + (["simt"] if dtype == torch.float32 else []) + (["tc"] if dtype != torch.float64 else [])
+    if dtype != torch.float64 and _gemm.has_wgmma(0):
+        algos.append("wgmma")
     for algo in algos:
         for M, K, N in [(1, 1, 1), (129, 65, 33), (130, 17, 257), (64, 128, 128)]:
             a = torch.randn(M, K, device="cuda").to(dtype)

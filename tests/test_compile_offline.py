@@ -10,13 +10,16 @@ from cupy_ops import compiler
 nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
 
 SPECS = compiler.registered()
-EXPECTED_SOURCES = {"relu.cu", "relu_div.cu", "matmul.cu", "linear_relu_div.cu", "relu_backward.cu"}
+EXPECTED_SOURCES = {"relu.cu", "relu_div.cu", "matmul.cu", "linear_relu_div.cu", "relu_backward.cu",
+                    "matmul_sm90a.cu", "linear_relu_div_sm90a.cu"}
+SM90A_SOURCES = {"matmul_sm90a.cu", "linear_relu_div_sm90a.cu"}   # wgmma + TMA: Hopper only
 
 
 def test_every_op_registers_its_kernels():
     assert EXPECTED_SOURCES <= set(SPECS)
     for spec in SPECS.values():
-        assert len(spec.name_expressions) >= 4, spec  # float, f16, bf16, double (or 4 layout variants)
+        assert len(spec.name_expressions) >= 3, spec  # float, f16, bf16 (+ double, or layout variants)
+    assert {f for f, s in SPECS.items() if s.arch} == SM90A_SOURCES
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -25,8 +28,14 @@ def test_offline_compile(filename, arch):
     spec = SPECS[filename]
     results = compiler.compile_offline(filename, spec.name_expressions, arch)
     assert [r.expr for r in results] == list(spec.name_expressions)
+    if filename in SM90A_SOURCES and arch == "sm_80":
+        assert all(r.skipped == "built for sm_90a only" for r in results)
+        return
     for r in results:
         assert r.ok, r.log
+        assert r.arch == ("sm_90a" if filename in SM90A_SOURCES else arch)
+        # ptxas warns when it must serialize wgmma (accumulators not kept in registers): slow
+        assert "wgmma.mma_async instructions are serialized" not in r.log, r.log
         assert r.registers is not None and 0 < r.registers <= 255
         assert r.spill_stores == 0 and r.spill_loads == 0, f"{r.expr} spills on {arch}"
 
@@ -70,7 +79,7 @@ def test_cli_lists_every_variant_with_registers():
     for spec in SPECS.values():
         for expr in spec.name_expressions:
             line = next(l for l in proc.stdout.splitlines() if f" {expr} " in l)
-            assert " sm_90 " in line and " ok " in line
+            assert (" sm_90a " if spec.arch else " sm_90 ") in line and " ok " in line
     n = sum(len(s.name_expressions) for s in SPECS.values())
     assert f"{n} of {n} kernel variants compiled" in proc.stdout
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import cupy_ops
-from conftest import ALL_DTYPES, UNIT_ROUNDOFF
+from conftest import ALL_DTYPES, UNIT_ROUNDOFF, require_algo
 from test_matmul import accumulation_roundoff, roundoff
 
 pytestmark = pytest.mark.gpu
@@ -41,6 +41,7 @@ from test_matmul import ALGO_DTYPES  # noqa: E402
 @pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (257, 64, 300),
                                      (0, 4, 3), (4, 0, 3)], ids=str)
 def test_linear_relu_div_shapes(M, K, N, algo, dtype, cuda):
+    require_algo(algo)
     x = torch.randn(M, K, device=cuda).to(dtype)
     w = torch.randn(N, K, device=cuda).to(dtype)
     b = torch.randn(N, device=cuda).to(dtype)
@@ -51,6 +52,7 @@ def test_linear_relu_div_shapes(M, K, N, algo, dtype, cuda):
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
 def test_linear_relu_div_strided(algo, dtype, cuda):
+    require_algo(algo)
     x = torch.randn(70, 90, device=cuda).to(dtype)
     w = torch.randn(80, 95, device=cuda).to(dtype)
     b = torch.randn(160, device=cuda).to(dtype)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import cupy_ops
-from conftest import ALL_DTYPES, UNIT_ROUNDOFF
+from conftest import ALL_DTYPES, HOPPER, UNIT_ROUNDOFF, require_algo
 
 pytestmark = pytest.mark.gpu
 
@@ -48,18 +48,20 @@ def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
 ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), ("auto", torch.float32),
                                                        ("auto", torch.bfloat16), ("auto", torch.float16),
                                                        ("tc", torch.bfloat16), ("tc", torch.float16),
-                                                       ("tc", torch.float32)]
-TF32_ROUNDOFF = 2.0**-11
+                                                       ("tc", torch.float32), ("wgmma", torch.bfloat16),
+                                                       ("wgmma", torch.float16), ("wgmma", torch.float32)]
+TF32_ROUNDOFF = 2.0**-11   # operands rounded to the nearest TF32 (mma.sync: cvt.rna; wgmma: the TMA load)
 
 
 def roundoff(algo, dtype):
     """Operand rounding of the kernel: TF32 for fp32 operands on tensor cores."""
-    return TF32_ROUNDOFF if algo == "tc" and dtype == torch.float32 else 0.0
+    return TF32_ROUNDOFF if algo in ("tc", "wgmma") and dtype == torch.float32 else 0.0
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
 @pytest.mark.parametrize("M, K, N", SHAPES, ids=str)
 def test_matmul_shapes(M, K, N, algo, dtype, cuda):
+    require_algo(algo)
     a = torch.randn(M, K, device=cuda).to(dtype)
     b = torch.randn(K, N, device=cuda).to(dtype)
     c = cupy_ops.matmul(a, b, algo=algo)
@@ -71,6 +73,7 @@ def test_matmul_shapes(M, K, N, algo, dtype, cuda):
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
 def test_matmul_strided_operands(algo, dtype, cuda):
+    require_algo(algo)
     big_a = torch.randn(150, 140, device=cuda).to(dtype)
     big_b = torch.randn(140, 160, device=cuda).to(dtype)
     cases = {
@@ -124,13 +127,14 @@ def test_tf32_follows_torchs_switches(cuda):
     try:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        assert _gemm.choose("auto", torch.float32, 512) == "simt"
-        assert _gemm.choose("auto", torch.bfloat16, 512) == "tc"
+        tc = "wgmma" if HOPPER else "tc"
+        assert _gemm.choose("auto", torch.float32, 512, 0) == "simt"
+        assert _gemm.choose("auto", torch.bfloat16, 512, 0) == tc
         torch.set_float32_matmul_precision("high")
-        assert _gemm.choose("auto", torch.float32, 512) == "tc"
+        assert _gemm.choose("auto", torch.float32, 512, 0) == tc
         torch.set_float32_matmul_precision("highest")
         torch.backends.cuda.matmul.allow_tf32 = True
-        assert _gemm.choose("auto", torch.float32, 512) == "tc"
+        assert _gemm.choose("auto", torch.float32, 512, 0) == tc
         a = torch.randn(300, 200, device=cuda)
         b = torch.randn(200, 100, device=cuda)
         assert_gemm_close(cupy_ops.matmul(a, b), a, b, operand_roundoff=TF32_ROUNDOFF)
@@ -139,3 +143,26 @@ def test_tf32_follows_torchs_switches(cuda):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old[0]
         torch.set_float32_matmul_precision(old[1])
+
+
+@pytest.mark.parametrize("algo", ["tc", "wgmma"])
+def test_tf32_operands_are_rounded_to_nearest_as_torch_does(algo, cuda):
+    """With K = 8, each product of two TF32 values is exact, so the result shows how the
+    operands were rounded: to nearest (torch's cuBLAS, cvt.rna, the TMA's TFLOAT32 load), not
+    truncated (what the tensor cores do with raw fp32 bits; errs ~2**-11 relative, far above
+    the fp32 summation error of 8 terms checked here)."""
+    require_algo(algo)
+    torch.manual_seed(0)
+    a = torch.randn(256, 8, device=cuda)
+    b = torch.randn(8, 300, device=cuda)
+
+    def rna(x):  # half a TF32 ulp added to the magnitude bits, then the 13 low bits dropped
+        return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    prods = rna(a).double().unsqueeze(2) * rna(b).double().unsqueeze(0)   # exact products
+    ref, absum = prods.sum(1), prods.abs().sum(1)
+    bound = 8 * 2.0**-24 * absum + 1e-30
+    got = cupy_ops.matmul(a, b, algo=algo).double()
+    assert ((got - ref).abs() <= bound).all(), f"worst {(got - ref).abs().max().item():.3g}"
+    lin = cupy_ops.linear_relu_div(a, b.t(), None, 1.0, algo=algo).double()
+    assert ((lin - torch.relu(ref)).abs() <= bound).all()

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 import cupy_ops
 
+from ..ops import _gemm
 from .timing import Stats, time_cuda
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -68,22 +69,34 @@ def _elementwise_case(problem, shape, dtype, device):
     return ours, ref, nbytes, 0, (lambda: out.copy_(x))
 
 
-def _gemm_case(problem, mkn, dtype, device):
+def gemm_algos(dname: str, device) -> list[str]:
+    """The GEMM kernel families to time for ``dname``, fastest-first as "auto" picks them:
+    the tiled fp32 kernel for float32; for tf32 / float16 / bfloat16 the Hopper kernel
+    (where the GPU has it) and the mma.sync one; the naive reference last."""
+    if dname == "float32":
+        fast = ["simt"]
+    else:
+        fast = (["wgmma"] if _gemm.has_wgmma(torch.device(device).index or 0) else []) + ["tc"]
+    return fast + ["naive"]
+
+
+def _gemm_case(problem, mkn, dtype, dname, device):
     M, K, N = mkn
+    algos = gemm_algos(dname, device)
+    label = {a: a + (" (auto)" if i == 0 else "") for i, a in enumerate(algos)}
     if problem == "matmul":
         a = torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(K, N, device=device, dtype=dtype)
-        ours = {"cupy_ops auto": lambda: cupy_ops.matmul(a, b),
-                "cupy_ops naive": lambda: cupy_ops.matmul(a, b, algo="naive")}
+        ours = {f"cupy_ops {label[al]}": (lambda al=al: cupy_ops.matmul(a, b, algo=al)) for al in algos}
         ref = lambda: torch.matmul(a, b)  # noqa: E731
         nbytes = (M * K + K * N + M * N) * a.element_size()
     else:
         x = torch.randn(M, K, device=device, dtype=dtype)
         w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
         b = torch.randn(N, device=device, dtype=dtype)
-        ours = {"cuBLAS + cupy_ops.relu_div": lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0),
-                "cupy_ops fused auto": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
-                "cupy_ops fused naive": lambda: cupy_ops.linear_relu_div(x, w, b, 2.0, algo="naive")}
+        ours = {"cuBLAS + cupy_ops.relu_div": lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0)}
+        ours.update({f"cupy_ops fused {label[al]}": (lambda al=al: cupy_ops.linear_relu_div(x, w, b, 2.0, algo=al))
+                     for al in algos})
         ref = lambda: torch.relu(F.linear(x, w, b)) / 2.0  # noqa: E731
         nbytes = (M * K + N * K + N + M * N) * x.element_size()
     return ours, ref, nbytes, 2 * M * N * K, None
@@ -125,7 +138,7 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
         ours, ref, nbytes, flops, copy = _elementwise_case(problem, size, dtype, device)
         shape = f"{size[0]}x{size[1]}"
     else:
-        ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, device)
+        ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, dname, device)
         shape = "x".join(map(str, size))
     row = Row(problem, dname, shape, nbytes, flops, scaled_from)
     tf32_before = torch.backends.cuda.matmul.allow_tf32

@@ -6,7 +6,7 @@ import torch
 
 from .. import launch
 
-ALGOS = ("auto", "naive", "simt", "tc")
+ALGOS = ("auto", "naive", "simt", "tc", "wgmma")
 SIMT_TILE = 128          # block tile of gemm_simt.cuh (M and N)
 SIMT_THREADS = 256
 SIMT_KTILES = (8, 16)    # compiled k-tile variants
@@ -15,6 +15,11 @@ TC_TILE = 128            # block tile of gemm_tc.cuh (M and N)
 TC_THREADS = 128
 TC_SMEM = 61440          # gemm_tc.cuh: 3 stages x (A + B tiles) x 128 rows x 80 bytes
 TC_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "float"}
+# Hopper kernel (gemm_wgmma.cuh): 128 x 256 block tile, 3 warpgroups, 4 stages of 48 KB
+WG_BM, WG_BN, WG_THREADS = 128, 256, 384
+WG_SMEM = 4 * (128 + 256) * 128 + 2 * 4 * 8 + 1024   # = WG_SMEM of gemm_wgmma.cuh
+WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
+_wgmma_devices: dict[int, bool] = {}
 
 
 def check_algo(algo) -> str:
@@ -37,23 +42,38 @@ def tf32_allowed() -> bool:
     return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
 
 
-def choose(algo: str, dtype: torch.dtype, M: int) -> str:
+def has_wgmma(device: int) -> bool:
+    """Whether ``device`` runs the sm_90a kernels (wgmma, TMA): compute capability 9.0 exactly
+    (sm_90a code does not run on later architectures)."""
+    ok = _wgmma_devices.get(device)
+    if ok is None:
+        ok = _wgmma_devices[device] = torch.cuda.get_device_capability(device) == (9, 0)
+    return ok
+
+
+def choose(algo: str, dtype: torch.dtype, M: int, device: int) -> str:
     """The kernel family for ``algo``: "auto" picks the fastest correct one available.
 
-    "auto": float16 / bfloat16 -> "tc" (tensor cores, fp32 accumulation); float32 -> "tc"
-    (TF32) only when torch itself would use TF32 (``tf32_allowed``), else "simt" (full fp32);
-    float64, or more than 65535 tile rows -> "naive".
+    "auto": float16 / bfloat16 -> tensor cores with fp32 accumulation: "wgmma" on Hopper
+    (compute capability 9.0), "tc" (mma.sync, sm_80+) elsewhere; float32 -> the same tensor-core
+    kernels reading TF32 only when torch itself would use TF32 (``tf32_allowed``), else "simt"
+    (full fp32); float64, or more than 65535 tile rows -> "naive".
+    Raises ``ValueError`` when an explicit ``algo`` cannot take ``dtype`` or this device.
     """
     if algo != "auto":
         if algo == "simt" and dtype != torch.float32:
             raise ValueError(f"algo='simt' is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')")
-        if algo == "tc" and dtype not in TC_NAMES:
-            raise ValueError(f"algo='tc' takes float16, bfloat16 or float32 (TF32) operands, got {dtype}")
+        if algo in ("tc", "wgmma") and dtype not in TC_NAMES:
+            raise ValueError(f"algo={algo!r} takes float16, bfloat16 or float32 (TF32) operands, got {dtype}")
+        if algo == "wgmma" and not has_wgmma(device):
+            cc = ".".join(map(str, torch.cuda.get_device_capability(device)))
+            raise ValueError(f"algo='wgmma' needs a Hopper GPU (compute capability 9.0); cuda:{device} has {cc} "
+                             f"(use 'auto' or 'tc')")
         return algo
     if launch.cdiv(M, SIMT_TILE) > 65535 or dtype == torch.float64:
         return "naive"
     if dtype != torch.float32 or tf32_allowed():
-        return "tc"
+        return "wgmma" if has_wgmma(device) else "tc"
     return "simt"
 
 
@@ -102,6 +122,10 @@ def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
         # zero it so no uninitialized memory is read (compute-sanitizer initcheck)
         buf[:, k:].zero_()
     return buf, kp
+
+
+def wgmma_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (launch.cdiv(N, WG_BN), launch.cdiv(M, WG_BM), 1), (WG_THREADS, 1, 1)
 
 
 def tc_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

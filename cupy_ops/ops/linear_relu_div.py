@@ -6,11 +6,13 @@ import torch
 
 from .. import launch
 from ..kernel import Kernel
-from . import _divisor, _gemm
+from . import _divisor, _gemm, _tma
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
                     variants=[f"linear_relu_div_tc<{n}>" for n in _gemm.TC_NAMES.values()])
+WGMMA = Kernel.builtin("linear_relu_div_sm90a.cu", "linear_relu_div_wgmma", arch="sm_90a",
+                       variants=[f"linear_relu_div_wgmma<{n}>" for n in _gemm.TC_NAMES.values()])
 SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
     f"linear_relu_div_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -24,13 +26,14 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         weight: (N, K) tensor laid out as ``nn.Linear.weight``, same dtype and device.
         bias: (N,) tensor or None.
         divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"auto"`` (default), ``"tc"``, ``"simt"`` or ``"naive"``: as for ``matmul``.
+        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"simt"`` or ``"naive"``: as for
+            ``matmul``.
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.
     Raises:
         TypeError: a tensor argument is not a tensor or has a wrong dtype; divisor not a number.
         ValueError: wrong rank or shape, K mismatch, not on CUDA, devices differ, divisor with
-            several elements or on the GPU, unknown ``algo``.
+            several elements or on the GPU, ``algo`` unknown or not fitting the dtype or GPU.
     """
     _gemm.check_matrix("x", x)
     _gemm.check_matrix("weight", weight, "x", x)
@@ -59,8 +62,19 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         return y
     if bias is not None and bias.stride(0) != 1:
         bias = bias.contiguous()
-    kind = _gemm.choose(algo, x.dtype, M)
-    if kind == "tc":
+    kind = _gemm.choose(algo, x.dtype, M, device)
+    if kind == "wgmma" and K > 0:  # (K == 0: no tile to load; the tc kernel applies the epilogue to zeros)
+        bk = _gemm.WG_BK[x.dtype]
+        x, ldx = _gemm.tc_operand(x)
+        weight, ldw = _gemm.tc_operand(weight)
+        x_map = _tma.tensor_map(x, K, M, ldx, bk, _gemm.WG_BM)
+        w_map = _tma.tensor_map(weight, K, N, ldw, bk, _gemm.WG_BN)
+        h = WGMMA.handle(f"linear_relu_div_wgmma<{_gemm.TC_NAMES[x.dtype]}>", device)
+        grid, block = _gemm.wgmma_grid(M, N)
+        launch.launch(h, grid, block, (x_map, w_map, 0 if bias is None else bias.data_ptr(), y.data_ptr(), N,
+                                       M, N, K, scale), _gemm.WG_SMEM)
+        return y
+    if kind in ("tc", "wgmma"):
         x, ldx = _gemm.tc_operand(x)
         weight, ldw = _gemm.tc_operand(weight)
         h = TC.handle(f"linear_relu_div_tc<{_gemm.TC_NAMES[x.dtype]}>", device)

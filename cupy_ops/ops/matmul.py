@@ -5,10 +5,12 @@ import torch
 
 from .. import launch
 from ..kernel import Kernel
-from . import _gemm
+from . import _gemm, _tma
 
 NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
 TC = Kernel.builtin("matmul.cu", "matmul_tc", variants=[f"matmul_tc<{n}>" for n in _gemm.TC_NAMES.values()])
+WGMMA = Kernel.builtin("matmul_sm90a.cu", "matmul_wgmma", arch="sm_90a", variants=[
+    f"matmul_wgmma<{n}, {b}>" for n in _gemm.TC_NAMES.values() for b in ("false", "true") if n != "float" or b == "false"])
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
     f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -21,16 +23,18 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
            slices and other views are read in place, not copied).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
         algo: ``"auto"`` (default): the fastest correct kernel for the dtype: tensor cores
-            (``"tc"``) for float16 / bfloat16, and for float32 only where torch allows TF32
+            for float16 / bfloat16, and for float32 only where torch allows TF32
             (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision``
-            not "highest"), else the tiled fp32 CUDA-core kernel (``"simt"``); ``"naive"``:
+            not "highest"), else the tiled fp32 CUDA-core kernel (``"simt"``). The tensor-core
+            kernel is ``"wgmma"`` (wgmma + TMA) on Hopper, ``"tc"`` (mma.sync) elsewhere; both
+            can be asked for by name (``"wgmma"`` on compute capability 9.0 only). ``"naive"``:
             the reference kernel, one thread per output element.
     Returns:
         A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
     Raises:
         TypeError: an operand is not a tensor, or the dtypes are unsupported or differ.
         ValueError: an operand is not 2-D, K differs, an operand is not on CUDA or they are
-            on different devices, or ``algo`` is unknown.
+            on different devices, ``algo`` is unknown or does not fit the dtype or GPU.
     """
     _gemm.check_matrix("a", a)
     _gemm.check_matrix("b", b, "a", a)
@@ -46,8 +50,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:
         return c
-    kind = _gemm.choose(algo, a.dtype, M)
-    if kind == "tc":
+    kind = _gemm.choose(algo, a.dtype, M, device)
+    if kind == "wgmma" and K > 0:  # (K == 0: no tile to load; the tc kernel writes the zeros)
+        _wgmma(a, b, c, device)
+        return c
+    if kind in ("tc", "wgmma"):
         a, lda = _gemm.tc_operand(a)
         bt, ldb = _gemm.tc_operand(b.t())
         h = TC.handle(f"matmul_tc<{_gemm.TC_NAMES[a.dtype]}>", device)
@@ -67,3 +74,22 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     launch.launch(h, grid, block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
                                    b.stride(1), c.data_ptr(), M, N, K))
     return c
+
+
+def _wgmma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, device: int) -> None:
+    """c = a @ b with the Hopper kernel. a is read K-major (copied when it is not, see
+    ``_gemm.tc_operand``); a row-major b is read in place (N-major, 16-bit types), any other b
+    as (N, K) K-major."""
+    (M, K), N = a.shape, b.shape[1]
+    bk = _gemm.WG_BK[a.dtype]
+    a, lda = _gemm.tc_operand(a)
+    a_map = _tma.tensor_map(a, K, M, lda, bk, _gemm.WG_BM)
+    n_major = a.dtype != torch.float32 and b.stride(1) == 1 and _tma.usable(b, b.stride(0))
+    if n_major:  # boxes of 64 columns (128 bytes) x bk rows of K
+        b_map = _tma.tensor_map(b, N, K, b.stride(0), 64, bk)
+    else:
+        bt, ldb = _gemm.tc_operand(b.t())
+        b_map = _tma.tensor_map(bt, K, N, ldb, bk, _gemm.WG_BN)
+    h = WGMMA.handle(f"matmul_wgmma<{_gemm.TC_NAMES[a.dtype]}, {_gemm.bool_str(n_major)}>", device)
+    grid, block = _gemm.wgmma_grid(M, N)
+    launch.launch(h, grid, block, (a_map, b_map, c.data_ptr(), N, M, N, K), _gemm.WG_SMEM)

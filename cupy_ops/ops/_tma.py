@@ -1,0 +1,78 @@
+"""TMA tensor maps for the Hopper GEMM kernels (cuda_src/gemm_wgmma.cuh).
+
+A tensor map (``CUtensorMap``, 128 opaque bytes) tells the TMA unit where a 2-D matrix lives
+and which box one load copies; it is built on the host by the driver's
+``cuTensorMapEncodeTiled`` and passed to the kernel by value. CuPy does not bind that driver
+function, so it is called through ctypes from ``libcuda`` (loaded already by torch). Maps
+are cached by everything they encode (one dict lookup per launch once warm).
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import torch
+
+# CUtensorMapDataType (cuda.h). float32 is loaded as TFLOAT32 (11): the TMA unit then rounds
+# each value to TF32 (to nearest) on the way to shared memory, exactly as torch's cuBLAS TF32
+# and our mma.sync kernel (cvt.rna) do; as FLOAT32 (7) the tensor cores would truncate the raw
+# fp32 bits instead, twice the error and biased (scripts/probe_tf32.py, H200: with FLOAT32
+# all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did).
+_DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}
+_SWIZZLE_128B = 3            # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
+_L2_PROMOTION_256B = 3       # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+_OOB_FILL_ZEROS = 0          # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
+_CACHE_LIMIT = 4096
+
+_encode = None
+_cache: dict[tuple, bytes] = {}
+
+
+def _encoder():
+    global _encode
+    if _encode is None:
+        lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+        fn = lib.cuTensorMapEncodeTiled
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                       ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                       ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        _encode = fn
+    return _encode
+
+
+def usable(t: torch.Tensor, ld: int) -> bool:
+    """Whether a matrix at ``t.data_ptr()`` with rows ``ld`` elements apart can be a TMA
+    source: 16-byte aligned start and row pitch (the driver's rules)."""
+    es = t.element_size()
+    return t.data_ptr() % 16 == 0 and (ld * es) % 16 == 0 and t.dtype in _DATA_TYPE
+
+
+def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int) -> bytes:
+    """The tensor map of the matrix at ``t.data_ptr()``: ``outer`` rows of ``inner``
+    contiguous elements, rows ``ld`` elements apart, loaded in boxes of ``box_inner`` x
+    ``box_outer`` with the 128-byte swizzle. Parts of a box past the matrix read as zero.
+
+    Raises ``RuntimeError`` with the driver's error code if the driver rejects the map.
+    """
+    key = (t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer)
+    m = _cache.get(key)
+    if m is not None:
+        return m
+    es = t.element_size()
+    buf = (ctypes.c_uint64 * 16)()
+    dims = (ctypes.c_uint64 * 2)(inner, outer)
+    strides = (ctypes.c_uint64 * 1)(ld * es)
+    box = (ctypes.c_uint32 * 2)(box_inner, box_outer)
+    elem = (ctypes.c_uint32 * 2)(1, 1)
+    rc = _encoder()(buf, _DATA_TYPE[t.dtype], 2, t.data_ptr(), dims, strides, box, elem, 0, _SWIZZLE_128B,
+                    _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner} {t.dtype} matrix "
+                           f"with row pitch {ld} at 0x{t.data_ptr():x}, box {box_outer}x{box_inner}")
+    m = bytes(buf)
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[key] = m
+    return m

@@ -1,0 +1,36 @@
+"""Experiment (GPU): variants of the tiled fp32 GEMM (gemm_simt.cuh) built through the public
+cupy_ops.Kernel API with different register caps (blocks per SM) and k-tiles, timed against
+torch's SGEMM (TF32 off) in this process at the KernelBench shapes."""
+import torch
+
+import cupy_ops
+from cupy_ops.bench.timing import time_cuda
+
+SRC = """
+#define SG_MIN_BLOCKS {mb}
+#include "gemm_simt.cuh"
+#include "gemm_epilogue.cuh"
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS) mm(const float* a, long long lda, const float* b,
+                                                               long long ldb, float* c, int M, int N, int K, int vec) {{
+  gemm_simt<true, false, {bk}>(a, lda, b, ldb, c, N, M, N, K, vec, Identity<float>());
+}}
+"""
+
+torch.backends.cuda.matmul.allow_tf32 = False
+CONFIGS = [(1, 8), (1, 16), (2, 8), (2, 16)]   # (min blocks per SM, BK)
+variants = {c: cupy_ops.Kernel(SRC.format(mb=c[0], bk=c[1]), "mm") for c in CONFIGS}
+for M, K, N in [(4096, 4096, 4096), (1024, 8192, 8192)]:
+    a = torch.randn(M, K, device="cuda")
+    b = torch.randn(K, N, device="cuda")
+    c = torch.empty(M, N, device="cuda")
+    flops = 2 * M * N * K
+    t_ref = time_cuda(lambda: torch.matmul(a, b), runs=40).median
+    line = f"{M}x{K}x{N}: torch {flops / t_ref / 1e9:.1f} TF"
+    for (mb, bk), k in variants.items():
+        def run():
+            k(a, K, b, N, c, M, N, K, 3, grid=(cupy_ops.cdiv(N, 128), cupy_ops.cdiv(M, 128)), block=256)
+        run()
+        ok = torch.allclose(c, a @ b, atol=1e-2, rtol=1e-3)
+        t = time_cuda(run, runs=40).median
+        line += f" | minblocks={mb} BK={bk}: {flops / t / 1e9:.1f} TF ({t_ref / t:.3f}x{'' if ok else ' WRONG'})"
+    print(line, flush=True)
