@@ -7,30 +7,35 @@
 // tensor maps the host encodes (cupy_ops/ops/_tma.py); the tensor map zero-fills the tile
 // parts past M, N and K, so any shape works and the epilogue masks the stores.
 //
-// Block tile 128 x 256 x 128 bytes of K, 3 warpgroups (384 threads), warp-specialized:
-//   warpgroup 0: one thread issues the TMA loads of a 4-stage ring (48 KB per stage);
-//   warpgroups 1, 2: each owns 64 rows x 256 columns (128 fp32 accumulators per thread)
+// Block tile 128 x BN x 128 bytes of K (BN = 256, or 128 for grids too small to fill the
+// GPU: the host picks, cupy_ops/ops/_gemm.py wgmma_tile_n), 3 warpgroups (384 threads),
+// warp-specialized:
+//   warpgroup 0: one thread issues the TMA loads of a ring of WgCfg stages (~192 KB in all);
+//   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
 //     flight while it waits for the next tile.
 // Stages are handed over with mbarriers: full[s] (the TMA transaction count completes it),
 // empty[s] (each of the 8 consumer warps arrives once its wgmmas that read the stage are done).
-// Shared memory: 4 x 48 KB + barriers + 1 KB alignment slack = WG_SMEM bytes (dynamic: the
-// host raises the kernel's limit). 128-byte swizzle on both sides (TMA writes it, the wgmma
-// descriptors read it): conflict-free without padding.
+// Shared memory: WgRing<BN>::SMEM bytes (dynamic: the host raises the kernel's limit). 128-byte
+// swizzle on both sides (TMA writes it, the wgmma descriptors read it): conflict-free
+// without padding.
 #pragma once
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
 #define WG_BM 128
-#define WG_BN 256
 #define WG_THREADS 384
-#define WG_STAGES 4
 #define WG_A_BYTES (WG_BM * 128)
-#define WG_B_BYTES (WG_BN * 128)
-#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
-// 4 x 48 KB of tiles, 2 x 4 mbarriers, and up to 1 KB lost aligning the ring to 1024 bytes
-// (the 128-byte swizzle pattern repeats every 1024 bytes; the descriptors assume that base).
-#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 2 * WG_STAGES * 8 + 1024)
+
+// Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as fit
+// in 192 KB. Shared memory: the stages, 2 mbarriers per stage, and up to 1 KB lost aligning
+// the ring to 1024 bytes (the 128-byte swizzle repeats every 1024 bytes; the descriptors
+// assume that base). The host computes the same figure (_gemm.wgmma_smem).
+template <int BN> struct WgRing {
+  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES;
+  static constexpr int STAGES = 192 * 1024 / STAGE_BYTES;
+  static constexpr int SMEM = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
+};
 
 // cuTensorMapEncodeTiled's opaque 128-byte CUtensorMap, passed by value as a __grid_constant__
 // kernel parameter (the TMA unit reads it from parameter space).
@@ -78,13 +83,6 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-template <class T, bool B_NMAJOR> __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db);
-template <> __device__ __forceinline__ void wgmma_tile<bf16, false>(float* d, u64 da, u64 db) { wgmma_bf16_kmajor(d, da, db); }
-template <> __device__ __forceinline__ void wgmma_tile<bf16, true>(float* d, u64 da, u64 db) { wgmma_bf16_nmajor(d, da, db); }
-template <> __device__ __forceinline__ void wgmma_tile<f16, false>(float* d, u64 da, u64 db) { wgmma_f16_kmajor(d, da, db); }
-template <> __device__ __forceinline__ void wgmma_tile<f16, true>(float* d, u64 da, u64 db) { wgmma_f16_nmajor(d, da, db); }
-template <> __device__ __forceinline__ void wgmma_tile<float, false>(float* d, u64 da, u64 db) { wgmma_tf32_kmajor(d, da, db); }
-
 // Two adjacent outputs (n, n + 1) of row `row`: one 4- or 8-byte store when both exist and
 // the address is aligned for it (ldc even: C is a fresh torch tensor, 256-byte aligned).
 template <class T, class Epi>
@@ -105,24 +103,25 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
   }
 }
 
-template <class T, bool B_NMAJOR, class Epi>
+template <class T, bool B_NMAJOR, int BN, class Epi>
 __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bmap, typename Traits<T>::Bits* __restrict__ C,
                                            i64 ldc, int M, int N, int K, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
+  constexpr int STAGES = WgRing<BN>::STAGES, STAGE_BYTES = WgRing<BN>::STAGE_BYTES;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  const u32 bars = ring + WG_STAGES * WG_STAGE_BYTES;   // full[s] at bars + 8 s, empty[s] after them
+  const u32 bars = ring + STAGES * STAGE_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
-  const int m0 = blockIdx.y * WG_BM, n0 = blockIdx.x * WG_BN;
+  const int m0 = blockIdx.y * WG_BM, n0 = blockIdx.x * BN;
   const int ktiles = (K + BK - 1) / BK;
 
   if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < WG_STAGES; ++s) {
+    for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 1);                       // the producer's arrive.expect_tx
-      mbar_init(bars + 8 * (WG_STAGES + s), 8);         // one arrive per consumer warp
+      mbar_init(bars + 8 * (STAGES + s), 8);         // one arrive per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -132,15 +131,15 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
     // Producer: a single thread. Stage s is refilled once both consumer warpgroups released it.
     if (tid == 0) {
       for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % WG_STAGES;
-        if (kt >= WG_STAGES) mbar_wait(bars + 8 * (WG_STAGES + s), ((kt / WG_STAGES) - 1) & 1);
-        const u32 full = bars + 8 * s, a_dst = ring + s * WG_STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
-        mbar_expect_tx(full, WG_STAGE_BYTES);
+        const int s = kt % STAGES;
+        if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+        const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
+        mbar_expect_tx(full, STAGE_BYTES);
         tma_load_2d(a_dst, amap, kt * BK, m0, full);
         if constexpr (B_NMAJOR) {
           // four boxes of 64 columns x 64 rows of K: 8 KB each, one swizzle atom column
 #pragma unroll
-          for (int i = 0; i < WG_BN / 64; ++i) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, kt * BK, full);
+          for (int i = 0; i < BN / 64; ++i) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, kt * BK, full);
         } else {
           tma_load_2d(b_dst, bmap, kt * BK, n0, full);
         }
@@ -151,14 +150,14 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
 
   // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of the block tile.
   const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
-  float acc[WG_BN / 2];
+  float acc[BN / 2];
 #pragma unroll
-  for (int i = 0; i < WG_BN / 2; ++i) acc[i] = 0.f;
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
 
   for (int kt = 0; kt < ktiles; ++kt) {
-    const int s = kt % WG_STAGES;
-    mbar_wait(bars + 8 * s, (kt / WG_STAGES) & 1);
-    const u32 a_tile = ring + s * WG_STAGE_BYTES + c * 64 * 128, b_tile = ring + s * WG_STAGE_BYTES + WG_A_BYTES;
+    const int s = kt % STAGES;
+    mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+    const u32 a_tile = ring + s * STAGE_BYTES + c * 64 * 128, b_tile = ring + s * STAGE_BYTES + WG_A_BYTES;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / KSTEP; ++kk) {
@@ -168,11 +167,11 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
       // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
       const u64 da = wg_desc(a_tile + kk * KSTEP_BYTES, 16, 1024);
       const u64 db = B_NMAJOR ? wg_desc(b_tile + kk * KSTEP * 128, 8192, 1024) : wg_desc(b_tile + kk * KSTEP_BYTES, 16, 1024);
-      wgmma_tile<T, B_NMAJOR>(acc, da, db);
+      wgmma_tile<T, B_NMAJOR, BN>(acc, da, db);
     }
     wgmma_commit();
     wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
-    if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (WG_STAGES + (kt - 1) % WG_STAGES));
+    if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
   }
   wgmma_wait<0>();
 
@@ -187,7 +186,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
     if (m >= M) continue;
     Bits* row = C + (i64)m * ldc;
 #pragma unroll
-    for (int j = 0; j < WG_BN / 8; ++j)
+    for (int j = 0; j < BN / 8; ++j)
       store_pair<T>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
   }
 }

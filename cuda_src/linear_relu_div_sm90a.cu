@@ -3,11 +3,11 @@
 // (gemm_wgmma.cuh) and the epilogue of gemm_epilogue.cuh.
 //   x_map covers x (M, K) row-major, w_map weight (N, K) row-major (nn.Linear's layout);
 //   bias (N,) or null; y row-major (M, N), ldy. bf16 / fp16, or fp32 read as TF32.
-// Dynamic shared memory: WG_SMEM bytes; block WG_THREADS; grid (cdiv(N, 256), cdiv(M, 128)).
+// Dynamic shared memory: WgRing<BN>::SMEM bytes; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, 128)).
 #include "gemm_wgmma.cuh"
 #include "gemm_epilogue.cuh"
 
-template <class T>
+template <class T, int BN>
 __global__ void __launch_bounds__(WG_THREADS, 1) linear_relu_div_wgmma(const __grid_constant__ TmaMap x_map,
                                                                        const __grid_constant__ TmaMap w_map,
                                                                        const typename Traits<T>::Bits* bias,
@@ -16,5 +16,5 @@ __global__ void __launch_bounds__(WG_THREADS, 1) linear_relu_div_wgmma(const __g
   BiasReluScale<T> epi;
   epi.bias = bias;
   epi.scale = scale;
-  gemm_wgmma<T, false>(&x_map, &w_map, y, ldy, M, N, K, epi);
+  gemm_wgmma<T, false, BN>(&x_map, &w_map, y, ldy, M, N, K, epi);
 }

@@ -1,15 +1,15 @@
 // matmul on Hopper (compiled for sm_90a only; cupy_ops/ops/matmul.py picks it on compute
 // capability 9.0): C = A @ B with wgmma + TMA (gemm_wgmma.cuh).
-//   matmul_wgmma<T, B_NMAJOR>: a_map covers A (M, K) row-major; b_map covers B as (N, K)
+//   matmul_wgmma<T, B_NMAJOR, BN>: a_map covers A (M, K) row-major; b_map covers B as (N, K)
 //   K-major, or (B_NMAJOR, 16-bit T only) as (K, N) row-major. c row-major (M, N), ldc.
-// Dynamic shared memory: WG_SMEM bytes; block WG_THREADS; grid (cdiv(N, 256), cdiv(M, 128)).
+// Dynamic shared memory: WgRing<BN>::SMEM bytes; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, 128)).
 #include "gemm_wgmma.cuh"
 #include "gemm_epilogue.cuh"
 
-template <class T, bool B_NMAJOR>
+template <class T, bool B_NMAJOR, int BN>
 __global__ void __launch_bounds__(WG_THREADS, 1) matmul_wgmma(const __grid_constant__ TmaMap a_map,
                                                               const __grid_constant__ TmaMap b_map,
                                                               typename Traits<T>::Bits* c, i64 ldc, int M, int N,
                                                               int K) {
-  gemm_wgmma<T, B_NMAJOR>(&a_map, &b_map, c, ldc, M, N, K, Identity<T>());
+  gemm_wgmma<T, B_NMAJOR, BN>(&a_map, &b_map, c, ldc, M, N, K, Identity<T>());
 }

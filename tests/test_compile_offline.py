@@ -11,7 +11,7 @@ nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with 
 
 SPECS = compiler.registered()
 EXPECTED_SOURCES = {"relu.cu", "relu_div.cu", "matmul.cu", "linear_relu_div.cu", "relu_backward.cu",
-                    "matmul_sm90a.cu", "linear_relu_div_sm90a.cu"}
+                    "matmul_sm90a.cu", "linear_relu_div_sm90a.cu", "transpose.cu"}
 SM90A_SOURCES = {"matmul_sm90a.cu", "linear_relu_div_sm90a.cu"}   # wgmma + TMA: Hopper only
 
 

@@ -166,3 +166,43 @@ def test_tf32_operands_are_rounded_to_nearest_as_torch_does(algo, cuda):
     assert ((got - ref).abs() <= bound).all(), f"worst {(got - ref).abs().max().item():.3g}"
     lin = cupy_ops.linear_relu_div(a, b.t(), None, 1.0, algo=algo).double()
     assert ((lin - torch.relu(ref)).abs() <= bound).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_tensor_core_operand_transpose(dtype, cuda):
+    """tc_operand brings a column-major view into K-major rows with 16-byte aligned pitch
+    (the tiled transpose kernel): exact copy of every element, padding zeroed."""
+    from cupy_ops.ops import _gemm
+
+    big = torch.randn(300, 200, device=cuda).to(dtype)
+    for view in (big.t(), big[3:, 5:].t(), big[:33, :1].t(), big[:1, :77].t(), big[::2, :65].t(),
+                 torch.randn(70001, 3, device=cuda).to(dtype).t()):
+        buf, ld = _gemm.tc_operand(view)
+        rows, k = view.shape
+        assert ld % (16 // buf.element_size()) == 0 and buf.data_ptr() % 16 == 0
+        assert buf.stride(0) == ld and torch.equal(buf[:, :k], view)
+        if ld > k:
+            assert torch.equal(buf[:, k:], torch.zeros_like(buf[:, k:]))
+
+
+@pytest.mark.parametrize("bn", [128, 256])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_wgmma_both_tile_widths(bn, dtype, monkeypatch, cuda):
+    """Each compiled block-tile width of the Hopper kernel, whatever the shape table would
+    pick: tails in M, N and K, row-major (N-major) and K-major b, the fused epilogue."""
+    require_algo("wgmma")
+    from cupy_ops.ops import _gemm
+
+    monkeypatch.setattr(_gemm, "wgmma_tile_n", lambda M, N, device: bn)
+    torch.manual_seed(0)
+    for M, K, N in [(300, 200, 520), (129, 64, 256), (8, 1000, 24)]:
+        a = torch.randn(M, K, device=cuda).to(dtype)
+        b = torch.randn(K, N, device=cuda).to(dtype)
+        for bb in (b, b.t().contiguous().t()):
+            assert_gemm_close(cupy_ops.matmul(a, bb, algo="wgmma"), a, bb, operand_roundoff=roundoff("wgmma", dtype))
+        bias = torch.randn(N, device=cuda).to(dtype)
+        got = cupy_ops.linear_relu_div(a, b.t(), bias, 2.0, algo="wgmma")
+        ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+        absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+        tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
+        assert ((got.double() - ref).abs() <= tol).all()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import torch
 
 from .. import launch
+from ..kernel import Kernel
+
+TRANSPOSE = Kernel.builtin("transpose.cu", "transpose")
 
 ALGOS = ("auto", "naive", "simt", "tc", "wgmma")
 SIMT_TILE = 128          # block tile of gemm_simt.cuh (M and N)
@@ -15,9 +18,13 @@ TC_TILE = 128            # block tile of gemm_tc.cuh (M and N)
 TC_THREADS = 128
 TC_SMEM = 61440          # gemm_tc.cuh: 3 stages x (A + B tiles) x 128 rows x 80 bytes
 TC_NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "float"}
-# Hopper kernel (gemm_wgmma.cuh): 128 x 256 block tile, 3 warpgroups, 4 stages of 48 KB
-WG_BM, WG_BN, WG_THREADS = 128, 256, 384
-WG_SMEM = 4 * (128 + 256) * 128 + 2 * 4 * 8 + 1024   # = WG_SMEM of gemm_wgmma.cuh
+# Hopper kernel (gemm_wgmma.cuh): 128 x BN block tile, 3 warpgroups, a ring of ~192 KB
+WG_BM, WG_THREADS = 128, 384
+WG_TILE_NS = (128, 256)   # compiled block-tile widths
+# Below this many waves of 128 x 256 blocks, 128 x 128 blocks are used instead. H200, run 7
+# (notes/tune_wgmma_h200_run7.log): at 0.24 waves (1024^3) 128-wide tiles ran 0.68x torch
+# against 0.49x for 256-wide; from 0.97 waves (2048^3) on, 256-wide won (0.80x vs 0.74x).
+WGMMA_WIDE_MIN_WAVES = 0.5
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 _wgmma_devices: dict[int, bool] = {}
 
@@ -116,7 +123,14 @@ def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
         return t, ld
     kp = -(-max(k, 1) * es // 16) * 16 // es
     buf = torch.empty((rows, kp), dtype=t.dtype, device=t.device)
-    buf[:, :k].copy_(t)
+    if t.stride(0) == 1 and rows > 1 and k > 1 and t.dtype in launch.DTYPE_NAMES:
+        # a transposed view (e.g. matmul's row-major b seen as (N, K)): our tiled transpose,
+        # ~2.5x faster than torch's copy_ of the view (notes/gemm_tuning.md, run 6)
+        h = TRANSPOSE.handle(t.dtype, t.get_device())
+        grid = (launch.cdiv(rows, 32), min(launch.cdiv(k, 32), 65535), 1)
+        launch.launch(h, grid, (32, 8, 1), (t.data_ptr(), t.stride(1), buf.data_ptr(), kp, k, rows))
+    else:
+        buf[:, :k].copy_(t)
     if kp > k:
         # the kernel never uses the padding, but its last 16-byte copy of a row covers it:
         # zero it so no uninitialized memory is read (compute-sanitizer initcheck)
@@ -124,8 +138,32 @@ def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
     return buf, kp
 
 
-def wgmma_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    return (launch.cdiv(N, WG_BN), launch.cdiv(M, WG_BM), 1), (WG_THREADS, 1, 1)
+def wgmma_smem(bn: int) -> int:
+    """Dynamic shared memory of gemm_wgmma.cuh for tile width ``bn`` (its WgRing<BN>::SMEM)."""
+    stage = (WG_BM + bn) * 128
+    stages = 192 * 1024 // stage
+    return stages * stage + 2 * stages * 8 + 1024
+
+
+def wgmma_tile_n(M: int, N: int, device: int) -> int:
+    """Block-tile width for an (M, N) output: 256 (the fastest per block) unless that leaves
+    fewer blocks than WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks)."""
+    blocks = launch.cdiv(M, WG_BM) * launch.cdiv(N, 256)
+    return 256 if blocks >= WGMMA_WIDE_MIN_WAVES * sm_count(device) else 128
+
+
+_sm_counts: dict[int, int] = {}
+
+
+def sm_count(device: int) -> int:
+    n = _sm_counts.get(device)
+    if n is None:
+        n = _sm_counts[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return n
+
+
+def wgmma_grid(M: int, N: int, bn: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (launch.cdiv(N, bn), launch.cdiv(M, WG_BM), 1), (WG_THREADS, 1, 1)
 
 
 def tc_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

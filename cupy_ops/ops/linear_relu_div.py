@@ -12,7 +12,8 @@ NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
                     variants=[f"linear_relu_div_tc<{n}>" for n in _gemm.TC_NAMES.values()])
 WGMMA = Kernel.builtin("linear_relu_div_sm90a.cu", "linear_relu_div_wgmma", arch="sm_90a",
-                       variants=[f"linear_relu_div_wgmma<{n}>" for n in _gemm.TC_NAMES.values()])
+                       variants=[f"linear_relu_div_wgmma<{n}, {bn}>" for n in _gemm.TC_NAMES.values()
+                                 for bn in _gemm.WG_TILE_NS])
 SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
     f"linear_relu_div_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -64,15 +65,15 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         bias = bias.contiguous()
     kind = _gemm.choose(algo, x.dtype, M, device)
     if kind == "wgmma" and K > 0:  # (K == 0: no tile to load; the tc kernel applies the epilogue to zeros)
-        bk = _gemm.WG_BK[x.dtype]
+        bk, bn = _gemm.WG_BK[x.dtype], _gemm.wgmma_tile_n(M, N, device)
         x, ldx = _gemm.tc_operand(x)
         weight, ldw = _gemm.tc_operand(weight)
         x_map = _tma.tensor_map(x, K, M, ldx, bk, _gemm.WG_BM)
-        w_map = _tma.tensor_map(weight, K, N, ldw, bk, _gemm.WG_BN)
-        h = WGMMA.handle(f"linear_relu_div_wgmma<{_gemm.TC_NAMES[x.dtype]}>", device)
-        grid, block = _gemm.wgmma_grid(M, N)
+        w_map = _tma.tensor_map(weight, K, N, ldw, bk, bn)
+        h = WGMMA.handle(f"linear_relu_div_wgmma<{_gemm.TC_NAMES[x.dtype]}, {bn}>", device)
+        grid, block = _gemm.wgmma_grid(M, N, bn)
         launch.launch(h, grid, block, (x_map, w_map, 0 if bias is None else bias.data_ptr(), y.data_ptr(), N,
-                                       M, N, K, scale), _gemm.WG_SMEM)
+                                       M, N, K, scale), _gemm.wgmma_smem(bn))
         return y
     if kind in ("tc", "wgmma"):
         x, ldx = _gemm.tc_operand(x)

@@ -10,7 +10,8 @@ from . import _gemm, _tma
 NAIVE = Kernel.builtin("matmul.cu", "matmul_naive")
 TC = Kernel.builtin("matmul.cu", "matmul_tc", variants=[f"matmul_tc<{n}>" for n in _gemm.TC_NAMES.values()])
 WGMMA = Kernel.builtin("matmul_sm90a.cu", "matmul_wgmma", arch="sm_90a", variants=[
-    f"matmul_wgmma<{n}, {b}>" for n in _gemm.TC_NAMES.values() for b in ("false", "true") if n != "float" or b == "false"])
+    f"matmul_wgmma<{n}, {b}, {bn}>" for n in _gemm.TC_NAMES.values() for b in ("false", "true")
+    for bn in _gemm.WG_TILE_NS if n != "float" or b == "false"])
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
     f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -81,7 +82,7 @@ def _wgmma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, device: int) -> No
     ``_gemm.tc_operand``); a row-major b is read in place (N-major, 16-bit types), any other b
     as (N, K) K-major."""
     (M, K), N = a.shape, b.shape[1]
-    bk = _gemm.WG_BK[a.dtype]
+    bk, bn = _gemm.WG_BK[a.dtype], _gemm.wgmma_tile_n(M, N, device)
     a, lda = _gemm.tc_operand(a)
     a_map = _tma.tensor_map(a, K, M, lda, bk, _gemm.WG_BM)
     n_major = a.dtype != torch.float32 and b.stride(1) == 1 and _tma.usable(b, b.stride(0))
@@ -89,7 +90,7 @@ def _wgmma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, device: int) -> No
         b_map = _tma.tensor_map(b, N, K, b.stride(0), 64, bk)
     else:
         bt, ldb = _gemm.tc_operand(b.t())
-        b_map = _tma.tensor_map(bt, K, N, ldb, bk, _gemm.WG_BN)
-    h = WGMMA.handle(f"matmul_wgmma<{_gemm.TC_NAMES[a.dtype]}, {_gemm.bool_str(n_major)}>", device)
-    grid, block = _gemm.wgmma_grid(M, N)
-    launch.launch(h, grid, block, (a_map, b_map, c.data_ptr(), N, M, N, K), _gemm.WG_SMEM)
+        b_map = _tma.tensor_map(bt, K, N, ldb, bk, bn)
+    h = WGMMA.handle(f"matmul_wgmma<{_gemm.TC_NAMES[a.dtype]}, {_gemm.bool_str(n_major)}, {bn}>", device)
+    grid, block = _gemm.wgmma_grid(M, N, bn)
+    launch.launch(h, grid, block, (a_map, b_map, c.data_ptr(), N, M, N, K), _gemm.wgmma_smem(bn))
