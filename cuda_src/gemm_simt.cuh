@@ -19,16 +19,13 @@
 #define SG_BN 128
 #define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
 #define SG_THREADS 256
-// Blocks per SM the compiler must fit (__launch_bounds__): 2 caps registers at 128 a thread,
-// which sm_90 meets without spills (all layouts, NVRTC 13.0 and 13.5); on sm_80 NVRTC 13.0
-// spilled 12 bytes in one layout at that cap, so sm_80 builds ask for 1.
+// Blocks per SM the compiler must fit (__launch_bounds__): 1, so the registers are not capped
+// at 128 a thread. With the interior fast path below, the 128-register cap (2 blocks per SM)
+// ran 40.0 TFLOP/s at 4096^3 and 1 block per SM (8 warps, ~140 registers) 44.3 TFLOP/s
+// (H200, scripts/tune_simt.py, notes/gemm_tuning.md run 8); the cap also spilled on sm_80.
 // (A source may define SG_MIN_BLOCKS before including this file: scripts/tune_simt.py does.)
 #ifndef SG_MIN_BLOCKS
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define SG_MIN_BLOCKS 1
-#else
-#define SG_MIN_BLOCKS 2
-#endif
 #endif
 
 struct alignas(16) F4 { float x, y, z, w; };
@@ -66,7 +63,40 @@ __device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, 
     else { r = q >> 5; c = (q & 31) * 4; }
   };
 
+  // Interior blocks (whole 128 x 128 output tile inside C, both operands vector-readable)
+  // read full k-tiles without bounds checks, from pointers advanced one k-tile at a time:
+  // the checked path's per-load index and bounds arithmetic was ~12 % of the instructions
+  // issued (ncu, H200, 4096^3: 129 non-FFMA/LDS/STS instructions per warp and k-tile).
+  const bool interior = vec_a && vec_b && m0 + SG_BM <= M && n0 + SG_BN <= N;
+  const float* ga;
+  const float* gb;
+  {
+    int r, c;
+    rowcol(A_KMAJOR, 0, r, c);
+    ga = A_KMAJOR ? A + (i64)(m0 + r) * lda + c : A + (i64)r * lda + m0 + c;
+    rowcol(B_KMAJOR, 0, r, c);
+    gb = B_KMAJOR ? B + (i64)(n0 + r) * ldb + c : B + (i64)r * ldb + n0 + c;
+  }
+  // distance between a thread's successive 4-element groups, and from one k-tile to the next
+  const i64 a_l = (A_KMAJOR ? SG_THREADS / (BK / 4) : SG_THREADS / 32) * lda;
+  const i64 b_l = (B_KMAJOR ? SG_THREADS / (BK / 4) : SG_THREADS / 32) * ldb;
+  const i64 a_next = A_KMAJOR ? BK : BK * lda, b_next = B_KMAJOR ? BK : BK * ldb;
+
   auto load_tiles = [&](int k0) {
+    if (interior && k0 + BK <= K) {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const F4 va = *reinterpret_cast<const F4*>(ga + l * a_l);
+        const F4 vb = *reinterpret_cast<const F4*>(gb + l * b_l);
+        ra[l][0] = va.x; ra[l][1] = va.y; ra[l][2] = va.z; ra[l][3] = va.w;
+        rb[l][0] = vb.x; rb[l][1] = vb.y; rb[l][2] = vb.z; rb[l][3] = vb.w;
+      }
+      ga += a_next;
+      gb += b_next;
+      return;
+    }
+    ga += a_next;
+    gb += b_next;
 #pragma unroll
     for (int l = 0; l < L; ++l) {
       int r, c;
