@@ -101,6 +101,16 @@ __device__ __forceinline__ float mul_exact(float a, float b) {
   return r;
 }
 __device__ __forceinline__ double mul_exact(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_exact(float a, float b) {
+  float r;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float fma_exact(float a, float b, float c) {
+  float r;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+}
 __device__ __forceinline__ float div_exact(float a, float b) {
   float r;
   asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

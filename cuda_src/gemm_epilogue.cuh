@@ -10,6 +10,14 @@ struct Identity {
   __device__ __forceinline__ Acc operator()(Acc v, i64) const { return v; }
 };
 
+// Split-K: the sum of output i's partial products over the slices of a (slices, M, N) fp32
+// workspace (mn = M N), in slice order (deterministic), without flushing denormals.
+__device__ __forceinline__ float splitk_sum(const float* ws, i64 i, i64 mn, int slices) {
+  float s = ws[i];
+  for (int z = 1; z < slices; ++z) s = add_exact(s, ws[z * mn + i]);
+  return s;
+}
+
 // linear_relu_div: relu(v + bias[n]) * scale, with scale = 1 / divisor as torch computes it
 // (see relu_div.cu); bias may be null (nn.Linear(bias=False)).
 template <class T>

@@ -19,13 +19,15 @@
 #define SG_BN 128
 #define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
 #define SG_THREADS 256
-// Blocks per SM the compiler must fit (__launch_bounds__): 1, so the registers are not capped
-// at 128 a thread. With the interior fast path below, the 128-register cap (2 blocks per SM)
-// ran 40.0 TFLOP/s at 4096^3 and 1 block per SM (8 warps, ~140 registers) 44.3 TFLOP/s
-// (H200, scripts/tune_simt.py, notes/gemm_tuning.md run 8); the cap also spilled on sm_80.
-// (A source may define SG_MIN_BLOCKS before including this file: scripts/tune_simt.py does.)
-#ifndef SG_MIN_BLOCKS
-#define SG_MIN_BLOCKS 1
+// Blocks per SM the compiler must fit (__launch_bounds__), per layout of B. H200, 4096^3 and
+// 1024x8192x8192 (scripts/tune_simt.py, notes/tune_simt.log run 9): row-major (N-major) B ran
+// 44.4 TFLOP/s at 1 block (registers uncapped) and 40.1 at 2 (capped at 128); K-major B (the
+// nn.Linear weight, transposed into shared memory) 41.5 at 1 and 45.3 at 2. sm_80 builds
+// ask for 1: NVRTC 13.0 spilled at the 128-register cap there. (matmul_simt asks for 1 always.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define SG_MIN_BLOCKS(B_KMAJOR) 1
+#else
+#define SG_MIN_BLOCKS(B_KMAJOR) ((B_KMAJOR) ? 2 : 1)
 #endif
 
 struct alignas(16) F4 { float x, y, z, w; };
@@ -169,7 +171,7 @@ __device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, 
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int j = 0; j < 8; ++j) acc[i][j] = fma_exact(a[i], b[j], acc[i][j]);  // no FTZ: as cuBLAS
     }
     if (kt + 1 < ktiles) store_tiles(cur ^ 1);
     __syncthreads();

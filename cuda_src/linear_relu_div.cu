@@ -22,13 +22,25 @@ __global__ void linear_relu_div_naive(const typename Traits<T>::Bits* x, i64 sxm
 // x (M, K) and weight (N, K) with leading dimensions ldx, ldw: X_KMAJOR when x is row-major,
 // W_KMAJOR when weight is (the nn.Linear layout). y is row-major (M, N).
 template <bool X_KMAJOR, bool W_KMAJOR, int BK>
-__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS) linear_relu_div_simt(const float* x, i64 ldx, const float* w, i64 ldw,
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(W_KMAJOR)) linear_relu_div_simt(const float* x, i64 ldx, const float* w, i64 ldw,
                                                                     const float* bias, float* y, int M, int N, int K,
                                                                     int vec, float scale) {
   BiasReluScale<float> epi;
   epi.bias = reinterpret_cast<const u32*>(bias);
   epi.scale = scale;
   gemm_simt<X_KMAJOR, W_KMAJOR, BK>(x, ldx, w, ldw, y, N, M, N, K, vec, epi);
+}
+
+// Split-K epilogue: y (M, N) = epi(sum over z of ws[z][m][n]) for the slices matmul_simt
+// wrote (x as a, weight as the K-major b), z in order.
+__global__ void linear_relu_div_splitk_reduce(const float* ws, const float* bias, float* y, int M, int N, int slices,
+                                              float scale) {
+  BiasReluScale<float> epi;
+  epi.bias = reinterpret_cast<const u32*>(bias);
+  epi.scale = scale;
+  const i64 mn = (i64)M * N;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x)
+    y[i] = epi(splitk_sum(ws, i, mn, slices), i % N);
 }
 
 // Tensor-core form (gemm_tc.cuh): x (M, K) and weight (N, K), both row-major with 16-byte

@@ -74,7 +74,7 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)   # comments may sit anywhere
     code = re.sub(r"//[^\n]*", " ", code)
     m = re.search(r"(template\s*<\s*(?:class|typename)\s+(\w+)\s*>\s*)?"
-                  r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+                  r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
                   + re.escape(name) + r"\s*\(", code)
     if m is None:
         raise ValueError(f"no `__global__ void {name}(...)` found in the kernel source")

@@ -28,7 +28,7 @@ for dtype in DTYPES:
     if dtype != torch.float64 and _gemm.has_wgmma(0):
         algos.append("wgmma")
     for algo in algos:
-        for M, K, N in [(1, 1, 1), (129, 65, 33), (130, 17, 257), (64, 128, 128)]:
+        for M, K, N in [(1, 1, 1), (129, 65, 33), (130, 17, 257), (64, 128, 128), (64, 600, 40)]:  # last: split-K
             a = torch.randn(M, K, device="cuda").to(dtype)
             b = torch.randn(K, N, device="cuda").to(dtype)
             w = torch.randn(N, K, device="cuda").to(dtype)

@@ -7,18 +7,18 @@ import cupy_ops
 from cupy_ops.bench.timing import time_cuda
 
 SRC = """
-#define SG_MIN_BLOCKS {mb}
 #include "gemm_simt.cuh"
 #include "gemm_epilogue.cuh"
-__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS) mm(const float* a, long long lda, const float* b,
+__global__ void __launch_bounds__(SG_THREADS, {mb}) mm(const float* a, long long lda, const float* b,
                                                                long long ldb, float* c, int M, int N, int K, int vec) {{
-  gemm_simt<true, false, {bk}>(a, lda, b, ldb, c, N, M, N, K, vec, Identity<float>());
+  gemm_simt<true, {bkm}, {bk}>(a, lda, b, ldb, c, N, M, N, K, vec, Identity<float>());
 }}
 """
 
 torch.backends.cuda.matmul.allow_tf32 = False
-CONFIGS = [(1, 8), (1, 16), (2, 8), (2, 16)]   # (min blocks per SM, BK)
-variants = {c: cupy_ops.Kernel(SRC.format(mb=c[0], bk=c[1]), "mm") for c in CONFIGS}
+# (min blocks per SM, BK, B K-major: the nn.Linear weight layout, else row-major as matmul's b)
+CONFIGS = [(1, 16, False), (2, 16, False), (1, 16, True), (2, 16, True)]
+variants = {c: cupy_ops.Kernel(SRC.format(mb=c[0], bk=c[1], bkm="true" if c[2] else "false"), "mm") for c in CONFIGS}
 for M, K, N in [(4096, 4096, 4096), (1024, 8192, 8192)]:
     a = torch.randn(M, K, device="cuda")
     b = torch.randn(K, N, device="cuda")
@@ -26,11 +26,13 @@ for M, K, N in [(4096, 4096, 4096), (1024, 8192, 8192)]:
     flops = 2 * M * N * K
     t_ref = time_cuda(lambda: torch.matmul(a, b), runs=40).median
     line = f"{M}x{K}x{N}: torch {flops / t_ref / 1e9:.1f} TF"
-    for (mb, bk), k in variants.items():
+    bt = b.t().contiguous()
+    for (mb, bk, bkm), k in variants.items():
         def run():
-            k(a, K, b, N, c, M, N, K, 3, grid=(cupy_ops.cdiv(N, 128), cupy_ops.cdiv(M, 128)), block=256)
+            k(a, K, bt if bkm else b, K if bkm else N, c, M, N, K, 3, grid=(cupy_ops.cdiv(N, 128), cupy_ops.cdiv(M, 128)),
+              block=256)
         run()
         ok = torch.allclose(c, a @ b, atol=1e-2, rtol=1e-3)
         t = time_cuda(run, runs=40).median
-        line += f" | minblocks={mb} BK={bk}: {flops / t / 1e9:.1f} TF ({t_ref / t:.3f}x{'' if ok else ' WRONG'})"
+        line += f" | minblocks={mb} BK={bk} B {'K' if bkm else 'N'}-major: {flops / t / 1e9:.1f} TF ({t_ref / t:.3f}x{'' if ok else ' WRONG'})"
     print(line, flush=True)

@@ -206,3 +206,28 @@ def test_wgmma_both_tile_widths(bn, dtype, monkeypatch, cuda):
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
         assert ((got.double() - ref).abs() <= tol).all()
+
+
+@pytest.mark.parametrize("M, K, N", [(64, 4097, 33), (256, 1024, 1024), (129, 300, 250)])
+def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, monkeypatch, cuda):
+    """The SIMT kernel's split-K (small grids: slices of K into a workspace, summed in order)
+    and the unsplit kernel both stay within the rounding bound; repeated calls are identical."""
+    from cupy_ops.ops import _gemm
+
+    torch.manual_seed(0)
+    a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+    w, bias = torch.randn(N, K, device=cuda), torch.randn(N, device=cuda)
+    slices, _ = _gemm.simt_split(M, N, K, 0)
+    assert slices > 1 or K < 2 * _gemm.SIMT_SPLIT_MIN_K
+    split = cupy_ops.matmul(a, b, algo="simt")
+    assert torch.equal(split, cupy_ops.matmul(a, b, algo="simt"))
+    assert_gemm_close(split, a, b)
+    lin = cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="simt")
+    monkeypatch.setattr(_gemm, "simt_split", lambda M, N, K, device: (1, K))
+    assert_gemm_close(cupy_ops.matmul(a, b, algo="simt"), a, b)
+    unsplit = cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="simt")
+    ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
+    tol = ((K + 1) * 2.0**-24 * 1.01 * (a.double().abs() @ w.double().abs().t() + bias.double().abs()) / 2
+           + 2.0**-24 * ref.abs() + 1e-30)
+    for got in (lin, unsplit):
+        assert ((got.double() - ref).abs() <= tol).all()

@@ -104,8 +104,29 @@ def operand(t: torch.Tensor, major_dim: int):
     return t, major, ld, vec
 
 
-def simt_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    return (launch.cdiv(N, SIMT_TILE), launch.cdiv(M, SIMT_TILE), 1), (SIMT_THREADS, 1, 1)
+SIMT_SPLIT_MIN_K = 128   # smallest K range a split-K slice of the SIMT kernel gets
+
+
+def simt_split(M: int, N: int, K: int, device: int) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K for the SIMT kernel when its 128 x 128 tiles leave SMs
+    idle (one block per SM). Each of ``slices`` blocks per tile multiplies ``kslice`` values
+    of K (a multiple of the k-tile) into an fp32 workspace, and a second kernel sums the slices
+    in order (deterministic) and applies the epilogue. ``(1, K)``: no split."""
+    tiles = launch.cdiv(M, SIMT_TILE) * launch.cdiv(N, SIMT_TILE)
+    slices = min(sm_count(device) // tiles, K // SIMT_SPLIT_MIN_K)
+    if slices < 2:
+        return 1, K
+    kslice = launch.cdiv(launch.cdiv(K, slices), SIMT_KTILE) * SIMT_KTILE
+    return launch.cdiv(K, kslice), kslice
+
+
+def simt_grid(M: int, N: int, slices: int = 1) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (launch.cdiv(N, SIMT_TILE), launch.cdiv(M, SIMT_TILE), slices), (SIMT_THREADS, 1, 1)
+
+
+def reduce_grid(n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid of the split-K reduction kernels (grid-stride loops, 256 threads)."""
+    return (max(1, min(launch.cdiv(n, 256), 65535)), 1, 1), (256, 1, 1)
 
 
 def bool_str(b: bool) -> str:

@@ -7,6 +7,7 @@ import torch
 from .. import launch
 from ..kernel import Kernel
 from . import _divisor, _gemm, _tma
+from .matmul import SIMT as MATMUL_SIMT
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
@@ -14,6 +15,7 @@ TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
 WGMMA = Kernel.builtin("linear_relu_div_sm90a.cu", "linear_relu_div_wgmma", arch="sm_90a",
                        variants=[f"linear_relu_div_wgmma<{n}, {bn}>" for n in _gemm.TC_NAMES.values()
                                  for bn in _gemm.WG_TILE_NS])
+SPLITK_REDUCE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_splitk_reduce")
 SIMT = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_simt", variants=[
     f"linear_relu_div_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 
@@ -87,7 +89,19 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if kind == "simt":
         x, x_kmajor, ldx, vec_x = _gemm.operand(x, 1)
         weight, w_kmajor, ldw, vec_w = _gemm.operand(weight, 1)
-        h = SIMT.handle(f"linear_relu_div_simt<{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}, {_gemm.SIMT_KTILE}>", device)
+        layout = f"{_gemm.bool_str(x_kmajor)}, {_gemm.bool_str(w_kmajor)}, {_gemm.SIMT_KTILE}"
+        slices, kslice = _gemm.simt_split(M, N, K, device)
+        if slices > 1:  # partial products of x @ weight.T (matmul's kernel), then bias/ReLU/scale
+            ws = torch.empty((slices, M, N), dtype=torch.float32, device=x.device)
+            grid, block = _gemm.simt_grid(M, N, slices)
+            launch.launch(MATMUL_SIMT.handle(f"matmul_simt<{layout}>", device), grid, block,
+                          (x.data_ptr(), ldx, weight.data_ptr(), ldw, ws.data_ptr(), M, N, K,
+                           int(vec_x) | int(vec_w) << 1, kslice))
+            grid, block = _gemm.reduce_grid(M * N)
+            launch.launch(SPLITK_REDUCE.handle(None, device), grid, block,
+                          (ws.data_ptr(), 0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, slices, scale))
+            return y
+        h = SIMT.handle(f"linear_relu_div_simt<{layout}>", device)
         grid, block = _gemm.simt_grid(M, N)
         launch.launch(h, grid, block, (x.data_ptr(), ldx, weight.data_ptr(), ldw,
                                        0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, K,

@@ -14,6 +14,7 @@ WGMMA = Kernel.builtin("matmul_sm90a.cu", "matmul_wgmma", arch="sm_90a", variant
     for bn in _gemm.WG_TILE_NS if n != "float" or b == "false"])
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
     f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
+SPLITK_REDUCE = Kernel.builtin("matmul.cu", "matmul_splitk_reduce")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
@@ -66,9 +67,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
         a, a_kmajor, lda, vec_a = _gemm.operand(a, 1)
         b, b_nmajor, ldb, vec_b = _gemm.operand(b, 1)
         h = SIMT.handle(f"matmul_simt<{_gemm.bool_str(a_kmajor)}, {_gemm.bool_str(not b_nmajor)}, {_gemm.SIMT_KTILE}>", device)
-        grid, block = _gemm.simt_grid(M, N)
-        launch.launch(h, grid, block, (a.data_ptr(), lda, b.data_ptr(), ldb, c.data_ptr(), M, N, K,
-                                       int(vec_a) | int(vec_b) << 1))
+        slices, kslice = _gemm.simt_split(M, N, K, device)
+        out = c if slices == 1 else torch.empty((slices, M, N), dtype=torch.float32, device=c.device)
+        grid, block = _gemm.simt_grid(M, N, slices)
+        launch.launch(h, grid, block, (a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(), M, N, K,
+                                       int(vec_a) | int(vec_b) << 1, kslice))
+        if slices > 1:
+            grid, block = _gemm.reduce_grid(M * N)
+            launch.launch(SPLITK_REDUCE.handle(None, device), grid, block, (out.data_ptr(), c.data_ptr(), M * N, slices))
         return c
     grid, block = launch.gemm_naive_grid(M, N)
     h = NAIVE.handle(a.dtype, device)
