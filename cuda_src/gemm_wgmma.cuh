@@ -103,9 +103,11 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
   }
 }
 
-template <class T, bool B_NMAJOR, int BN, class Epi>
-__device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bmap, typename Traits<T>::Bits* __restrict__ C,
-                                           i64 ldc, int M, int N, int K, const Epi& epi) {
+// T: operand type; Out: output type (T, or float for split-K partial products); the K range
+// multiplied is [k0, k0 + K) of the tensor maps' K (k0 a multiple of the k-tile).
+template <class T, bool B_NMAJOR, int BN, class Out, class Epi>
+__device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bmap, typename Traits<Out>::Bits* __restrict__ C,
+                                           i64 ldc, int M, int N, int k0, int K, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
@@ -135,13 +137,14 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
         if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
         const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
         mbar_expect_tx(full, STAGE_BYTES);
-        tma_load_2d(a_dst, amap, kt * BK, m0, full);
+        const int k = k0 + kt * BK;
+        tma_load_2d(a_dst, amap, k, m0, full);
         if constexpr (B_NMAJOR) {
           // four boxes of 64 columns x 64 rows of K: 8 KB each, one swizzle atom column
 #pragma unroll
-          for (int i = 0; i < BN / 64; ++i) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, kt * BK, full);
+          for (int i = 0; i < BN / 64; ++i) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, k, full);
         } else {
-          tma_load_2d(b_dst, bmap, kt * BK, n0, full);
+          tma_load_2d(b_dst, bmap, k, n0, full);
         }
       }
     }
@@ -177,7 +180,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
 
   // Epilogue. Accumulator 4 j + {0, 1}: row 16 warp + g, columns 8 j + 2 t + {0, 1}; 4 j + {2, 3}:
   // the same columns of row + 8 (the wgmma D fragment layout).
-  typedef typename Traits<T>::Bits Bits;
+  typedef typename Traits<Out>::Bits Bits;
   const int g = lane >> 2, t = lane & 3;
   const bool paired = (ldc & 1) == 0;
 #pragma unroll
@@ -187,6 +190,6 @@ __device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bma
     Bits* row = C + (i64)m * ldc;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j)
-      store_pair<T>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
+      store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
   }
 }

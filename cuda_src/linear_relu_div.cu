@@ -31,16 +31,17 @@ __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(W_KMAJOR)) linear_re
   gemm_simt<X_KMAJOR, W_KMAJOR, BK>(x, ldx, w, ldw, y, N, M, N, K, vec, epi);
 }
 
-// Split-K epilogue: y (M, N) = epi(sum over z of ws[z][m][n]) for the slices matmul_simt
-// wrote (x as a, weight as the K-major b), z in order.
-__global__ void linear_relu_div_splitk_reduce(const float* ws, const float* bias, float* y, int M, int N, int slices,
-                                              float scale) {
-  BiasReluScale<float> epi;
-  epi.bias = reinterpret_cast<const u32*>(bias);
+// Split-K epilogue: y (M, N) = epi(sum over z of ws[z][m][n]) for the slices matmul_simt or
+// matmul_wgmma_partial wrote (x as a, weight as the K-major b), z in order.
+template <class T>
+__global__ void linear_relu_div_splitk_reduce(const float* ws, const typename Traits<T>::Bits* bias,
+                                              typename Traits<T>::Bits* y, int M, int N, int slices, float scale) {
+  BiasReluScale<T> epi;
+  epi.bias = bias;
   epi.scale = scale;
   const i64 mn = (i64)M * N;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x)
-    y[i] = epi(splitk_sum(ws, i, mn, slices), i % N);
+    y[i] = from_acc<T>(epi(splitk_sum(ws, i, mn, slices), i % N));
 }
 
 // Tensor-core form (gemm_tc.cuh): x (M, K) and weight (N, K), both row-major with 16-byte

@@ -16,5 +16,5 @@ __global__ void __launch_bounds__(WG_THREADS, 1) linear_relu_div_wgmma(const __g
   BiasReluScale<T> epi;
   epi.bias = bias;
   epi.scale = scale;
-  gemm_wgmma<T, false, BN>(&x_map, &w_map, y, ldy, M, N, K, epi);
+  gemm_wgmma<T, false, BN, T>(&x_map, &w_map, y, ldy, M, N, 0, K, epi);
 }

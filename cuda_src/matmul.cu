@@ -30,10 +30,11 @@ __global__ void __launch_bounds__(SG_THREADS, 1) matmul_simt(const float* a, i64
                                     Identity<float>());
 }
 
-// c (mn elements) = the sum of the split-K slices of ws (splitk_sum).
-__global__ void matmul_splitk_reduce(const float* ws, float* c, i64 mn, int slices) {
+// c (mn elements of T) = the sum of the split-K slices of ws (splitk_sum), rounded to T.
+template <class T>
+__global__ void matmul_splitk_reduce(const float* ws, typename Traits<T>::Bits* c, i64 mn, int slices) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x)
-    c[i] = splitk_sum(ws, i, mn, slices);
+    c[i] = from_acc<T>(splitk_sum(ws, i, mn, slices));
 }
 
 // a (M, K) row-major (lda), bt = B transposed, (N, K) row-major (ldb); c row-major (M, N).

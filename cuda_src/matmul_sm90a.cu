@@ -1,6 +1,6 @@
 // matmul on Hopper (compiled for sm_90a only; cupy_ops/ops/matmul.py picks it on compute
 // capability 9.0): C = A @ B with wgmma + TMA (gemm_wgmma.cuh).
-//   matmul_wgmma<T, B_NMAJOR, BN>: a_map covers A (M, K) row-major; b_map covers B as (N, K)
+//   matmul_wgmma<T, B_NMAJOR, BN> (and matmul_wgmma_partial, its split-K form): a_map covers A (M, K) row-major; b_map covers B as (N, K)
 //   K-major, or (B_NMAJOR, 16-bit T only) as (K, N) row-major. c row-major (M, N), ldc.
 // Dynamic shared memory: WgRing<BN>::SMEM bytes; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, 128)).
 #include "gemm_wgmma.cuh"
@@ -11,5 +11,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1) matmul_wgmma(const __grid_const
                                                               const __grid_constant__ TmaMap b_map,
                                                               typename Traits<T>::Bits* c, i64 ldc, int M, int N,
                                                               int K) {
-  gemm_wgmma<T, B_NMAJOR, BN>(&a_map, &b_map, c, ldc, M, N, K, Identity<T>());
+  gemm_wgmma<T, B_NMAJOR, BN, T>(&a_map, &b_map, c, ldc, M, N, 0, K, Identity<T>());
+}
+
+// Split-K partial products: block z multiplies K range [z kslice, (z + 1) kslice) into the
+// z-th (M, N) fp32 slice of ws (summed by matmul_splitk_reduce / linear_relu_div_splitk_reduce).
+template <class T, bool B_NMAJOR, int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1) matmul_wgmma_partial(const __grid_constant__ TmaMap a_map,
+                                                                      const __grid_constant__ TmaMap b_map, float* ws,
+                                                                      int M, int N, int K, int kslice) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_wgmma<T, B_NMAJOR, BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N,
+                                     k0, min(kslice, K - k0), Identity<float>());
 }

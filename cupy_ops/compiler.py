@@ -142,9 +142,12 @@ def register(filename: str, name_expressions, *, code: str | None = None,
         old = _registry.get(filename)
         exprs = tuple(dict.fromkeys((old.name_expressions if old else ()) + tuple(name_expressions)))
         spec = SourceSpec(filename, exprs, code, directory, arch)
-        if old != spec:
+        if old != spec:  # a module compiled before lacks the new expressions: build it again
             _registry[filename] = spec
             _modules.pop(filename, None)
+            _arch_binaries.pop(filename, None)
+            for key in [k for k in _arch_modules if k[0] == filename]:
+                del _arch_modules[key]
         return spec
 
 

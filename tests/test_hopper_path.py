@@ -79,3 +79,19 @@ def test_tensor_map_rejected_by_the_driver_raises(cuda):
     t = torch.zeros(64, 64, device=cuda, dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cuTensorMapEncodeTiled failed \(CUresult \d+\) for a 64x64"):
         _tma.tensor_map(t, 64, 64, 64, 512, 64)   # a box wider than 256 elements
+
+
+def test_registering_more_variants_rebuilds_an_sm90a_binary(tmp_path, monkeypatch):
+    """Two Kernel objects of one sm_90a file register their variants when first used: the
+    binary built for the first must not be reused for the second's."""
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
+    code = 'template <int N> __global__ void k(float* y) { y[0] = N; }'
+    try:
+        spec = compiler.register("two_kernels_sm90a.cu", ["k<1>"], code=code, arch="sm_90a")
+        compiler._arch_binaries[spec.filename] = compiler._arch_binary(spec)
+        spec = compiler.register("two_kernels_sm90a.cu", ["k<2>"], code=code, arch="sm_90a")
+        assert spec.filename not in compiler._arch_binaries
+        assert set(compiler._arch_binary(spec)[1]) == {"k<1>", "k<2>"}
+    finally:
+        compiler._registry.pop("two_kernels_sm90a.cu", None)
+        compiler._arch_binaries.pop("two_kernels_sm90a.cu", None)

@@ -231,3 +231,31 @@ def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, monkeypatc
            + 2.0**-24 * ref.abs() + 1e-30)
     for got in (lin, unsplit):
         assert ((got.double() - ref).abs() <= tol).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_wgmma_split_k(dtype, monkeypatch, cuda):
+    """The Hopper kernel's split-K (small outputs, long K: fp32 partial slices summed in
+    order, then rounded to the dtype / put through the fused epilogue) against the bound and
+    against the unsplit kernel's bound; N-major and K-major b."""
+    require_algo("wgmma")
+    from cupy_ops.ops import _gemm
+
+    torch.manual_seed(0)
+    M, K, N = 200, 3000, 130
+    assert _gemm.wgmma_split(M, N, K, 128, dtype, 0)[0] > 1
+    a = torch.randn(M, K, device=cuda).to(dtype)
+    b = torch.randn(K, N, device=cuda).to(dtype)
+    bias = torch.randn(N, device=cuda).to(dtype)
+    for split in (True, False):
+        if not split:
+            monkeypatch.setattr(_gemm, "wgmma_split", lambda *args: (1, args[2]))
+        for bb in (b, b.t().contiguous().t()):
+            got = cupy_ops.matmul(a, bb, algo="wgmma")
+            assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
+        lin = cupy_ops.linear_relu_div(a, b.t(), bias, 2.0, algo="wgmma")
+        ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+        absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+        tol = ((2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod
+               + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6)
+        assert ((lin.double() - ref).abs() <= tol).all()

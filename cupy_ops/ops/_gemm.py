@@ -183,8 +183,34 @@ def sm_count(device: int) -> int:
     return n
 
 
-def wgmma_grid(M: int, N: int, bn: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    return (launch.cdiv(N, bn), launch.cdiv(M, WG_BM), 1), (WG_THREADS, 1, 1)
+WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a split-K slice of the Hopper kernel gets
+# Split only outputs of at most a quarter wave of 128 x 128 tiles. H200, run 10
+# (notes/tune_wgmma_h200_run10.log): 16 tiles (256x1024x1024) gained (bf16 linear 0.75x ->
+# 0.96x torch, TF32 0.68x -> 1.15x); 64 tiles (1024^3, 2 slices) lost (bf16 0.69x -> 0.58x):
+# at ~10 us a call the workspace and the second launch cost more than the idle SMs.
+WG_SPLIT_MAX_WAVES = 0.25
+
+
+def wgmma_split(M: int, N: int, K: int, bn: int, dtype: torch.dtype, device: int) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K for the Hopper kernel when its 128 x 128 tiles (``bn``
+    128) fill at most WG_SPLIT_MAX_WAVES of the SMs: ``slices`` blocks per tile each multiply
+    ``kslice`` values of K (a multiple of the k-tile, at least WG_SPLIT_MIN_KTILES k-tiles)
+    into an fp32 workspace, summed in order by the reduction kernel. ``(1, K)``: no split."""
+    if bn != 128:
+        return 1, K
+    bk = WG_BK[dtype]
+    tiles = launch.cdiv(M, WG_BM) * launch.cdiv(N, bn)
+    if tiles > WG_SPLIT_MAX_WAVES * sm_count(device):
+        return 1, K
+    slices = min(sm_count(device) // tiles, K // (WG_SPLIT_MIN_KTILES * bk))
+    if slices < 2:
+        return 1, K
+    kslice = launch.cdiv(launch.cdiv(K, slices), bk) * bk
+    return launch.cdiv(K, kslice), kslice
+
+
+def wgmma_grid(M: int, N: int, bn: int, slices: int = 1) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (launch.cdiv(N, bn), launch.cdiv(M, WG_BM), slices), (WG_THREADS, 1, 1)
 
 
 def tc_grid(M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

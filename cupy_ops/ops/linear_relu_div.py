@@ -7,7 +7,7 @@ import torch
 from .. import launch
 from ..kernel import Kernel
 from . import _divisor, _gemm, _tma
-from .matmul import SIMT as MATMUL_SIMT
+from .matmul import SIMT as MATMUL_SIMT, wgmma_partial
 
 NAIVE = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_naive")
 TC = Kernel.builtin("linear_relu_div.cu", "linear_relu_div_tc",
@@ -72,6 +72,12 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         weight, ldw = _gemm.tc_operand(weight)
         x_map = _tma.tensor_map(x, K, M, ldx, bk, _gemm.WG_BM)
         w_map = _tma.tensor_map(weight, K, N, ldw, bk, bn)
+        slices, kslice = _gemm.wgmma_split(M, N, K, bn, x.dtype, device)
+        if slices > 1:  # partial products of x @ weight.T (matmul's kernel), then bias/ReLU/scale
+            ws = wgmma_partial(f"{_gemm.TC_NAMES[x.dtype]}, false, 128", x_map, w_map, M, N, K, slices, kslice,
+                               device)
+            _splitk_epilogue(ws, bias, y, slices, scale, device)
+            return y
         h = WGMMA.handle(f"linear_relu_div_wgmma<{_gemm.TC_NAMES[x.dtype]}, {bn}>", device)
         grid, block = _gemm.wgmma_grid(M, N, bn)
         launch.launch(h, grid, block, (x_map, w_map, 0 if bias is None else bias.data_ptr(), y.data_ptr(), N,
@@ -97,9 +103,7 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
             launch.launch(MATMUL_SIMT.handle(f"matmul_simt<{layout}>", device), grid, block,
                           (x.data_ptr(), ldx, weight.data_ptr(), ldw, ws.data_ptr(), M, N, K,
                            int(vec_x) | int(vec_w) << 1, kslice))
-            grid, block = _gemm.reduce_grid(M * N)
-            launch.launch(SPLITK_REDUCE.handle(None, device), grid, block,
-                          (ws.data_ptr(), 0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, slices, scale))
+            _splitk_epilogue(ws, bias, y, slices, scale, device)
             return y
         h = SIMT.handle(f"linear_relu_div_simt<{layout}>", device)
         grid, block = _gemm.simt_grid(M, N)
@@ -113,3 +117,12 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
                                    weight.stride(1), 0 if bias is None else bias.data_ptr(), y.data_ptr(),
                                    M, N, K, scale))
     return y
+
+
+def _splitk_epilogue(ws: torch.Tensor, bias: torch.Tensor | None, y: torch.Tensor, slices: int, scale: float,
+                     device: int) -> None:
+    """y = relu(sum of the split-K slices of ws + bias) * scale, in y's dtype."""
+    M, N = y.shape
+    grid, block = _gemm.reduce_grid(M * N)
+    launch.launch(SPLITK_REDUCE.handle(y.dtype, device), grid, block,
+                  (ws.data_ptr(), 0 if bias is None else bias.data_ptr(), y.data_ptr(), M, N, slices, scale))

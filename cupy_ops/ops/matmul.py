@@ -15,6 +15,9 @@ WGMMA = Kernel.builtin("matmul_sm90a.cu", "matmul_wgmma", arch="sm_90a", variant
 SIMT = Kernel.builtin("matmul.cu", "matmul_simt", variants=[
     f"matmul_simt<{a}, {b}, {kt}>" for a in ("true", "false") for b in ("true", "false") for kt in _gemm.SIMT_KTILES])
 SPLITK_REDUCE = Kernel.builtin("matmul.cu", "matmul_splitk_reduce")
+WGMMA_PARTIAL = Kernel.builtin("matmul_sm90a.cu", "matmul_wgmma_partial", arch="sm_90a", variants=[
+    f"matmul_wgmma_partial<{n}, {b}, 128>" for n in _gemm.TC_NAMES.values() for b in ("false", "true")
+    if n != "float" or b == "false"])
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
@@ -74,7 +77,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
                                        int(vec_a) | int(vec_b) << 1, kslice))
         if slices > 1:
             grid, block = _gemm.reduce_grid(M * N)
-            launch.launch(SPLITK_REDUCE.handle(None, device), grid, block, (out.data_ptr(), c.data_ptr(), M * N, slices))
+            launch.launch(SPLITK_REDUCE.handle(torch.float32, device), grid, block,
+                          (out.data_ptr(), c.data_ptr(), M * N, slices))
         return c
     grid, block = launch.gemm_naive_grid(M, N)
     h = NAIVE.handle(a.dtype, device)
@@ -97,6 +101,24 @@ def _wgmma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, device: int) -> No
     else:
         bt, ldb = _gemm.tc_operand(b.t())
         b_map = _tma.tensor_map(bt, K, N, ldb, bk, bn)
-    h = WGMMA.handle(f"matmul_wgmma<{_gemm.TC_NAMES[a.dtype]}, {_gemm.bool_str(n_major)}, {bn}>", device)
+    layout = f"{_gemm.TC_NAMES[a.dtype]}, {_gemm.bool_str(n_major)}, {bn}"
+    slices, kslice = _gemm.wgmma_split(M, N, K, bn, a.dtype, device)
+    if slices > 1:
+        ws = wgmma_partial(layout, a_map, b_map, M, N, K, slices, kslice, device)
+        grid, block = _gemm.reduce_grid(M * N)
+        launch.launch(SPLITK_REDUCE.handle(c.dtype, device), grid, block, (ws.data_ptr(), c.data_ptr(), M * N, slices))
+        return
+    h = WGMMA.handle(f"matmul_wgmma<{layout}>", device)
     grid, block = _gemm.wgmma_grid(M, N, bn)
     launch.launch(h, grid, block, (a_map, b_map, c.data_ptr(), N, M, N, K), _gemm.wgmma_smem(bn))
+
+
+def wgmma_partial(layout: str, a_map: bytes, b_map: bytes, M: int, N: int, K: int, slices: int, kslice: int,
+                  device: int) -> torch.Tensor:
+    """Split-K partial products of the Hopper kernel (``layout``: "T, B_NMAJOR, 128"): returns
+    the (slices, M, N) fp32 workspace; the caller sums it with its reduction kernel."""
+    ws = torch.empty((slices, M, N), dtype=torch.float32, device=torch.device("cuda", device))
+    h = WGMMA_PARTIAL.handle(f"matmul_wgmma_partial<{layout}>", device)
+    grid, block = _gemm.wgmma_grid(M, N, 128, slices)
+    launch.launch(h, grid, block, (a_map, b_map, ws.data_ptr(), M, N, K, kslice), _gemm.wgmma_smem(128))
+    return ws
