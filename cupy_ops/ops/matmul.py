@@ -24,8 +24,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     """``a @ b`` for 2-D CUDA tensors, accumulating in fp32 (fp64 for float64).
 
     Args:
-        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (``a.t()``,
-           slices and other views are read in place, not copied).
+        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core
+           kernels read ``a.t()``, slices and other views in place; the tensor-core kernels
+           copy an operand once when its rows are not K-contiguous and 16-byte aligned).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
         algo: ``"auto"`` (default): the fastest correct kernel for the dtype: tensor cores
             for float16 / bfloat16, and for float32 only where torch allows TF32
