@@ -19,15 +19,16 @@
 #define SG_BN 128
 #define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
 #define SG_THREADS 256
-// Blocks per SM the compiler must fit (__launch_bounds__), per layout of B. H200, 4096^3 and
-// 1024x8192x8192 (scripts/tune_simt.py, notes/tune_simt.log run 9): row-major (N-major) B ran
-// 44.4 TFLOP/s at 1 block (registers uncapped) and 40.1 at 2 (capped at 128); K-major B (the
-// nn.Linear weight, transposed into shared memory) 41.5 at 1 and 45.3 at 2. sm_80 builds
-// ask for 1: NVRTC 13.0 spilled at the 128-register cap there. (matmul_simt asks for 1 always.)
+// Blocks per SM the compiler must fit (__launch_bounds__), per operand layout. H200, 4096^3
+// and 1024x8192x8192 (scripts/tune_simt.py, notes/tune_simt.log run 9): row-major (N-major) B
+// ran 44.4 TFLOP/s at 1 block (registers uncapped) and 40.1 at 2 (capped at 128); K-major B
+// (the nn.Linear weight, transposed into shared memory) with K-major A 41.5 at 1 and 45.3 at
+// 2. Only that layout asks for 2: at the 128-register cap NVRTC 13.0 spilled 56 bytes with an
+// M-major A (sm_90), and on sm_80. (matmul_simt asks for 1 always.)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define SG_MIN_BLOCKS(B_KMAJOR) 1
+#define SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) 1
 #else
-#define SG_MIN_BLOCKS(B_KMAJOR) ((B_KMAJOR) ? 2 : 1)
+#define SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) ((A_KMAJOR) && (B_KMAJOR) ? 2 : 1)
 #endif
 
 struct alignas(16) F4 { float x, y, z, w; };

@@ -22,7 +22,7 @@ __global__ void linear_relu_div_naive(const typename Traits<T>::Bits* x, i64 sxm
 // x (M, K) and weight (N, K) with leading dimensions ldx, ldw: X_KMAJOR when x is row-major,
 // W_KMAJOR when weight is (the nn.Linear layout). y is row-major (M, N).
 template <bool X_KMAJOR, bool W_KMAJOR, int BK>
-__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(W_KMAJOR)) linear_relu_div_simt(const float* x, i64 ldx, const float* w, i64 ldw,
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(X_KMAJOR, W_KMAJOR)) linear_relu_div_simt(const float* x, i64 ldx, const float* w, i64 ldw,
                                                                     const float* bias, float* y, int M, int N, int K,
                                                                     int vec, float scale) {
   BiasReluScale<float> epi;
