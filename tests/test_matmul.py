@@ -259,3 +259,16 @@ def test_wgmma_split_k(dtype, monkeypatch, cuda):
         tol = ((2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod
                + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6)
         assert ((lin.double() - ref).abs() <= tol).all()
+
+
+def test_tiled_algos_name_their_row_limit(cuda):
+    """The tiled kernels' grids hold 65535 row tiles of 128: more rows asked of them by name is
+    a ValueError naming M; "auto" takes the naive kernel there."""
+    a = torch.zeros(65535 * 128 + 1, 1, device=cuda)
+    b = torch.ones(1, 2, device=cuda)
+    for algo in ("simt", "tc", "wgmma"):
+        with pytest.raises(ValueError, match=rf"algo='{algo}' takes at most 8388480 rows \(M\), got 8388481"):
+            cupy_ops.matmul(a, b, algo=algo)
+    c = cupy_ops.matmul(a[-5:] + 1, b)
+    assert torch.equal(c, torch.ones(5, 2, device=cuda))
+    assert torch.equal(cupy_ops.matmul(a, b)[-3:], torch.zeros(3, 2, device=cuda))

@@ -68,6 +68,9 @@ def choose(algo: str, dtype: torch.dtype, M: int, device: int) -> str:
     Raises ``ValueError`` when an explicit ``algo`` cannot take ``dtype`` or this device.
     """
     if algo != "auto":
+        if algo != "naive" and launch.cdiv(M, SIMT_TILE) > 65535:  # the grid's y dimension: row tiles
+            raise ValueError(f"algo={algo!r} takes at most {65535 * SIMT_TILE} rows (M), got {M}; use 'auto' "
+                             f"(it takes the naive kernel there) or 'naive'")
         if algo == "simt" and dtype != torch.float32:
             raise ValueError(f"algo='simt' is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')")
         if algo in ("tc", "wgmma") and dtype not in TC_NAMES:
