@@ -280,18 +280,9 @@ def _arch_binary(spec: SourceSpec) -> tuple[bytes, dict[str, str]]:
         return stem.with_suffix(".cubin").read_bytes(), lowered
     except (OSError, ValueError):
         pass
-    prog = nvrtc.createProgram(src, spec.filename, [], [])
-    try:
-        for e in exprs:
-            nvrtc.addNameExpression(prog, e)
-        try:
-            nvrtc.compileProgram(prog, list(options))
-        except nvrtc.NVRTCError:
-            raise KernelCompileError(spec.filename, nvrtc.getProgramLog(prog), options) from None
-        cubin = nvrtc.getCUBIN(prog)
-        lowered = {e: nvrtc.getLoweredName(prog, e) for e in exprs}
-    finally:
-        nvrtc.destroyProgram(prog)
+    log, cubin, lowered = _nvrtc_compile(nvrtc, src, spec.filename, exprs, options)
+    if cubin is None:
+        raise KernelCompileError(spec.filename, log, options)
     try:  # best effort: an unwritable cache only costs the next process a compile
         stem.parent.mkdir(parents=True, exist_ok=True)
         for suffix, data in ((".cubin", cubin), (".json", json.dumps(lowered).encode())):
@@ -347,21 +338,10 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
         return [OfflineResult(filename, e, arch, True, skipped=f"built for {spec.arch} only") for e in exprs]
     nvrtc = offline_nvrtc()
     src = spec.text() if spec is not None and spec.code is not None else assemble(filename)
-    options = offline_options(target)
-    prog = nvrtc.createProgram(src, filename, [], [])
-    try:
-        for e in exprs:
-            nvrtc.addNameExpression(prog, e)
-        try:
-            nvrtc.compileProgram(prog, list(options))
-        except nvrtc.NVRTCError:
-            log = nvrtc.getProgramLog(prog)
-            return [OfflineResult(filename, e, target, False, log=log) for e in exprs]
-        log = nvrtc.getProgramLog(prog)
-        lowered = {nvrtc.getLoweredName(prog, e): e for e in exprs}
-        cubin = nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
+    log, cubin, names = _nvrtc_compile(nvrtc, src, filename, exprs, offline_options(target))
+    if cubin is None:
+        return [OfflineResult(filename, e, target, False, log=log) for e in exprs]
+    lowered = {name: e for e, name in names.items()}
     results = _parse_ptxas(filename, target, log, lowered)
     info = {lowered[name]: v for name, v in _cubin_resources(cubin).items() if name in lowered}
     for r in results:
@@ -373,6 +353,21 @@ def compile_offline(filename: str, name_expressions, arch: str) -> list[OfflineR
             r.spill_stores = r.spill_loads = 0 if r.stack_bytes == 0 else None
             r.ok, r.log = True, "registers and stack frame read from the cubin (NVRTC gave no ptxas report)"
     return results
+
+
+def _nvrtc_compile(nvrtc, src: str, filename: str, exprs: list[str], options) -> tuple[str, bytes | None, dict]:
+    """One NVRTC compile: ``(log, cubin, {expr: lowered name})``; ``cubin`` None on an error."""
+    prog = nvrtc.createProgram(src, filename, [], [])
+    try:
+        for e in exprs:
+            nvrtc.addNameExpression(prog, e)
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError:
+            return nvrtc.getProgramLog(prog), None, {}
+        return nvrtc.getProgramLog(prog), nvrtc.getCUBIN(prog), {e: nvrtc.getLoweredName(prog, e) for e in exprs}
+    finally:
+        nvrtc.destroyProgram(prog)
 
 
 def offline_nvrtc():
