@@ -149,7 +149,7 @@ def tc_operand(t: torch.Tensor) -> tuple[torch.Tensor, int]:
     buf = torch.empty((rows, kp), dtype=t.dtype, device=t.device)
     if t.stride(0) == 1 and rows > 1 and k > 1 and t.dtype in launch.DTYPE_NAMES:
         # a transposed view (e.g. matmul's row-major b seen as (N, K)): our tiled transpose,
-        # ~2.5x faster than torch's copy_ of the view (notes/gemm_tuning.md, run 6)
+        # ~2.5x faster than torch's copy_ of the view (notes/gemm_tuning.md, run 7)
         h = TRANSPOSE.handle(t.dtype, t.get_device())
         grid = (launch.cdiv(rows, 32), min(launch.cdiv(k, 32), 65535), 1)
         launch.launch(h, grid, (32, 8, 1), (t.data_ptr(), t.stride(1), buf.data_ptr(), kp, k, rows))
