@@ -87,6 +87,10 @@ template <> __device__ __forceinline__ u16 from_acc<bf16>(float v) {
 #endif
 }
 
+// same_type<A, B>: whether A and B are one type (no <type_traits>: no header is included).
+template <class A, class B> constexpr bool same_type = false;
+template <class A> constexpr bool same_type<A, A> = true;
+
 // Shared-memory address (the 32-bit offset PTX's .shared instructions take) of a generic pointer.
 __device__ __forceinline__ u32 smem_addr(const void* p) {
   u64 a;

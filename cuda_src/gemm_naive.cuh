@@ -8,7 +8,7 @@
 // with leading dimension ldc. Block (16, 16): threadIdx.x runs along n so that B and C
 // accesses coalesce. gridDim.y is capped at 65535 by the hardware, hence the loop over m.
 template <class T, class Epi>
-__device__ __forceinline__ void gemm_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak,
+__device__ __forceinline__ void gemm_naive_block(const typename Traits<T>::Bits* a, i64 sam, i64 sak,
                                            const typename Traits<T>::Bits* b, i64 sbk, i64 sbn,
                                            typename Traits<T>::Bits* c, i64 ldc, i64 M, i64 N,
                                            i64 K, const Epi& epi) {

@@ -1,8 +1,8 @@
 // Tiled FP32 GEMM on the CUDA cores (no tensor cores): the default fp32 path when TF32 is
 // not allowed, so results keep full fp32 precision as torch's SGEMM does.
 //
-// C[m, n] = epi(sum_k A[m, k] * B[k, n], n), C row-major (ldc). Block tile 128 x 128, k-tile
-// BK (8 or 16), 256 threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
+// C[m, n] = epi(sum_k A[m, k] * B[k, n], n), C row-major (ldc). Block tile SG_TILE x SG_TILE
+// (128), k-tile BK, SG_THREADS (256) threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
 // shared-memory reads of a warp are conflict-free float4s). Tiles are double-buffered in
 // shared memory: the next k-tile is loaded from global memory into registers while the
 // current one is multiplied; one barrier per k-tile.
@@ -15,16 +15,21 @@
 #pragma once
 #include "common.cuh"
 
-#define SG_BM 128
-#define SG_BN 128
+// SG_TILE, SG_THREADS and SG_BK come from the host (cupy_ops/ops/gemm_plan.py), which sizes
+// the grid and the split-K slices with them; this layout is written for 128 and 256.
+#if !defined(SG_TILE) || !defined(SG_THREADS) || !defined(SG_BK)
+#error "gemm_simt.cuh: the host passes SG_TILE, SG_THREADS and SG_BK (-D)"
+#endif
+static_assert(SG_TILE == 128 && SG_THREADS == 256, "gemm_simt.cuh: 16 x 16 threads of 8 x 8 outputs");
+#define SG_BM SG_TILE
+#define SG_BN SG_TILE
 #define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
-#define SG_THREADS 256
 // Blocks per SM the compiler must fit (__launch_bounds__), per operand layout. H200, 4096^3
-// and 1024x8192x8192 (scripts/tune_simt.py, notes/tune_simt.log run 9): row-major (N-major) B
+// and 1024x8192x8192 (benchmarks/tune_simt.py, benchmarks/results/tune_simt_h200_runs8-9.log run 9): row-major (N-major) B
 // ran 44.4 TFLOP/s at 1 block (registers uncapped) and 40.1 at 2 (capped at 128); K-major B
 // (the nn.Linear weight, transposed into shared memory) with K-major A 41.5 at 1 and 45.3 at
 // 2. Only that layout asks for 2: at the 128-register cap NVRTC 13.0 spilled 56 bytes with an
-// M-major A (sm_90), and on sm_80. (matmul_simt asks for 1 always.)
+// M-major A (sm_90), and on sm_80. (Split-K kernels ask for 1 always: gemm.cu.)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) 1
 #else
@@ -46,7 +51,7 @@ __device__ __forceinline__ void load4(float r[4], const float* p, i64 step, int 
 }
 
 template <bool A_KMAJOR, bool B_KMAJOR, int BK, class Epi>
-__device__ __forceinline__ void gemm_simt(const float* __restrict__ A, i64 lda, const float* __restrict__ B,
+__device__ __forceinline__ void gemm_simt_block(const float* __restrict__ A, i64 lda, const float* __restrict__ B,
                                           i64 ldb, float* __restrict__ C, i64 ldc, int M, int N, int K, int vec,
                                           const Epi& epi) {
   __shared__ alignas(16) float As[2][BK][SG_BM + SG_PAD];

@@ -5,21 +5,29 @@
 // C[m, n] = epi(sum_k A[m, k] * B[n, k], n): both operands K-major (A row-major (M, K), B
 // stored (N, K), the nn.Linear weight layout) with rows starting on 16-byte boundaries; the
 // host copies an operand into that form when it is not (e.g. matmul's row-major B).
-// Block tile 128 x 128 x BK (BK = 32 for 16-bit types, 16 for TF32), 4 warps as 2 x 2, warp
-// tile 64 x 64 (32 mma per k-step against 12 fragment loads). Tiles stream through a 3-stage
-// cp.async pipeline (edges zero-filled): 60 KB of dynamic shared memory, above the 48 KB
-// default, so the host raises the kernel's limit. 16-bit fragments come from ldmatrix, TF32
+// Block tile 128 x 128 x BK (BK = 32 for 16-bit types, 16 for TF32: 64 bytes), 4 warps as
+// 2 x 2, warp tile 64 x 64 (32 mma per k-step against 12 fragment loads). Tiles stream
+// through a cp.async pipeline (edges zero-filled) of as many stages as the host's dynamic
+// shared memory, TC_SMEM_BYTES, holds (61440: 3), above the 48 KB default, so the host
+// raises the kernel's limit. 16-bit fragments come from ldmatrix, TF32
 // ones from 32-bit shared loads. Rows are padded by 16 bytes, which keeps both conflict-free.
 #pragma once
 #include "common.cuh"
 
-#define TC_BM 128
-#define TC_BN 128
-#define TC_THREADS 128
-#define TC_STAGES 3
+// TC_TILE, TC_THREADS and TC_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
+// sizes the grid and the launch with them; this layout is written for a 128 x 128 tile of 4 warps.
+#if !defined(TC_TILE) || !defined(TC_THREADS) || !defined(TC_SMEM_BYTES)
+#error "gemm_tc.cuh: the host passes TC_TILE, TC_THREADS and TC_SMEM_BYTES (-D)"
+#endif
+static_assert(TC_TILE == 128 && TC_THREADS == 128, "gemm_tc.cuh: 2 x 2 warps of 64 x 64");
+#define TC_BM TC_TILE
+#define TC_BN TC_TILE
+#define TC_ROW_BYTES (64 + 16)   // a k-tile row: 64 bytes of K and 16 of padding (conflict-free)
+#define TC_STAGES (TC_SMEM_BYTES / ((TC_BM + TC_BN) * TC_ROW_BYTES))
+static_assert(TC_STAGES >= 2, "gemm_tc.cuh: TC_SMEM_BYTES holds fewer than 2 pipeline stages");
 
 template <class T> struct TcCfg;
-template <> struct TcCfg<bf16> { static constexpr int BK = 32, KSTEP = 16; };
+template <> struct TcCfg<bf16> { static constexpr int BK = 32, KSTEP = 16; };  // BK: 64 bytes of K
 template <> struct TcCfg<f16> { static constexpr int BK = 32, KSTEP = 16; };
 template <> struct TcCfg<float> { static constexpr int BK = 16, KSTEP = 8; };
 
@@ -62,7 +70,7 @@ __device__ __forceinline__ u32 to_tf32(float f) {
 }
 
 template <class T, class Epi>
-__device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restrict__ A, i64 lda,
+__device__ __forceinline__ void gemm_tc_block(const typename Traits<T>::Bits* __restrict__ A, i64 lda,
                                         const typename Traits<T>::Bits* __restrict__ B, i64 ldb,
                                         typename Traits<T>::Bits* __restrict__ C, i64 ldc, int M, int N, int K,
                                         const Epi& epi) {
@@ -70,6 +78,7 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
   constexpr int BK = TcCfg<T>::BK, KSTEP = TcCfg<T>::KSTEP;
   constexpr int ES = sizeof(Bits);
   constexpr int LD = BK + 16 / ES;               // padded row length, in elements
+  static_assert(LD * ES == TC_ROW_BYTES, "gemm_tc.cuh: the stage size assumes TC_ROW_BYTES a row");
   constexpr int CHUNK = 16 / ES;                 // elements per 16-byte copy
   constexpr int CHUNKS = TC_BM * BK / CHUNK;     // 16-byte copies per operand tile
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -183,7 +192,3 @@ __device__ __forceinline__ void gemm_tc(const typename Traits<T>::Bits* __restri
       }
     }
 }
-
-// Dynamic shared memory a gemm_tc<T> block needs: TC_STAGES x (TC_BM + TC_BN) rows x
-// (BK + 16 bytes of padding) = 3 x 256 x 80 bytes = 61440 bytes for every T (the host passes
-// it and raises the kernel's limit: cupy_ops/ops/_gemm.py TC_SMEM).

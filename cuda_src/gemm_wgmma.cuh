@@ -4,37 +4,42 @@
 // operands read as TF32 (m64n256k8). A is K-major (row-major (M, K)); B is K-major (stored
 // (N, K), the nn.Linear weight layout) or, for 16-bit types, N-major (row-major (K, N), as
 // matmul's b): the instruction's transpose bit reads it in place. Both come in through TMA
-// tensor maps the host encodes (cupy_ops/ops/_tma.py); the tensor map zero-fills the tile
+// tensor maps the host encodes (cupy_ops/ops/tma.py); the tensor map zero-fills the tile
 // parts past M, N and K, so any shape works and the epilogue masks the stores.
 //
-// Block tile 128 x BN x 128 bytes of K (BN = 256, or 128 for grids too small to fill the
-// GPU: the host picks, cupy_ops/ops/_gemm.py wgmma_tile_n), 3 warpgroups (384 threads),
-// warp-specialized:
-//   warpgroup 0: one thread issues the TMA loads of a ring of WgCfg stages (~192 KB in all);
+// Block tile WG_BM (128) x BN x 128 bytes of K (BN = 256, or 128 for grids too small to fill
+// the GPU: the host picks, cupy_ops/ops/gemm_plan.py wgmma_tile_n), WG_THREADS (384: 3
+// warpgroups), warp-specialized:
+//   warpgroup 0: one thread issues the TMA loads of a ring of stages (as many as the host's
+//     shared-memory budget WG_SMEM_BYTES holds: 4 at BN = 256, 6 at BN = 128);
 //   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
 //     flight while it waits for the next tile.
 // Stages are handed over with mbarriers: full[s] (the TMA transaction count completes it),
 // empty[s] (each of the 8 consumer warps arrives once its wgmmas that read the stage are done).
-// Shared memory: WgRing<BN>::SMEM bytes (dynamic: the host raises the kernel's limit). 128-byte
+// Shared memory: WG_SMEM_BYTES (dynamic: the host raises the kernel's limit). 128-byte
 // swizzle on both sides (TMA writes it, the wgmma descriptors read it): conflict-free
 // without padding.
 #pragma once
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
-#define WG_BM 128
-#define WG_THREADS 384
+// WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
+// sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
+#if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS and WG_SMEM_BYTES (-D)"
+#endif
+static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and 2 consumer warpgroups of 64 rows");
 #define WG_A_BYTES (WG_BM * 128)
 
-// Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as fit
-// in 192 KB. Shared memory: the stages, 2 mbarriers per stage, and up to 1 KB lost aligning
-// the ring to 1024 bytes (the 128-byte swizzle repeats every 1024 bytes; the descriptors
-// assume that base). The host computes the same figure (_gemm.wgmma_smem).
+// Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as the
+// host's budget holds after up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte
+// swizzle repeats every 1024 bytes; the descriptors assume that base), with 2 mbarriers
+// (16 bytes) per stage.
 template <int BN> struct WgRing {
   static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES;
-  static constexpr int STAGES = 192 * 1024 / STAGE_BYTES;
-  static constexpr int SMEM = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
+  static constexpr int STAGES = (WG_SMEM_BYTES - 1024) / (STAGE_BYTES + 16);
+  static_assert(STAGES >= 2, "gemm_wgmma.cuh: WG_SMEM_BYTES holds fewer than 2 stages");
 };
 
 // cuTensorMapEncodeTiled's opaque 128-byte CUtensorMap, passed by value as a __grid_constant__
@@ -106,7 +111,7 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
 // T: operand type; Out: output type (T, or float for split-K partial products); the K range
 // multiplied is [k0, k0 + K) of the tensor maps' K (k0 a multiple of the k-tile).
 template <class T, bool B_NMAJOR, int BN, class Out, class Epi>
-__device__ __forceinline__ void gemm_wgmma(const TmaMap* amap, const TmaMap* bmap, typename Traits<Out>::Bits* __restrict__ C,
+__device__ __forceinline__ void gemm_wgmma_block(const TmaMap* amap, const TmaMap* bmap, typename Traits<Out>::Bits* __restrict__ C,
                                            i64 ldc, int M, int N, int k0, int K, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;

@@ -2,13 +2,16 @@
 // written row-major (cols, rows) with leading dimension ldd. Used to bring a GEMM operand into
 // the K-major form the tensor-core kernels read (matmul's b for TF32, or any column-major
 // view): torch's copy of a transposed view ran at about a third of copy bandwidth (H200).
-// 32 x 32 tiles through shared memory (one padding column: conflict-free columns for 4-byte
-// types), block 32 x 8 threads, both global sides coalesced; grid (cdiv(cols, 32), <= 65535),
-// the y dimension strides over the row tiles.
+// TR_TILE x TR_TILE (32 x 32) tiles through shared memory (one padding column: conflict-free
+// columns for 4-byte types), block TR_TILE x TR_ROWS (32 x 8) threads, both global sides
+// coalesced; grid (cdiv(cols, TR_TILE), <= 65535), the y dimension strides over the row tiles.
 #include "common.cuh"
 
-#define TR_TILE 32
-#define TR_ROWS 8
+// TR_TILE and TR_ROWS come from the host (cupy_ops/ops/gemm_plan.py), which sizes the grid
+// and block with them.
+#if !defined(TR_TILE) || !defined(TR_ROWS)
+#error "transpose.cu: the host passes TR_TILE and TR_ROWS (-D)"
+#endif
 
 template <class T>
 __global__ void __launch_bounds__(TR_TILE * TR_ROWS) transpose(const typename Traits<T>::Bits* __restrict__ src, i64 lds,

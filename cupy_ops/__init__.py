@@ -2,21 +2,22 @@
 
 Kernels are CUDA C (``cuda_src/``) compiled at run time by NVRTC through CuPy, launched
 zero-copy on torch tensors on torch's current stream. Importing this package compiles
-nothing and does not import CuPy; the first call of an op compiles its kernel.
+nothing and does not import CuPy; the first launch of a kernel variant compiles it.
 
 Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64), differentiable and
 torch.compile-able (as the ``cupy_ops::*`` custom ops):
     relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
     matmul(a, b), linear_relu_div(x, weight, bias, divisor)
+Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
 Your own kernels: ``cupy_ops.Kernel(source, name)``.
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
-from .api import linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
+from .api import gemm_plan, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 from .compiler import KernelCompileError
 from .kernel import Kernel
 from .launch import cdiv
 
 __version__ = "0.1.0"
-__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu_div", "Kernel", "KernelCompileError",
-           "cdiv"]
+__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu_div", "gemm_plan", "Kernel",
+           "KernelCompileError", "cdiv"]

@@ -1,8 +1,9 @@
 """Command line: ``python -m cupy_ops compile [--arch sm_90 ...]``.
 
 ``compile`` builds every registered kernel variant with NVRTC for the given architectures
-(default sm_80 and sm_90) without touching a GPU, prints one line per variant with its
-registers and spill bytes, and exits 1 if any variant fails.
+(default sm_80 and sm_90) without touching a GPU, with the options the run-time path uses,
+prints one line per variant with its registers, spill bytes and shared memory, and exits 1
+if any variant fails.
 """
 from __future__ import annotations
 
@@ -14,40 +15,41 @@ import time
 
 def _compile(args) -> int:
     from . import compiler
+    from . import ops  # noqa: F401  (importing the ops declares their kernels in the registry)
 
     try:
-        major, minor = compiler.offline_nvrtc().getVersion()
+        major, minor = compiler.nvrtc.version()
     except Exception as exc:  # ImportError, or libnvrtc not found
         print(f"error: NVRTC is not available ({exc}); install cupy_ops with the cuda12 or cuda13 extra",
               file=sys.stderr)
         return 2
-    specs = compiler.registered()
-    print(f"NVRTC {major}.{minor}; options: {' '.join(compiler.OPTIONS)} (+ -arch, -ftz=true as CuPy adds)")
-    header = f"{'source':<26} {'kernel':<34} {'arch':<6} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} {'smem':>6}"
+    sources = compiler.sources()
+    print(f"NVRTC {major}.{minor}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> + each source's -D defines")
+    header = (f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
+              f"{'smem':>6}")
     print(header)
     print("-" * len(header))
-    failures = 0
-    total = 0
+    failures = total = 0
     shown: set[str] = set()
     t0 = time.perf_counter()
     for arch in args.arch:
-        for spec in specs.values():
-            for r in compiler.compile_offline(spec.filename, spec.name_expressions, arch):
+        for src in sources:
+            for r in compiler.compile_offline(src, arch):
                 if r.skipped:
-                    print(f"{r.filename:<26} {r.expr:<34} {arch:<6} {'skip':<6} ({r.skipped})")
+                    print(f"{r.source:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
                     continue
                 total += 1
                 if r.ok:
                     spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
                     stack = "?" if r.stack_bytes is None else r.stack_bytes
-                    print(f"{r.filename:<26} {r.expr:<34} {r.arch:<6} {'ok':<6} {r.registers:>5} "
-                          f"{spill:>12} {stack:>6} {r.shared_bytes or 0:>6}")
+                    print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} {stack:>6} "
+                          f"{r.shared_bytes or 0:>6}")
                 else:
                     failures += 1
-                    print(f"{r.filename:<26} {r.expr:<34} {arch:<6} FAILED")
+                    print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} FAILED")
                     if r.log not in shown:  # one NVRTC log per failed compile, not per variant
                         shown.add(r.log)
-                        print(f"{r.filename} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
+                        print(f"{r.source} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
     dt = time.perf_counter() - t0
     print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s")
     return 1 if failures else 0

@@ -4,26 +4,24 @@ A plain eager call goes straight to the op's launcher (cupy_ops/ops): a few micr
 host time. When autograd has to record the call (an input requires grad and grad mode is
 on) or torch.compile is tracing, the call goes through the ``cupy_ops::*`` custom ops
 instead (cupy_ops/torch_ops.py), which carry the fake implementations and the backward.
-The docstrings of the launchers in ``cupy_ops.ops`` list shapes, dtypes and errors.
+The docstrings of the launchers in ``cupy_ops.ops`` list shapes, dtypes and errors; the
+arguments are checked there (and in ``ops.divisor.number`` for the custom ops' divisor).
 """
 from __future__ import annotations
 
-import numbers
-
 import torch
 
-from . import launch, ops, torch_ops
-from .ops import _divisor
+from . import ops, torch_ops
+from .ops import divisor as _divisor
+from .ops import gemm as _gemm
+from .ops.gemm_plan import GemmPlan
 from .ops.relu import KERNEL as _RELU
 from .ops.relu_div import KERNEL as _RELU_DIV
 
 _is_compiling = torch.compiler.is_compiling
 _scale_for = _divisor.scale_for
-_Tensor = torch.Tensor
-_grad_enabled = torch.is_grad_enabled
-_empty_like = torch.empty_like
-_relu_handles = _RELU._handles
-_launch_elementwise = launch.launch_elementwise
+_relu_fast = _RELU.fast
+_relu_div_fast = _RELU_DIV.fast
 
 
 def _record(*tensors) -> bool:
@@ -35,30 +33,15 @@ def _record(*tensors) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
-def _number(divisor, what: str):
-    if isinstance(divisor, torch.Tensor):
-        if divisor.is_cuda:
-            raise ValueError(f"divisor must be a number (or a CPU tensor) for {what}, got a CUDA tensor")
-        return divisor.item()
-    return divisor
-
-
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``torch.relu(x)``, bit for bit (see ``cupy_ops.ops.relu`` for arguments and errors).
 
     Differentiable, and traceable by torch.compile (as ``cupy_ops::relu``) when ``out`` is None.
     """
     if out is None:
-        # eager fast path, inlined (each Python call costs ~0.1 us): a contiguous CUDA tensor of
-        # an already compiled dtype, no autograd, not tracing
-        if type(x) is _Tensor and x.is_cuda and x.is_contiguous() and not (x.requires_grad and _grad_enabled()):
-            h = _relu_handles.get((x.dtype, x.get_device()))
-            if h is not None and not _is_compiling():
-                y = _empty_like(x)
-                n = x.numel()
-                if n:
-                    _launch_elementwise(h, n, x.element_size(), (x.data_ptr(), y.data_ptr()))
-                return y
+        y = _relu_fast(x, ())
+        if y is not None:
+            return y
         if _record(x):
             return torch_ops.relu(x)
     return ops.relu(x, out=out)
@@ -76,14 +59,11 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
     and ``divisor`` is a number (or a CPU tensor).
     """
     if out is None and type(divisor) is float and type(x) is torch.Tensor:
-        y = _RELU_DIV.fast(x, (_scale_for(divisor, x.dtype), 0))
+        y = _relu_div_fast(x, (_scale_for(divisor, x.dtype), 0))
         if y is not None:
             return y
     if out is None and _record(x):
-        d = _number(divisor, "autograd and torch.compile")
-        if isinstance(d, bool) or not isinstance(d, numbers.Real):
-            ops.relu_div(x, d)  # raises the op's own typed error
-        return torch_ops.relu_div(x, float(d))
+        return torch_ops.relu_div(x, _divisor.number(divisor, " for autograd and torch.compile"))
     return ops.relu_div(x, divisor, out=out)
 
 
@@ -104,8 +84,18 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     """``relu(x @ weight.T + bias) / divisor`` fused (see ``cupy_ops.ops.linear_relu_div``);
     differentiable with respect to x, weight and bias, traceable by torch.compile."""
     if _record(x, weight, bias):
-        d = _number(divisor, "linear_relu_div")
-        if isinstance(d, bool) or not isinstance(d, numbers.Real):
-            ops.linear_relu_div(x, weight, bias, d, algo=algo)  # raises the op's own typed error
-        return torch_ops.linear_relu_div(x, weight, bias, float(d), algo)
+        d = _divisor.number(divisor, " for linear_relu_div")
+        return torch_ops.linear_relu_div(x, weight, bias, d, algo)
     return ops.linear_relu_div(x, weight, bias, divisor, algo=algo)
+
+
+def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu_scale: bool = False) -> GemmPlan:
+    """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
+    instantiation, tile, split-K, grid and what is done to each operand (read in place,
+    copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
+    ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
+
+    Raises the errors of ``matmul`` for bad arguments; ``ValueError`` when M or N is 0 (no
+    kernel runs).
+    """
+    return _gemm.explain(a, b, algo, bias_relu_scale)

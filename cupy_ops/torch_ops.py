@@ -2,9 +2,9 @@
 implementation and registered autograd, so ops work under ``torch.compile(fullgraph=True)``,
 CUDA graphs (``mode="reduce-overhead"``) and training.
 
-Plain eager calls do not come here (the dispatcher costs ~18 us a call, DESIGN.md): the public
-functions (api.py) use these ops only when autograd must record the call or torch.compile
-is tracing.
+Plain eager calls do not come here (the dispatcher costs ~18 us a call: docs/tuning.md, "Host
+overhead"): the public functions (api.py) use these ops only when autograd must record the
+call or torch.compile is tracing.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from . import ops
-from .ops import _divisor
+from .ops import divisor as _divisor
 
 _lib = "cupy_ops"
 

@@ -41,13 +41,13 @@ def test_construction_errors(tmp_path):
 
 
 def test_user_kernel_compiles_offline():
-    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
     from cupy_ops import compiler
 
     k = cupy_ops.Kernel(SCALE, "scale")
-    k.params
-    results = compiler.compile_offline(k.key, compiler.registered(builtin_only=False)[k.key].name_expressions, "sm_90")
-    assert len(results) == 4 and all(r.ok for r in results), [r.log for r in results]
+    results = compiler.compile_offline(k.variant(torch.float32).source, "sm_90")
+    assert [r.expr for r in results] == ["scale<float>", "scale<f16>", "scale<bf16>", "scale<double>"]
+    assert all(r.ok for r in results), [r.log for r in results]
 
 
 def test_call_errors_on_cpu():
@@ -102,7 +102,7 @@ def test_gpu_call_errors(cuda):
         k(x, x.half(), 1.0, 64, grid=1, block=64)
     with pytest.raises(ValueError, match="argument 'x' of kernel scale must be contiguous"):
         k(x.view(8, 8).t(), x, 1.0, 64, grid=1, block=64)
-    with pytest.raises(TypeError, match="the first tensor argument picks T"):
+    with pytest.raises(TypeError, match=r"argument 'x' of kernel scale picks T; it must be float32, .*got torch.int32"):
         k(x.int(), x.int(), 1.0, 64, grid=1, block=64)
     k(x, x, 1.0, 64, grid=0, block=64)  # empty grid: no launch, no error
 

@@ -10,6 +10,7 @@ import torch
 
 import cupy_ops
 from conftest import ALL_DTYPES, HOPPER, UNIT_ROUNDOFF, require_algo
+from cupy_ops.ops import gemm, gemm_plan
 
 pytestmark = pytest.mark.gpu
 
@@ -42,6 +43,19 @@ def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
     bad = ~(err <= bound)
     assert not bad.any(), (f"{int(bad.sum())} of {got.numel()} outside the rounding bound; "
                            f"worst error {err.max().item():.3g}, bound there {bound.flatten()[err.argmax()].item():.3g}")
+
+
+def matmul_planned(a, b, **plan_kw):
+    """a @ b through a plan made with overrides (``tile_n``, ``split_k``): the public tuning path."""
+    c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    return gemm.run(gemm.plan_for(a, b, "EpiNone", **plan_kw), a, b, c)
+
+
+def linear_planned(x, w, bias, d, **plan_kw):
+    """linear_relu_div through a plan made with overrides."""
+    y = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
+    scale = float(torch.tensor(1.0 / d, dtype=torch.float32))   # d: a power of two here, exact
+    return gemm.run(gemm.plan_for(x, w.t(), "EpiBiasReluScale", **plan_kw), x, w.t(), y, bias, scale)
 
 
 # (algo, dtype) pairs: every kernel family with every dtype it serves
@@ -121,22 +135,20 @@ def test_matmul_device_errors(cuda):
 
 
 def test_tf32_follows_torchs_switches(cuda):
-    from cupy_ops.ops import _gemm
-
     old = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    a = torch.randn(300, 200, device=cuda)
+    b = torch.randn(200, 100, device=cuda)
     try:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
         tc = "wgmma" if HOPPER else "tc"
-        assert _gemm.choose("auto", torch.float32, 512, 0) == "simt"
-        assert _gemm.choose("auto", torch.bfloat16, 512, 0) == tc
+        assert cupy_ops.gemm_plan(a, b).family == "simt"
+        assert cupy_ops.gemm_plan(a.bfloat16(), b.bfloat16()).family == tc
         torch.set_float32_matmul_precision("high")
-        assert _gemm.choose("auto", torch.float32, 512, 0) == tc
+        assert cupy_ops.gemm_plan(a, b).family == tc
         torch.set_float32_matmul_precision("highest")
         torch.backends.cuda.matmul.allow_tf32 = True
-        assert _gemm.choose("auto", torch.float32, 512, 0) == tc
-        a = torch.randn(300, 200, device=cuda)
-        b = torch.randn(200, 100, device=cuda)
+        assert cupy_ops.gemm_plan(a, b).family == tc
         assert_gemm_close(cupy_ops.matmul(a, b), a, b, operand_roundoff=TF32_ROUNDOFF)
         # KernelBench's own check of a TF32 result against torch's TF32 result
         assert torch.allclose(cupy_ops.matmul(a, b), a @ b, atol=1e-2, rtol=1e-2)
@@ -172,12 +184,11 @@ def test_tf32_operands_are_rounded_to_nearest_as_torch_does(algo, cuda):
 def test_tensor_core_operand_transpose(dtype, cuda):
     """tc_operand brings a column-major view into K-major rows with 16-byte aligned pitch
     (the tiled transpose kernel): exact copy of every element, padding zeroed."""
-    from cupy_ops.ops import _gemm
-
     big = torch.randn(300, 200, device=cuda).to(dtype)
     for view in (big.t(), big[3:, 5:].t(), big[:33, :1].t(), big[:1, :77].t(), big[::2, :65].t(),
                  torch.randn(70001, 3, device=cuda).to(dtype).t()):
-        buf, ld = _gemm.tc_operand(view)
+        op = gemm_plan.tc_operand(gemm_plan.Matrix.of(view))
+        buf, ld = gemm.tc_operand(view, op), op.ld
         rows, k = view.shape
         assert ld % (16 // buf.element_size()) == 0 and buf.data_ptr() % 16 == 0
         assert buf.stride(0) == ld and torch.equal(buf[:, :k], view)
@@ -187,21 +198,19 @@ def test_tensor_core_operand_transpose(dtype, cuda):
 
 @pytest.mark.parametrize("bn", [128, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_both_tile_widths(bn, dtype, monkeypatch, cuda):
+def test_wgmma_both_tile_widths(bn, dtype, cuda):
     """Each compiled block-tile width of the Hopper kernel, whatever the shape table would
     pick: tails in M, N and K, row-major (N-major) and K-major b, the fused epilogue."""
     require_algo("wgmma")
-    from cupy_ops.ops import _gemm
-
-    monkeypatch.setattr(_gemm, "wgmma_tile_n", lambda M, N, device: bn)
     torch.manual_seed(0)
     for M, K, N in [(300, 200, 520), (129, 64, 256), (8, 1000, 24)]:
         a = torch.randn(M, K, device=cuda).to(dtype)
         b = torch.randn(K, N, device=cuda).to(dtype)
         for bb in (b, b.t().contiguous().t()):
-            assert_gemm_close(cupy_ops.matmul(a, bb, algo="wgmma"), a, bb, operand_roundoff=roundoff("wgmma", dtype))
+            got = matmul_planned(a, bb, algo="wgmma", tile_n=bn, split_k=False)
+            assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
         bias = torch.randn(N, device=cuda).to(dtype)
-        got = cupy_ops.linear_relu_div(a, b.t(), bias, 2.0, algo="wgmma")
+        got = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", tile_n=bn, split_k=False)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
@@ -209,23 +218,19 @@ def test_wgmma_both_tile_widths(bn, dtype, monkeypatch, cuda):
 
 
 @pytest.mark.parametrize("M, K, N", [(64, 4097, 33), (256, 1024, 1024), (129, 300, 250)])
-def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, monkeypatch, cuda):
+def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     """The SIMT kernel's split-K (small grids: slices of K into a workspace, summed in order)
     and the unsplit kernel both stay within the rounding bound; repeated calls are identical."""
-    from cupy_ops.ops import _gemm
-
     torch.manual_seed(0)
     a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
     w, bias = torch.randn(N, K, device=cuda), torch.randn(N, device=cuda)
-    slices, _ = _gemm.simt_split(M, N, K, 0)
-    assert slices > 1 or K < 2 * _gemm.SIMT_SPLIT_MIN_K
+    assert cupy_ops.gemm_plan(a, b, algo="simt").slices > 1 or K < 2 * gemm_plan.SIMT_SPLIT_MIN_K
     split = cupy_ops.matmul(a, b, algo="simt")
     assert torch.equal(split, cupy_ops.matmul(a, b, algo="simt"))
     assert_gemm_close(split, a, b)
     lin = cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="simt")
-    monkeypatch.setattr(_gemm, "simt_split", lambda M, N, K, device: (1, K))
-    assert_gemm_close(cupy_ops.matmul(a, b, algo="simt"), a, b)
-    unsplit = cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="simt")
+    assert_gemm_close(matmul_planned(a, b, algo="simt", split_k=False), a, b)
+    unsplit = linear_planned(a, w, bias, 2.0, algo="simt", split_k=False)
     ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
     tol = ((K + 1) * 2.0**-24 * 1.01 * (a.double().abs() @ w.double().abs().t() + bias.double().abs()) / 2
            + 2.0**-24 * ref.abs() + 1e-30)
@@ -234,26 +239,22 @@ def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, monkeypatc
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_split_k(dtype, monkeypatch, cuda):
+def test_wgmma_split_k(dtype, cuda):
     """The Hopper kernel's split-K (small outputs, long K: fp32 partial slices summed in
     order, then rounded to the dtype / put through the fused epilogue) against the bound and
     against the unsplit kernel's bound; N-major and K-major b."""
     require_algo("wgmma")
-    from cupy_ops.ops import _gemm
-
     torch.manual_seed(0)
-    M, K, N = 200, 3000, 130
-    assert _gemm.wgmma_split(M, N, K, 128, dtype, 0)[0] > 1
+    M, K, N = 200, 3000, 136
     a = torch.randn(M, K, device=cuda).to(dtype)
     b = torch.randn(K, N, device=cuda).to(dtype)
     bias = torch.randn(N, device=cuda).to(dtype)
+    assert cupy_ops.gemm_plan(a, b, algo="wgmma").slices > 1
     for split in (True, False):
-        if not split:
-            monkeypatch.setattr(_gemm, "wgmma_split", lambda *args: (1, args[2]))
         for bb in (b, b.t().contiguous().t()):
-            got = cupy_ops.matmul(a, bb, algo="wgmma")
+            got = matmul_planned(a, bb, algo="wgmma", split_k=split)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
-        lin = cupy_ops.linear_relu_div(a, b.t(), bias, 2.0, algo="wgmma")
+        lin = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", split_k=split)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = ((2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod

@@ -51,9 +51,10 @@ def test_installed_wheel_finds_its_sources_outside_the_repo(wheel, tmp_path):
 def test_import_compiles_nothing(tmp_path):
     code = ("import sys, cupy_ops, cupy_ops.models.relu, cupy_ops.models.linear_relu_div, "
             "cupy_ops.models.matmul\n"
-            "from cupy_ops import compiler\n"
+            "from cupy_ops import launch\n"
+            "from cupy_ops.compiler import build\n"
             "assert 'cupy' not in sys.modules, 'import cupy_ops imported CuPy'\n"
-            "assert not compiler._modules and not compiler._functions\n"
+            "assert not launch.handles and not build._binaries\n"
             "print('ok')")
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,

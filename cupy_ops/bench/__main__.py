@@ -35,9 +35,7 @@ def main(argv=None) -> int:
     env = suite.environment()
     runs = args.runs or (30 if args.quick else 100)
     max_seconds = args.max_seconds or (1.0 if args.quick else 3.0)
-    print(f"cupy_ops {env['cupy_ops']} on {env['gpu']} ({env['sm_count']} SMs); torch {env['torch']} "
-          f"(CUDA {env['cuda']}), CuPy {env['cupy']}; median of up to {runs} runs, L2 flushed before each",
-          flush=True)
+    print(f"{suite.describe(env)}; median of up to {runs} runs, L2 flushed before each", flush=True)
     rows = suite.run(args.problem or PROBLEMS, args.dtype or list(suite.DTYPES), quick=args.quick,
                      compile_too=not args.no_compile, runs=runs, max_seconds=max_seconds, log=suite.log_stderr)
     print(suite.format_rows(rows))

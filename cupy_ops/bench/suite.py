@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 import cupy_ops
 
-from ..ops import _gemm
+from .env import describe, environment  # noqa: F401  (used by __main__)
 from .timing import Stats, time_cuda
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -69,24 +69,30 @@ def _elementwise_case(problem, shape, dtype, device):
     return ours, ref, nbytes, 0, (lambda: out.copy_(x))
 
 
-def gemm_algos(dname: str, device) -> list[str]:
-    """The GEMM kernel families to time for ``dname``, fastest-first as "auto" picks them:
-    the tiled fp32 kernel for float32; for tf32 / float16 / bfloat16 the Hopper kernel
-    (where the GPU has it) and the mma.sync one; the naive reference last."""
-    if dname == "float32":
-        fast = ["simt"]
-    else:
-        fast = (["wgmma"] if _gemm.has_wgmma(torch.device(device).index or 0) else []) + ["tc"]
-    return fast + ["naive"]
+def gemm_algos(a: torch.Tensor, b: torch.Tensor) -> list[str]:
+    """The GEMM kernel families to time for ``a @ b`` (under the current TF32 switch): the one
+    "auto" picks first, then every other family this GPU runs for the dtype (the naive
+    reference last), as ``cupy_ops.gemm_plan`` says."""
+    auto = cupy_ops.gemm_plan(a, b).family
+    # the tensor-core kernels read float32 as TF32: timed for float32 only where TF32 is allowed
+    tf32 = a.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32
+    others = []
+    for algo in ("wgmma", "tc", "naive") if tf32 else ("simt", "naive"):
+        try:
+            if algo != auto and cupy_ops.gemm_plan(a, b, algo=algo).family == algo:
+                others.append(algo)
+        except ValueError:   # this family does not take the dtype or this GPU
+            pass
+    return [auto] + others
 
 
 def _gemm_case(problem, mkn, dtype, dname, device):
     M, K, N = mkn
-    algos = gemm_algos(dname, device)
-    label = {a: a + (" (auto)" if i == 0 else "") for i, a in enumerate(algos)}
     if problem == "matmul":
         a = torch.randn(M, K, device=device, dtype=dtype)
         b = torch.randn(K, N, device=device, dtype=dtype)
+        algos = gemm_algos(a, b)
+        label = {al: al + (" (auto)" if i == 0 else "") for i, al in enumerate(algos)}
         ours = {f"cupy_ops {label[al]}": (lambda al=al: cupy_ops.matmul(a, b, algo=al)) for al in algos}
         ref = lambda: torch.matmul(a, b)  # noqa: E731
         nbytes = (M * K + K * N + M * N) * a.element_size()
@@ -94,6 +100,8 @@ def _gemm_case(problem, mkn, dtype, dname, device):
         x = torch.randn(M, K, device=device, dtype=dtype)
         w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
         b = torch.randn(N, device=device, dtype=dtype)
+        algos = gemm_algos(x, w.t())
+        label = {al: al + (" (auto)" if i == 0 else "") for i, al in enumerate(algos)}
         ours = {"cuBLAS + cupy_ops.relu_div": lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0)}
         ours.update({f"cupy_ops fused {label[al]}": (lambda al=al: cupy_ops.linear_relu_div(x, w, b, 2.0, algo=al))
                      for al in algos})
@@ -134,16 +142,16 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
     itemsize = torch.empty((), dtype=dtype).element_size()
     size, scaled_from = _fit(problem, size, itemsize)
     torch.manual_seed(0)
-    if problem in ("relu", "relu_div"):
-        ours, ref, nbytes, flops, copy = _elementwise_case(problem, size, dtype, device)
-        shape = f"{size[0]}x{size[1]}"
-    else:
-        ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, dname, device)
-        shape = "x".join(map(str, size))
-    row = Row(problem, dname, shape, nbytes, flops, scaled_from)
     tf32_before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
     try:
+        if problem in ("relu", "relu_div"):
+            ours, ref, nbytes, flops, copy = _elementwise_case(problem, size, dtype, device)
+            shape = f"{size[0]}x{size[1]}"
+        else:
+            ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, dname, device)
+            shape = "x".join(map(str, size))
+        row = Row(problem, dname, shape, nbytes, flops, scaled_from)
         _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32_before
@@ -224,17 +232,6 @@ def format_rows(rows: list[Row]) -> str:
 
 def to_json(rows: list[Row], extra: dict) -> dict:
     return {**extra, "rows": [asdict(r) for r in rows]}
-
-
-def environment() -> dict:
-    import platform
-
-    import cupy
-
-    props = torch.cuda.get_device_properties(0)
-    return {"gpu": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
-            "torch": torch.__version__, "cuda": torch.version.cuda, "cupy": cupy.__version__,
-            "cupy_ops": cupy_ops.__version__, "python": platform.python_version()}
 
 
 def plot(rows: list[Row], path: str, title: str) -> None:

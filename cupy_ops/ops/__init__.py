@@ -1,7 +1,8 @@
-"""Ops layer: one launcher per op (validate, allocate with torch, launch, return).
+"""Ops layer: one launcher per op (validate with ``checks``, allocate with torch, launch).
 
 These are the eager implementations; ``cupy_ops`` (api.py) routes to them directly, or through
-the torch custom ops (torch_ops.py) when autograd or torch.compile needs it.
+the torch custom ops (torch_ops.py) when autograd or torch.compile needs it. Importing this
+package declares every built-in kernel variant in the compile layer's registry.
 """
 from .linear_relu_div import linear_relu_div
 from .matmul import matmul

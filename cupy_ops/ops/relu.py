@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import launch
-from ..kernel import Kernel
-from ._elementwise import Elementwise
+from .. import checks
+from .elementwise import Elementwise
 
-KERNEL = Elementwise(Kernel.builtin("relu.cu", "relu"))
+KERNEL = Elementwise("relu.cu", "relu")
 
 
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -23,9 +22,9 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
         ValueError: ``x`` is not on a CUDA device, or ``out`` has another shape or device.
         RuntimeError: ``out`` requires grad.
     """
-    return KERNEL(x, out, (), launch.check_cuda_tensor("x", x))
+    return KERNEL(x, out, (), checks.cuda_tensor("x", x))
 
 
 def relu_(x: torch.Tensor) -> torch.Tensor:
     """In-place ``relu``: overwrites and returns ``x`` (same arguments and errors as ``relu``)."""
-    return KERNEL(x, x, (), launch.check_cuda_tensor("x", x))
+    return KERNEL(x, x, (), checks.cuda_tensor("x", x))

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from ..kernel import Kernel
-from ._elementwise import Elementwise
+from .elementwise import Elementwise
 
-KERNEL = Elementwise(Kernel.builtin("relu_backward.cu", "relu_backward"))  # binary: KERNEL.launch2
+KERNEL = Elementwise("relu_backward.cu", "relu_backward")   # binary: (grad, ref) -> out
 
 
 def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0, flip: bool = False) -> torch.Tensor:
@@ -26,5 +25,5 @@ def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0, fli
     grad = grad.contiguous()
     ref = ref.contiguous()
     out = torch.empty_like(grad)
-    KERNEL.launch2(grad, ref, out, (scale, int(flip)), grad.get_device())
+    KERNEL.launch((grad, ref, out), (scale, int(flip)), grad.get_device())
     return out

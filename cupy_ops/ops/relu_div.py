@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import torch
 
-from .. import launch
-from ..kernel import Kernel
-from . import _divisor
-from ._elementwise import Elementwise
+from .. import checks
+from . import divisor as _divisor
+from .elementwise import Elementwise
 
 # extra kernel arguments: scale (in the compute type), pointer to a GPU divisor or null
-KERNEL = Elementwise(Kernel.builtin("relu_div.cu", "relu_div"))
+KERNEL = Elementwise("relu_div.cu", "relu_div")
 
 
 def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -27,7 +26,7 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
         ValueError: ``x`` not on CUDA; ``out`` or ``divisor`` of a wrong shape or device.
         RuntimeError: ``out`` requires grad.
     """
-    device = launch.check_cuda_tensor("x", x)
+    device = checks.cuda_tensor("x", x)
     scale, on_device = _divisor.parse(divisor, x, device)
     # on_device (a GPU divisor, if any) stays referenced until the launch is queued
     return KERNEL(x, out, (scale, 0 if on_device is None else on_device.data_ptr()), device)
@@ -35,6 +34,6 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     """In-place ``relu_div``: overwrites and returns ``x`` (same arguments and errors)."""
-    device = launch.check_cuda_tensor("x", x)
+    device = checks.cuda_tensor("x", x)
     scale, on_device = _divisor.parse(divisor, x, device)
     return KERNEL(x, x, (scale, 0 if on_device is None else on_device.data_ptr()), device)

@@ -1,4 +1,4 @@
-"""TMA tensor maps for the Hopper GEMM kernels (cuda_src/gemm_wgmma.cuh).
+"""TMA tensor maps for the Hopper GEMM kernels (cuda_src/gemm_wgmma.cuh), built by ops/gemm.py.
 
 A tensor map (``CUtensorMap``, 128 opaque bytes) tells the TMA unit where a 2-D matrix lives
 and which box one load copies; it is built on the host by the driver's
@@ -16,7 +16,7 @@ import torch
 # CUtensorMapDataType (cuda.h). float32 is loaded as TFLOAT32 (11): the TMA unit then rounds
 # each value to TF32 (to nearest) on the way to shared memory, exactly as torch's cuBLAS TF32
 # and our mma.sync kernel (cvt.rna) do; as FLOAT32 (7) the tensor cores would truncate the raw
-# fp32 bits instead, twice the error and biased (scripts/probe_tf32.py, H200: with FLOAT32
+# fp32 bits instead, twice the error and biased (benchmarks/results/probe_tf32_h200_run6.log, H200: with FLOAT32
 # all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did).
 _DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}
 _SWIZZLE_128B = 3            # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
@@ -40,13 +40,6 @@ def _encoder():
                        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         _encode = fn
     return _encode
-
-
-def usable(t: torch.Tensor, ld: int) -> bool:
-    """Whether a matrix at ``t.data_ptr()`` with rows ``ld`` elements apart can be a TMA
-    source: 16-byte aligned start and row pitch (the driver's rules)."""
-    es = t.element_size()
-    return t.data_ptr() % 16 == 0 and (ld * es) % 16 == 0 and t.dtype in _DATA_TYPE
 
 
 def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int) -> bytes:

@@ -1,12 +1,13 @@
-"""The divisor argument of relu_div / linear_relu_div, turned into what the kernels take."""
+"""The divisor of relu_div / linear_relu_div, turned into what the kernels take."""
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 import torch
 
-_scales: dict[tuple, object] = {}
+from .. import checks
+from ..dtypes import compute_dtype
+
+_scales: dict[tuple, float] = {}
 
 
 def scale_for(divisor, dtype: torch.dtype) -> float:
@@ -32,29 +33,25 @@ def scale_for(divisor, dtype: torch.dtype) -> float:
     return scale
 
 
-def parse(divisor, x: torch.Tensor, device: int):
-    """Validate ``divisor`` for an output like ``x``; return ``(scale, device_divisor)``.
+def parse(divisor, x: torch.Tensor, device: int, *, cuda_ok: bool = True, context: str = ""):
+    """Check ``divisor`` (``checks.divisor``) for an output like ``x``; return
+    ``(scale, device_divisor)``.
 
     A Python or numpy number, or a one-element CPU tensor, gives a host ``scale`` and
     ``device_divisor=None``. A one-element CUDA tensor on ``x``'s device gives a one-element
     tensor in the compute type (cast through ``x``'s dtype, as torch casts it) that the kernel
     divides by; nothing is read back to the host.
-
-    Raises:
-        TypeError: not a number or tensor (a string, None, a bool, a complex number...).
-        ValueError: a tensor with more than one element, or on another device.
     """
+    checks.divisor(divisor, device, cuda_ok=cuda_ok, context=context)
     if isinstance(divisor, torch.Tensor):
-        if divisor.numel() != 1:
-            raise ValueError(f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(divisor.shape)}")
-        if divisor.is_complex() or divisor.dtype == torch.bool:
-            raise TypeError(f"divisor must be a real number, got a tensor of dtype {divisor.dtype}")
         if not divisor.is_cuda:
             return scale_for(divisor.item(), x.dtype), None
-        if divisor.get_device() != device:
-            raise ValueError(f"divisor must be on the same device as x (cuda:{device}), got {divisor.device}")
-        compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-        return scale_for(1.0, x.dtype), divisor.reshape(()).to(x.dtype).to(compute)
-    if isinstance(divisor, bool) or not isinstance(divisor, numbers.Real):
-        raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(divisor).__name__}")
+        return scale_for(1.0, x.dtype), divisor.reshape(()).to(x.dtype).to(compute_dtype(x.dtype))
     return scale_for(divisor, x.dtype), None
+
+
+def number(divisor, context: str) -> float:
+    """A divisor that must reach a custom op as a number (a real number or a one-element CPU
+    tensor; ``context`` says why), after ``checks.divisor``: its value as a float."""
+    checks.divisor(divisor, -1, cuda_ok=False, context=context)
+    return float(divisor.item() if isinstance(divisor, torch.Tensor) else divisor)

@@ -1,0 +1,63 @@
+// The GEMM kernels for sm_80 and newer (the Hopper ones: gemm_sm90a.cu), one per family, for
+// matmul (EPI = EpiNone) and linear_relu_div (EPI = EpiBiasReluScale) alike:
+//   C (M, N) = epilogue(A (M, K) @ B (K, N)), C row-major; linear_relu_div's B is weight.T.
+// cupy_ops/ops/gemm_plan.py picks the kernel, its template arguments, split-K and grid, and
+// passes the geometry it shares with them as -D defines (SG_*, TC_*). Every kernel ends with
+// the epilogue's (bias, scale): null and 1 for EpiNone.
+#include "gemm_naive.cuh"
+#include "gemm_simt.cuh"
+#include "gemm_tc.cuh"
+#include "gemm_epilogue.cuh"
+
+// The reference: one thread per output, any strides (sam, sak: A's; sbk, sbn: B's).
+template <class T, class EPI>
+__global__ void gemm_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak, const typename Traits<T>::Bits* b,
+                           i64 sbk, i64 sbn, typename Traits<T>::Bits* c, i64 M, i64 N, i64 K,
+                           const typename Traits<T>::Bits* bias, double scale) {
+  gemm_naive_block<T>(a, sam, sak, b, sbk, sbn, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+}
+
+// Tiled fp32 on the CUDA cores; lda, ldb and the layouts: gemm_simt.cuh. SPLIT: block z of the
+// grid multiplies the K range [z kslice, (z + 1) kslice) into the z-th (M, N) fp32 slice of c,
+// a workspace summed by gemm_splitk_reduce (EPI is then EpiNone); else kslice is unused.
+// Blocks per SM: SG_MIN_BLOCKS by layout for the fused epilogue (linear_relu_div, where it was
+// measured); 1 otherwise: at the 128-register cap of 2 blocks, the split-K slice offsets made
+// the K-major-B variants spill (sm_90, NVRTC 13.5: 44-48 bytes), and so did EpiNone with both
+// operands K-major (56 bytes).
+template <bool A_KMAJOR, bool B_KMAJOR, class EPI, bool SPLIT>
+__global__ void __launch_bounds__(SG_THREADS, !SPLIT && same_type<EPI, EpiBiasReluScale>
+                                                  ? SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) : 1)
+    gemm_simt(const float* a, i64 lda, const float* b, i64 ldb, float* c, int M, int N, int K, int vec, int kslice,
+              const float* bias, double scale) {
+  static_assert(!SPLIT || same_type<EPI, EpiNone>, "split-K partial products take no epilogue (the reduction "
+                                                    "applies it)");
+  if constexpr (SPLIT) {
+    const int k0 = blockIdx.z * kslice;
+    a += A_KMAJOR ? (i64)k0 : (i64)k0 * lda;
+    b += B_KMAJOR ? (i64)k0 : (i64)k0 * ldb;
+    c += (i64)blockIdx.z * M * N;
+    K = min(kslice, K - k0);
+  }
+  gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK>(a, lda, b, ldb, c, N, M, N, K, vec,
+                                               Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
+}
+
+// Tensor cores (mma.sync): a (M, K) row-major (lda), bt = B transposed, (N, K) row-major
+// (ldb), rows 16-byte aligned. Dynamic shared memory: TC_SMEM_BYTES.
+template <class T, class EPI>
+__global__ void __launch_bounds__(TC_THREADS) gemm_tc(const typename Traits<T>::Bits* a, i64 lda,
+                                                       const typename Traits<T>::Bits* bt, i64 ldb,
+                                                       typename Traits<T>::Bits* c, int M, int N, int K,
+                                                       const typename Traits<T>::Bits* bias, double scale) {
+  gemm_tc_block<T>(a, lda, bt, ldb, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+}
+
+// c (M, N of T) = epilogue(the sum of the split-K slices of ws), rounded to T (grid-stride).
+template <class T, class EPI>
+__global__ void gemm_splitk_reduce(const float* ws, typename Traits<T>::Bits* c, int M, int N, int slices,
+                                   const typename Traits<T>::Bits* bias, double scale) {
+  const Epilogue<T, EPI> epi(bias, scale);
+  const i64 mn = (i64)M * N;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x)
+    c[i] = from_acc<T>(epi(splitk_sum(ws, i, mn, slices), i % N));
+}

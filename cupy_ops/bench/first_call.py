@@ -1,0 +1,110 @@
+"""``python -m cupy_ops.bench.first_call``: what the first call of each built-in op costs.
+
+Each op runs in a fresh process twice: with an empty kernel cache (``CUPY_CACHE_DIR`` a new
+folder: every variant the call launches is compiled by NVRTC) and again with the cache that
+run left (a new process, a warm disk cache). The time is from just before the first call
+(CUDA context and inputs ready, ``import cupy_ops`` done; CuPy is imported by the call) to its
+result on the host; the result is checked against torch. Shapes are KernelBench's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# (op, dtype, TF32 allowed, code building the inputs and both results: `ours` and `ref`)
+CASES = [
+    ("relu", "float32", False, "x = torch.randn(1024, 8192, device='cuda')",
+     "cupy_ops.relu(x)", "torch.relu(x)"),
+    ("relu_div", "float32", False, "x = torch.randn(1024, 8192, device='cuda')",
+     "cupy_ops.relu_div(x, 2.0)", "torch.relu(x) / 2.0"),
+    ("relu_div", "bfloat16", False, "x = torch.randn(1024, 8192, device='cuda', dtype=torch.bfloat16)",
+     "cupy_ops.relu_div(x, 2.0)", "torch.relu(x) / 2.0"),
+    ("matmul", "float32", False, "a = torch.rand(4096, 4096, device='cuda'); b = torch.rand(4096, 4096, device='cuda')",
+     "cupy_ops.matmul(a, b)", "a @ b"),
+    ("matmul", "tf32", True, "a = torch.rand(4096, 4096, device='cuda'); b = torch.rand(4096, 4096, device='cuda')",
+     "cupy_ops.matmul(a, b)", "a @ b"),
+    ("matmul", "bfloat16", False, "a = torch.rand(4096, 4096, device='cuda', dtype=torch.bfloat16); "
+     "b = torch.rand(4096, 4096, device='cuda', dtype=torch.bfloat16)", "cupy_ops.matmul(a, b)", "a @ b"),
+    ("linear_relu_div", "float32", False, "x = torch.rand(1024, 8192, device='cuda'); "
+     "w = torch.rand(8192, 8192, device='cuda') / 100; bias = torch.rand(8192, device='cuda')",
+     "cupy_ops.linear_relu_div(x, w, bias, 2.0)", "torch.relu(F.linear(x, w, bias)) / 2.0"),
+    ("linear_relu_div", "bfloat16", False, "x = torch.rand(1024, 8192, device='cuda', dtype=torch.bfloat16); "
+     "w = (torch.rand(8192, 8192, device='cuda') / 100).bfloat16(); "
+     "bias = torch.rand(8192, device='cuda', dtype=torch.bfloat16)",
+     "cupy_ops.linear_relu_div(x, w, bias, 2.0)", "torch.relu(F.linear(x, w, bias)) / 2.0"),
+]
+
+CHILD = """
+import json, time, torch, torch.nn.functional as F
+torch.backends.cuda.matmul.allow_tf32 = {tf32}
+{setup}
+torch.cuda.synchronize()
+import cupy_ops
+from cupy_ops.compiler import build
+t0 = time.perf_counter()
+ours = {ours}
+torch.cuda.synchronize()
+first = time.perf_counter() - t0
+t0 = time.perf_counter()
+ours = {ours}
+torch.cuda.synchronize()
+second = time.perf_counter() - t0
+ref = {ref}
+tol = 1e-2 if ours.dtype != torch.float32 or {tf32} else 1e-4
+print(json.dumps({{"first_s": first, "second_s": second, "correct": bool(torch.allclose(ours, ref, atol=tol, rtol=tol)),
+                  "compiled": sorted(v.expr for v, arch in build._binaries),
+                  "from_disk": sum(b.cached for b in build._binaries.values())}}))
+"""
+
+
+def measure(case, cache_dir: str) -> dict:
+    op, dtype, tf32, setup, ours, ref = case
+    code = CHILD.format(tf32=tf32, setup=setup, ours=ours, ref=ref)
+    env = dict(os.environ, CUPY_CACHE_DIR=cache_dir)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{op} {dtype}: the child process failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cupy_ops.bench.first_call", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", metavar="PATH", help="write the figures (and the environment) as JSON")
+    args = p.parse_args(argv)
+    from .timing import gpu_problem
+
+    problem = gpu_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    from .env import describe, environment
+
+    env = environment()
+    print(f"first call of each op in a fresh process; {describe(env)}", flush=True)
+    rows = []
+    head = f"{'op':<16} {'dtype':<9} {'empty cache s':>13} {'warm cache s':>12} {'2nd call ms':>11}  ok   kernels compiled"
+    print(head + "\n" + "-" * len(head))
+    for case in CASES:
+        with tempfile.TemporaryDirectory(prefix="cupy_ops_first_call_") as cache_dir:
+            cold = measure(case, cache_dir)
+            warm = measure(case, cache_dir)
+        row = {"op": case[0], "dtype": case[1], "cold_s": cold["first_s"], "warm_s": warm["first_s"],
+               "second_ms": cold["second_s"] * 1e3, "correct": cold["correct"] and warm["correct"],
+               "compiled": cold["compiled"], "warm_from_disk": warm["from_disk"]}
+        rows.append(row)
+        print(f"{row['op']:<16} {row['dtype']:<9} {row['cold_s']:>13.3f} {row['warm_s']:>12.3f} "
+              f"{row['second_ms']:>11.2f}  {'yes' if row['correct'] else 'NO':<4} {', '.join(row['compiled'])}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"environment": env, "rows": rows}, f, indent=1)
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The argument contract of every op, in one place: types, dtypes, devices, shapes, ``out=``
+and autograd state, divisors, and the arguments of user kernels.
+
+Errors are typed and name the argument: ``TypeError`` for a wrong type or dtype,
+``ValueError`` for a wrong device, shape or value, ``RuntimeError`` for an autograd conflict.
+A CPU tensor is an error, never a silent copy to the GPU. The ops validate here and nowhere
+else; the public functions (api.py) hold no validation of their own.
+"""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from .dtypes import SUPPORTED, SUPPORTED_TEXT
+
+_SUPPORTED = frozenset(SUPPORTED)
+
+
+def tensor(name: str, x, dtypes=SUPPORTED) -> None:
+    """``TypeError`` unless ``x`` is a torch tensor of one of ``dtypes``."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in dtypes:
+        raise TypeError(f"{name} must have dtype {SUPPORTED_TEXT}, got {x.dtype}")
+
+
+def on_cuda(name: str, x: torch.Tensor) -> int:
+    """The CUDA device index of ``x``; ``ValueError`` if it is not on a CUDA device."""
+    if not x.is_cuda:
+        raise ValueError(f"{name} must be a CUDA tensor, got a tensor on {x.device}; move it with .cuda() first")
+    return x.get_device()
+
+
+def cuda_tensor(name: str, x) -> int:
+    """``tensor`` and ``on_cuda`` in one step (the eager path): the device index."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in _SUPPORTED:
+        raise TypeError(f"{name} must have dtype {SUPPORTED_TEXT}, got {x.dtype}")
+    if not x.is_cuda:
+        raise ValueError(f"{name} must be a CUDA tensor, got a tensor on {x.device}; move it with .cuda() first")
+    return x.get_device()
+
+
+def same_dtype(name: str, x: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    """``TypeError`` if ``x`` and ``ref`` differ in dtype."""
+    if x.dtype != ref.dtype:
+        raise TypeError(f"{name} must have the same dtype as {ref_name} ({ref.dtype}), got {x.dtype}")
+
+
+def same_device(name: str, x: torch.Tensor, ref_name: str, device: int) -> None:
+    """``ValueError`` unless ``x`` is a CUDA tensor on device ``device`` (where ``ref_name`` is)."""
+    if not x.is_cuda or x.get_device() != device:
+        raise ValueError(f"{name} must be on the same device as {ref_name} (cuda:{device}), got {x.device}")
+
+
+def choice(name: str, value, choices) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def fits(name: str, value, reason: str | None) -> None:
+    """``ValueError`` naming ``value`` when ``reason`` (why it cannot be used) is not None."""
+    if reason is not None:
+        raise ValueError(f"{name}={value!r} {reason}")
+
+
+def matrix(name: str, t, ref_name: str | None = None, ref: torch.Tensor | None = None) -> None:
+    """``t`` is a 2-D tensor of a supported dtype (and of ``ref``'s dtype when given)."""
+    tensor(name, t)
+    if ref is not None:
+        same_dtype(name, t, ref_name, ref)
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be a 2-D tensor, got {t.dim()}-D with shape {tuple(t.shape)}")
+
+
+def matmul_args(a, b, algo, algos) -> int:
+    """The arguments of ``matmul``: the device index."""
+    matrix("a", a)
+    matrix("b", b, "a", a)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
+                         f"(a.shape[1] must equal b.shape[0])")
+    choice("algo", algo, algos)
+    device = on_cuda("a", a)
+    same_device("b", b, "a", device)
+    return device
+
+
+def nonempty_output(M: int, N: int) -> None:
+    """``ValueError`` for a GEMM output with no elements (no kernel runs for it)."""
+    if M == 0 or N == 0:
+        raise ValueError(f"no kernel runs for an empty output ({M} x {N})")
+
+
+def linear_args(x, weight, bias, algo, algos) -> int:
+    """The tensor arguments of ``linear_relu_div`` (the divisor: ``divisor``): the device index."""
+    matrix("x", x)
+    matrix("weight", weight, "x", x)
+    if x.shape[1] != weight.shape[1]:
+        raise ValueError(f"in_features differ: x is {tuple(x.shape)} and weight is {tuple(weight.shape)} "
+                         f"(x.shape[1] must equal weight.shape[1])")
+    n = weight.shape[0]
+    if bias is not None:
+        tensor("bias", bias)
+        same_dtype("bias", bias, "x", x)
+        if tuple(bias.shape) != (n,):
+            raise ValueError(f"bias must have shape ({n},) to match weight, got {tuple(bias.shape)}")
+    choice("algo", algo, algos)
+    device = on_cuda("x", x)
+    same_device("weight", weight, "x", device)
+    if bias is not None:
+        same_device("bias", bias, "x", device)
+    return device
+
+
+def out(out, x: torch.Tensor, device: int, op_name: str) -> None:
+    """``out=`` (or ``x`` of an in-place form) may receive the result of ``op_name`` on ``x``."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
+    same_dtype("out", out, "x", x)
+    if out.shape != x.shape:
+        raise ValueError(f"out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
+    same_device("out", out, "x", device)
+    if out.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"out (or x for the in-place {op_name}_) requires grad: an in-place write would break "
+                           "autograd; use the out-of-place form or torch.no_grad()")
+
+
+def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
+    """``d`` is a real number or a one-element real tensor (on the CPU, or on CUDA device
+    ``device`` when ``cuda_ok``). ``context`` says why a CUDA tensor is refused."""
+    if isinstance(d, torch.Tensor):
+        if d.numel() != 1:
+            raise ValueError(f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(d.shape)}")
+        if d.is_complex() or d.dtype == torch.bool:
+            raise TypeError(f"divisor must be a real number, got a tensor of dtype {d.dtype}")
+        if d.is_cuda:
+            if not cuda_ok:
+                raise ValueError(f"divisor must be a number or a CPU tensor{context}, got a CUDA tensor")
+            if d.get_device() != device:
+                raise ValueError(f"divisor must be on the same device as x (cuda:{device}), got {d.device}")
+        return
+    if isinstance(d, bool) or not isinstance(d, numbers.Real):
+        raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(d).__name__}")
+
+
+# --- user kernels (cupy_ops.Kernel) ------------------------------------------------------
+
+_INT_RANGES = {"i32": (-(2**31), 2**32 - 1), "i64": (-(2**63), 2**64 - 1)}
+
+
+def launch_dims(what: str, v) -> tuple[int, int, int]:
+    """``grid`` / ``block`` of a kernel launch as a 3-tuple (an int or 1 to 3 ints)."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        v = (int(v),)
+    if not isinstance(v, tuple) or not 1 <= len(v) <= 3 or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0 for d in v):
+        raise TypeError(f"{what} must be a non-negative int or a tuple of 1 to 3 of them, got {v!r}")
+    if what == "block":
+        if 0 in v:
+            raise ValueError(f"block dimensions must be positive, got {v!r}")
+        if v[0] * (v[1] if len(v) > 1 else 1) * (v[2] if len(v) > 2 else 1) > 1024:
+            raise ValueError(f"block must have at most 1024 threads, got {v!r}")
+    return tuple(int(d) for d in v) + (1,) * (3 - len(v))
+
+
+def kernel_pointer(kernel: str, pname: str, ctype: str, a):
+    """A pointer argument of a user kernel: ``None`` or a contiguous CUDA tensor."""
+    if a is None:
+        return
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor or None, "
+                        f"got {type(a).__name__}")
+    if not a.is_cuda:
+        raise ValueError(f"argument {pname!r} of kernel {kernel} must be a CUDA tensor, got a tensor on {a.device}")
+    if not a.is_contiguous():
+        raise ValueError(f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
+                         f"strides); pass .contiguous()")
+
+
+def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a):
+    """A scalar argument of a user kernel (``kind`` f32, f64, i32, i64, tmap): the value to pack."""
+    if kind == "tmap":
+        if not isinstance(a, (bytes, bytearray)) or len(a) != 128:
+            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be the 128 bytes of a TMA "
+                            f"tensor map, got {type(a).__name__}")
+        return bytes(a)
+    if kind in ("f32", "f64"):
+        if isinstance(a, bool) or not isinstance(a, numbers.Real):
+            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a real number, "
+                            f"got {type(a).__name__}")
+        return float(a)
+    if isinstance(a, bool) or not isinstance(a, numbers.Integral):
+        raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got {type(a).__name__}")
+    lo, hi = _INT_RANGES[kind]
+    a = int(a)
+    if not lo <= a <= hi:
+        raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) is out of range: {a}")
+    # slots are unsigned 32-bit (i32) and signed 64-bit (i64): wrap to those ranges
+    return a & 0xFFFFFFFF if kind == "i32" else (a - 2**64 if a >= 2**63 else a)

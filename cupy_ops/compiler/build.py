@@ -1,0 +1,76 @@
+"""Compile only what is launched: one variant per NVRTC compile, kept per process and on disk."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from . import cache, nvrtc
+from .nvrtc import KernelCompileError
+from .registry import Variant
+
+log = logging.getLogger("cupy_ops")
+
+
+@dataclass(frozen=True)
+class Binary:
+    """A compiled variant: ``image`` (a cubin, or PTX for a device newer than NVRTC), the
+    kernel's lowered name in it, and where it came from (``cached``: the disk cache)."""
+
+    image: bytes
+    lowered: str
+    arch: str
+    cached: bool
+    key: bytes
+
+
+_binaries: dict[tuple, Binary] = {}
+_locks: dict[tuple, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def binary(variant: Variant, arch: str, *, rebuild: bool = False) -> Binary:
+    """The binary of ``variant`` for ``-arch=arch`` (e.g. ``"sm_90"``, ``"sm_90a"``).
+
+    Looked up in this process, then in the disk cache (checked, see ``cache``), else compiled
+    by NVRTC with the variant's one name expression. ``rebuild``: ignore both caches (a cached
+    binary that failed to load). Raises ``KernelCompileError`` with NVRTC's log.
+    """
+    mkey = (variant, arch)
+    if not rebuild:
+        b = _binaries.get(mkey)
+        if b is not None:
+            return b
+    with _locks_lock:
+        lock = _locks.setdefault(mkey, threading.Lock())
+    with lock:
+        if not rebuild and mkey in _binaries:
+            return _binaries[mkey]
+        src = variant.source
+        text, options = src.text(), src.options(arch)
+        k = cache.key(text, "\0".join(options), variant.expr, ".".join(map(str, nvrtc.version())))
+        stored = None if rebuild else cache.read(k)
+        if stored is not None:
+            meta = json.loads(stored[0])
+            b = Binary(stored[1], meta["lowered"], arch, True, k)
+        else:
+            t0 = time.perf_counter()
+            r = nvrtc.compile(text, src.name, [variant.expr], options)
+            if not r.ok:
+                raise KernelCompileError(src.name, r.log, options)
+            lowered = r.lowered[variant.expr]
+            log.info("compiled %s of %s for %s in %.2f s", variant.expr, src.name, arch, time.perf_counter() - t0)
+            cache.write(k, json.dumps({"lowered": lowered, "expr": variant.expr}).encode(), r.image)
+            b = Binary(r.image, lowered, arch, False, k)
+        _binaries[mkey] = b
+        return b
+
+
+def forget(variant: Variant, arch: str) -> None:
+    """Drop ``variant``'s binary for ``arch`` from this process and from the disk cache."""
+    b = _binaries.pop((variant, arch), None)
+    if b is not None:
+        cache.remove(b.key)
+

@@ -1,0 +1,118 @@
+"""NVRTC, through CuPy's binding: one program, one compile, the image and its lowered names.
+
+Works without a GPU (no driver call is made), which is how CI compiles every variant.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a kernel source. ``source`` names it, ``log`` is NVRTC's log."""
+
+    def __init__(self, source: str, log: str, options: tuple[str, ...] = ()):
+        self.source = source
+        self.log = log
+        self.options = tuple(options)
+        super().__init__(f"NVRTC failed to compile {source} (options {' '.join(options)}):\n{log}")
+
+
+def import_cupy():
+    """Import CuPy (after torch, so both use the CUDA libraries torch loaded).
+
+    CuPy creates its cache folder (``CUPY_CACHE_DIR``) when imported and fails if it cannot:
+    then warn, point ``CUPY_CACHE_DIR`` at a fresh private folder for this process and import
+    again. Raises ``ImportError`` when CuPy is not installed.
+    """
+    import torch  # noqa: F401
+
+    try:
+        import cupy
+
+        return cupy
+    except OSError as exc:
+        fallback = tempfile.mkdtemp(prefix="cupy_ops_cupy_cache_")
+        requested = os.environ.get("CUPY_CACHE_DIR", "~/.cupy/kernel_cache")
+        warnings.warn(f"cupy_ops: the CuPy kernel cache {requested!r} is not usable ({exc}); using {fallback} "
+                      "for this process instead", RuntimeWarning, stacklevel=3)
+        os.environ["CUPY_CACHE_DIR"] = fallback
+        for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
+            del sys.modules[name]
+        import cupy
+
+        return cupy
+
+
+def binding():
+    """CuPy's NVRTC binding, loaded as the run-time path loads it (torch, then CuPy first:
+    importing only the binding can bind another libnvrtc on machines that carry several)."""
+    import_cupy()
+    from cupy_backends.cuda.libs import nvrtc
+
+    return nvrtc
+
+
+_version: tuple[int, int] | None = None
+
+
+def version() -> tuple[int, int]:
+    """NVRTC's (major, minor) version."""
+    global _version
+    if _version is None:
+        _version = tuple(binding().getVersion())
+    return _version
+
+
+def arch_for(major: int, minor: int) -> str:
+    """The ``-arch`` value for a device of compute capability ``major.minor``: its own
+    ``sm_XY`` (a cubin) when this NVRTC knows it, else PTX for the newest architecture it
+    knows (``compute_XY``), which the driver compiles for the device."""
+    cc = major * 10 + minor
+    supported = tuple(binding().getSupportedArchs())
+    if cc in supported:
+        return f"sm_{cc}"
+    older = [a for a in supported if a <= cc]
+    if not older:
+        raise RuntimeError(f"NVRTC {'.'.join(map(str, version()))} cannot build for compute capability "
+                           f"{major}.{minor} (it knows {', '.join(map(str, supported))})")
+    return f"compute_{max(older)}"
+
+
+@dataclass
+class Result:
+    """One NVRTC compile: its log, the image (None when the compile failed: see ``log``), and
+    each name expression's lowered (mangled) name in it."""
+
+    log: str
+    image: bytes | None
+    lowered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.image is not None
+
+
+def compile(text: str, name: str, exprs, options) -> Result:
+    """Compile ``text`` (called ``name`` in the log) with ``options`` for the instantiations
+    ``exprs``. A ``-arch=compute_XX`` option gives PTX, ``-arch=sm_XX`` a cubin."""
+    nvrtc = binding()
+    exprs = list(exprs)
+    ptx = any(o.startswith("-arch=compute_") for o in options)
+    prog = nvrtc.createProgram(text, name, [], [])
+    try:
+        for e in exprs:
+            nvrtc.addNameExpression(prog, e)
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError:
+            return Result(nvrtc.getProgramLog(prog), None)
+        image = nvrtc.getPTX(prog) if ptx else nvrtc.getCUBIN(prog)
+        if isinstance(image, str):
+            image = image.encode()
+        return Result(nvrtc.getProgramLog(prog), bytes(image), {e: nvrtc.getLoweredName(prog, e) for e in exprs})
+    finally:
+        nvrtc.destroyProgram(prog)

@@ -1,0 +1,126 @@
+"""The offline check: every registered variant through NVRTC for a given architecture, with
+ptxas's register, spill and shared-memory report. Needs no GPU and no driver.
+
+The options are the run-time ones (``Source.options``) plus ``-Xptxas=-v``, which only adds
+the report. All variants of a source are compiled in one program (each kernel is compiled
+on its own by NVRTC either way; at run time each variant is its own compile).
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from . import nvrtc
+from .registry import Source
+
+
+@dataclass
+class OfflineResult:
+    """What compiling one variant for one architecture produced."""
+
+    source: str
+    expr: str
+    arch: str
+    ok: bool
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack_bytes: int | None = None
+    shared_bytes: int | None = None
+    log: str = ""
+    skipped: str = ""   # why this variant is not built for ``arch`` (an sm_90a-only source on sm_80)
+
+
+_PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult]:
+    """Compile ``exprs`` (default: every registered variant) of ``source`` for ``arch``
+    (``"sm_90"``): one ``OfflineResult`` per expression. An ``sm_90a`` source asked for
+    ``sm_90`` is built as ``sm_90a``; asked for another architecture its results are
+    ``skipped``."""
+    exprs = list(source.variants) if exprs is None else list(exprs)
+    target = source.target(arch)
+    if target is None:
+        return [OfflineResult(source.name, e, arch, True, skipped=f"built for {source.arch} only") for e in exprs]
+    r = nvrtc.compile(source.text(), source.name, exprs, source.options(target) + ("-Xptxas=-v",))
+    if not r.ok:
+        return [OfflineResult(source.name, e, target, False, log=r.log) for e in exprs]
+    by_lowered = {name: e for e, name in r.lowered.items()}
+    results = _parse_ptxas(source.name, target, r.log, by_lowered)
+    info = {by_lowered[name]: v for name, v in _cubin_resources(r.image).items() if name in by_lowered}
+    for res in results:
+        if res.registers is None and res.expr in info:
+            # Some NVRTC builds return no ptxas report now and then (seen with 13.0): read the
+            # cubin. Spilled registers live in the local stack frame, so a 0-byte frame proves
+            # there are no spills; a larger frame leaves them unknown.
+            res.registers, res.stack_bytes = info[res.expr]
+            res.spill_stores = res.spill_loads = 0 if res.stack_bytes == 0 else None
+            res.ok, res.log = True, "registers and stack frame read from the cubin (NVRTC gave no ptxas report)"
+    return results
+
+
+def _cubin_resources(cubin: bytes) -> dict[str, tuple[int, int]]:
+    """``{mangled kernel name: (registers, stack frame bytes)}`` from a cubin's ``.nv.info``
+    records (EIATTR_REGCOUNT 0x2f, EIATTR_FRAME_SIZE 0x11: (symbol index, value) each)."""
+    if cubin[:4] != b"\x7fELF":
+        return {}
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+
+    def cstr(offset: int) -> str:
+        return cubin[offset:cubin.index(b"\0", offset)].decode()
+
+    names = [cstr(sections[shstrndx][4] + sec[0]) for sec in sections]
+    symtab = sections[names.index(".symtab")]
+    strtab = sections[names.index(".strtab")][4]
+    regs: dict[str, int] = {}
+    frames: dict[str, int] = {}
+    for name, sec in zip(names, sections):
+        if name != ".nv.info":
+            continue
+        pos, end = sec[4], sec[4] + sec[5]
+        while pos + 4 <= end:
+            fmt, attr, size = struct.unpack_from("<BBH", cubin, pos)
+            if fmt != 0x04:          # only EIFMT_SVAL records carry a payload
+                pos += 4
+                continue
+            if attr in (0x2F, 0x11):
+                sym, value = struct.unpack_from("<II", cubin, pos + 4)
+                st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
+                (regs if attr == 0x2F else frames)[cstr(strtab + st_name)] = value
+            pos += 4 + size
+    return {k: (v, frames.get(k, -1)) for k, v in regs.items()}
+
+
+def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -> list[OfflineResult]:
+    results: dict[str, OfflineResult] = {}
+    current = None
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            expr = by_lowered.get(m.group(1))
+            current = None
+            if expr is not None:
+                current = results.setdefault(expr, OfflineResult(source, expr, arch, True, log=log))
+            continue
+        if current is None:
+            continue
+        if (m := _PTXAS_SPILL.search(line)):
+            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
+        if (m := _PTXAS_REGS.search(line)):
+            current.registers = int(m.group(1))
+            if (s := _PTXAS_SMEM.search(line)):
+                current.shared_bytes = int(s.group(1))
+    out = []
+    for expr in by_lowered.values():
+        r = results.get(expr)
+        if r is None or r.registers is None:
+            r = OfflineResult(source, expr, arch, False, log="no ptxas report for this kernel; NVRTC log:\n" + log)
+        out.append(r)
+    return out

@@ -1,0 +1,178 @@
+"""Carries out a GEMM plan (``gemm_plan.plan``): operand preparation, workspace, tensor maps
+and launches, for matmul and linear_relu_div alike.
+
+    p = plan_for(a, b)                 # which kernel "auto" picks for these tensors, and why
+    print(p)                           # "wgmma: gemm_wgmma<bf16, true, 256, EpiNone>, ..."
+    run(p, a, b, c)                    # c = a @ b
+
+``plan_for`` takes the plan's overrides (``tile_n``, ``split_k``) for tuning; ``run`` launches
+any plan made for tensors of the same shapes and layouts.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import checks, launch
+from ..dtypes import CUDA_NAMES
+from ..kernel import Kernel
+from . import gemm_plan, tma
+from .gemm_plan import Device, GemmPlan, Matrix
+
+
+def _declare() -> dict[str, Kernel]:
+    """One ``Kernel`` per GEMM kernel name, with every variant a plan can name."""
+    kernels = {}
+    for filename, exprs in gemm_plan.variants().items():
+        sm90a = filename.endswith("_sm90a.cu")
+        by_name: dict[str, list[str]] = {}
+        for e in exprs:
+            by_name.setdefault(e.split("<")[0], []).append(e)
+        for name, ex in by_name.items():
+            kernels[name] = Kernel.builtin(filename, name, ex, arch="sm_90a" if sm90a else None,
+                                           defines=gemm_plan.SM90A_DEFINES if sm90a else gemm_plan.DEFINES)
+    return kernels
+
+
+KERNELS = _declare()
+TRANSPOSE = Kernel.builtin("transpose.cu", "transpose", {dt: f"transpose<{c}>" for dt, c in CUDA_NAMES.items()},
+                           defines=gemm_plan.TRANSPOSE_DEFINES)
+_devices: dict[int, Device] = {}
+
+
+def device_info(index: int) -> Device:
+    """The plan's view of CUDA device ``index`` (SM count, compute capability), cached."""
+    d = _devices.get(index)
+    if d is None:
+        props = torch.cuda.get_device_properties(index)
+        d = _devices[index] = Device(index, props.multi_processor_count, launch.capability(index))
+    return d
+
+
+def tf32_allowed() -> bool:
+    """Whether torch would use TF32 for an fp32 matmul now (the switches torch reads)."""
+    return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+
+
+# Plans by everything they depend on: planning costs ~20 us of Python, a lookup ~2 us; the
+# eager call of a small GEMM is host-bound (benchmarks/host_profile.py: matmul bf16 1024^3,
+# 40 us a call unplanned against 17 us before the plan existed, H200).
+_plans: dict[tuple, GemmPlan] = {}
+_PLAN_CACHE_LIMIT = 4096
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
+             tile_n: int | None = None, split_k: bool = True) -> GemmPlan:
+    """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
+    supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
+    ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n`` and
+    ``split_k`` override its tables. Raises ``ValueError`` when ``algo`` cannot take them."""
+    tf32 = a.dtype == torch.float32 and tf32_allowed()
+    key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k)
+    p = _plans.get(key)
+    if p is None:
+        p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
+                           device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k)
+        if len(_plans) >= _PLAN_CACHE_LIMIT:
+            _plans.clear()
+        _plans[key] = p
+    return p
+
+
+def explain(a: torch.Tensor, b: torch.Tensor, algo: str = "auto", bias_relu_scale: bool = False) -> GemmPlan:
+    """``cupy_ops.gemm_plan``: the plan of ``matmul(a, b, algo=algo)`` (with the fused
+    epilogue of linear_relu_div when ``bias_relu_scale``), after the arguments are checked."""
+    checks.matmul_args(a, b, algo, gemm_plan.ALGOS)
+    checks.nonempty_output(a.shape[0], b.shape[1])
+    return plan_for(a, b, "EpiBiasReluScale" if bias_relu_scale else "EpiNone", algo)
+
+
+def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
+        scale: float = 1.0) -> torch.Tensor:
+    """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
+    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``)."""
+    _RUNNERS[p.family](p, a, b, c, 0 if bias is None else bias.data_ptr(), float(scale))
+    return c
+
+
+def _handle(expr: str, device: int) -> launch.KernelHandle:
+    return KERNELS[expr.split("<")[0]].handle(expr, device)
+
+
+def _run_naive(p, a, b, c, bias, scale):
+    (M, K), N = a.shape, b.shape[1]
+    launch.launch(_handle(p.kernel, c.get_device()), p.grid, p.block,
+                  (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0), b.stride(1), c.data_ptr(),
+                   M, N, K, bias, scale))
+
+
+def _run_simt(p, a, b, c, bias, scale):
+    (M, K), N = a.shape, b.shape[1]
+    device = c.get_device()
+    if p.a.prep == "contiguous copy":
+        a = a.contiguous()
+    if p.b.prep == "contiguous copy":
+        b = b.contiguous()
+    out = c if p.slices == 1 else torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+    launch.launch(_handle(p.kernel, device), p.grid, p.block,
+                  (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, out.data_ptr(), M, N, K,
+                   int(p.a.vec) | int(p.b.vec) << 1, p.kslice, bias, scale))
+    if p.slices > 1:
+        _reduce(p, out, c, bias, scale)
+
+
+def _reduce(p, ws, c, bias, scale):
+    """c = epilogue(sum of the split-K slices of ws), in order (deterministic)."""
+    M, N = c.shape
+    launch.launch(_handle(p.reduce, c.get_device()), p.reduce_grid, (gemm_plan.REDUCE_THREADS, 1, 1),
+                  (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale))
+
+
+def tc_operand(t: torch.Tensor, op: gemm_plan.Operand) -> torch.Tensor:
+    """``t`` (rows, K) in the tensor-core form ``op`` planned: as is, or copied into K-major
+    rows of ``op.ld`` elements (the padding zeroed: the kernels' last 16-byte copy of a row
+    covers it, and no uninitialized memory may be read)."""
+    if op.prep == "as is":
+        return t
+    rows, k = t.shape
+    buf = torch.empty((rows, op.ld), dtype=t.dtype, device=t.device)
+    if op.prep == "transpose":
+        tile = gemm_plan.TRANSPOSE_TILE
+        grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), 65535), 1)
+        launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, gemm_plan.TRANSPOSE_ROWS, 1),
+                      (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows))
+    else:
+        buf[:, :k].copy_(t)
+    if op.ld > k:
+        buf[:, k:].zero_()
+    return buf
+
+
+def _run_tc(p, a, b, c, bias, scale):
+    (M, K), N = a.shape, b.shape[1]
+    a2, bt = tc_operand(a, p.a), tc_operand(b.t(), p.b)
+    launch.launch(_handle(p.kernel, c.get_device()), p.grid, p.block,
+                  (a2.data_ptr(), p.a.ld, bt.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, bias, scale), p.smem)
+
+
+def _run_wgmma(p, a, b, c, bias, scale):
+    (M, K), N = a.shape, b.shape[1]
+    device = c.get_device()
+    a2 = tc_operand(a, p.a)
+    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM)
+    if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
+        b_map = tma.tensor_map(b, N, K, p.b.ld, 64, p.bk)
+    else:
+        bt = tc_operand(b.t(), p.b)
+        b_map = tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1])
+    if p.slices > 1:
+        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(_handle(p.kernel, device), p.grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice),
+                      p.smem)
+        _reduce(p, ws, c, bias, scale)
+        return
+    launch.launch(_handle(p.kernel, device), p.grid, p.block,
+                  (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+
+
+_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma}

@@ -1,0 +1,342 @@
+"""The one GEMM plan, for matmul and linear_relu_div alike.
+
+``plan`` decides, for C (M, N) = epilogue(A (M, K) @ B (K, N)), the kernel family, its tile,
+split-K, how each operand reaches the kernel (read in place, copied, transposed) and the
+grid. The two ops differ only in their epilogue (``"EpiNone"``; ``"EpiBiasReluScale"``: bias,
+ReLU, scale) and in their arguments: linear_relu_div's B is ``weight.T``.
+
+Pure: it reads shapes, strides, alignment, the dtype and the device's properties (``Matrix``,
+``Device``), never a tensor, so a CPU test can call it. ``cupy_ops/ops/gemm.py`` carries a
+plan out. Adding a kernel family is one entry in ``FAMILIES`` (a ``supports`` reason and a
+``plan`` function) and its kernels in ``cuda_src/gemm*.cu``.
+
+The geometry a kernel and this plan must agree on is defined here once and reaches the CUDA
+sources as -D defines (``DEFINES``, ``SM90A_DEFINES``); each kernel derives its internal
+layout (pipeline stages, ...) from them and checks at compile time that they fit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .. import checks
+from ..dtypes import CUDA_NAMES
+
+EPILOGUES = ("EpiNone", "EpiBiasReluScale")
+
+# --- geometry (-D defines of cuda_src/gemm.cu, gemm_sm90a.cu, transpose.cu) -------------------
+
+SIMT_TILE = 128          # block tile of gemm_simt.cuh, M and N
+SIMT_THREADS = 256       # 16 x 16 threads, 8 x 8 outputs each
+SIMT_BK = 16             # k-tile: BK=16 ran 5 % faster than 8 (docs/tuning.md, SIMT run 1)
+TC_TILE = 128            # block tile of gemm_tc.cuh, M and N
+TC_THREADS = 128         # 4 warps of 64 x 64
+TC_SMEM_BYTES = 61440    # 3 cp.async stages of (128 + 128) rows x 80 bytes (docs/tuning.md, tc run 4)
+WG_BM = 128              # block tile of gemm_wgmma.cuh: 128 x BN
+WG_THREADS = 384         # 3 warpgroups: producer + 2 consumers
+WG_TILE_NS = (128, 256)  # compiled tile widths BN
+# Shared memory of gemm_wgmma.cuh: a ring of 192 KB of stages (4 x 48 KB at BN = 256, 6 x 32 KB
+# at BN = 128), 16 bytes of mbarriers per stage, 1 KB of alignment slack; the kernel derives
+# its stage count from this budget.
+WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024
+WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
+TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
+NAIVE_BLOCK = (16, 16, 1)
+REDUCE_THREADS = 256
+
+DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
+           "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
+SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES}
+TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
+
+# --- tuning tables (each cites the run that set it) ---------------------------------------
+
+# Below this many waves of 128 x 256 blocks, 128 x 128 blocks are used. H200, run 7
+# (benchmarks/results/tune_wgmma_h200_run7.log): at 0.24 waves (1024^3) 128-wide tiles ran
+# 0.68x torch against 0.49x; from 0.97 waves (2048^3) on, 256-wide won (0.80x vs 0.74x).
+WGMMA_WIDE_MIN_WAVES = 0.5
+# Split the Hopper kernel's K only for outputs of at most a quarter wave of 128 x 128 tiles.
+# H200, run 10 (benchmarks/results/tune_wgmma_h200_run10.log): 16 tiles (256x1024x1024)
+# gained (bf16 linear 0.75x -> 0.96x torch, TF32 0.68x -> 1.15x); 64 tiles (1024^3, 2
+# slices) lost (0.69x -> 0.58x): at ~10 us a call the workspace and second launch cost more.
+WG_SPLIT_MAX_WAVES = 0.25
+WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a Hopper split-K slice gets
+# Smallest K a SIMT split-K slice gets. H200, run 9 (benchmarks/results/tune_simt_h200_runs8-9.log):
+# fp32 1024^3 0.54x -> 1.04x torch, linear 256x1024x1024 0.39x -> 1.70x.
+SIMT_SPLIT_MIN_K = 128
+MAX_ROW_TILES = 65535     # the grid's y dimension holds the row tiles
+
+TENSOR_CORE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A matrix operand as the plan sees it: shape, element strides, element size and whether
+    its first element sits on a 16-byte boundary."""
+
+    rows: int
+    cols: int
+    stride0: int
+    stride1: int
+    itemsize: int
+    aligned16: bool
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> "Matrix":
+        return cls(t.shape[0], t.shape[1], t.stride(0), t.stride(1), t.element_size(), t.data_ptr() % 16 == 0)
+
+    @property
+    def T(self) -> "Matrix":
+        return Matrix(self.cols, self.rows, self.stride1, self.stride0, self.itemsize, self.aligned16)
+
+
+@dataclass(frozen=True)
+class Device:
+    """What the plan needs of the GPU: its index, SM count and compute capability."""
+
+    index: int
+    sm_count: int
+    capability: tuple[int, int]
+
+    @property
+    def has_wgmma(self) -> bool:
+        """sm_90a code (wgmma, TMA) runs on compute capability 9.0 exactly."""
+        return self.capability == (9, 0)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How one operand reaches the kernel.
+
+    ``prep``: ``"as is"`` (read in place), ``"contiguous copy"`` (row-major copy, SIMT),
+    ``"k-major copy"`` / ``"transpose"`` (into K-major rows of 16-byte pitch for the tensor
+    cores; ``"transpose"`` by the tiled kernel of transpose.cu), ``"n-major"`` (the Hopper
+    kernel reads a row-major B in place through the instruction's transpose bit).
+    ``kmajor``: the kernel reads it K-major; ``ld``: its leading dimension after ``prep``;
+    ``vec``: 16-byte loads are allowed (SIMT).
+    """
+
+    prep: str
+    kmajor: bool
+    ld: int
+    vec: bool = False
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """What ``cupy_ops.ops.gemm.run`` launches for one GEMM (see ``plan``)."""
+
+    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma"
+    kernel: str                  # its name expression (cuda_src/gemm.cu or gemm_sm90a.cu)
+    source: str                  # "gemm.cu" or "gemm_sm90a.cu"
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    a: Operand
+    b: Operand
+    tile: tuple[int, int]        # block tile (M, N); (1, 1) for the naive kernel
+    slices: int = 1              # split-K: blocks per output tile, each over ``kslice`` of K
+    kslice: int = 0
+    reduce: str | None = None    # the split-K reduction (applies the epilogue)
+    reduce_grid: tuple[int, int, int] = (1, 1, 1)
+    bk: int = 0                  # Hopper kernel: K per tile (the TMA box)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __str__(self) -> str:
+        split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
+        return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
+                f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tf(b: bool) -> str:
+    return "true" if b else "false"
+
+
+# --- family choice ------------------------------------------------------------------------
+
+def unsupported(family: str, M: int, dtype: torch.dtype, dev: Device) -> str | None:
+    """Why ``family`` cannot compute a GEMM of ``M`` rows of ``dtype`` on ``dev`` (None: it can)."""
+    if family != "naive" and cdiv(M, SIMT_TILE) > MAX_ROW_TILES:
+        return (f"takes at most {MAX_ROW_TILES * SIMT_TILE} rows (M), got {M}; use 'auto' (it takes the naive "
+                f"kernel there) or 'naive'")
+    if family == "simt" and dtype != torch.float32:
+        return f"is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')"
+    if family in ("tc", "wgmma") and dtype not in TENSOR_CORE_DTYPES:
+        return f"takes float16, bfloat16 or float32 (TF32) operands, got {dtype}"
+    if family == "wgmma" and not dev.has_wgmma:
+        return (f"needs a Hopper GPU (compute capability 9.0); cuda:{dev.index} has "
+                f"{'.'.join(map(str, dev.capability))} (use 'auto' or 'tc')")
+    return None
+
+
+def choose(algo: str, M: int, dtype: torch.dtype, dev: Device, tf32: bool) -> str:
+    """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
+    ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
+    (``tf32``), else "simt" (full fp32); float64, or more rows than the tiled grids hold: "naive".
+    Raises ``ValueError`` when an explicit ``algo`` cannot take the problem."""
+    if algo != "auto":
+        checks.fits("algo", algo, unsupported(algo, M, dtype, dev))
+        return algo
+    if cdiv(M, SIMT_TILE) > MAX_ROW_TILES or dtype == torch.float64:
+        return "naive"
+    if dtype != torch.float32 or tf32:
+        return "wgmma" if dev.has_wgmma else "tc"
+    return "simt"
+
+
+# --- the families -------------------------------------------------------------------------
+
+def _naive(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    return GemmPlan("naive", f"gemm_naive<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu",
+                    (cdiv(N, 16), max(1, min(cdiv(M, 16), 65535)), 1), NAIVE_BLOCK, 0,
+                    Operand("as is", a.stride1 == 1, a.stride0), Operand("as is", b.stride0 == 1, b.stride1), (1, 1))
+
+
+def simt_operand(t: Matrix) -> Operand:
+    """A SIMT operand (rows, K-or-N) read along ``cols`` (K for A, N for B): contiguous along
+    its columns (``kmajor`` for A / N-major for B), along its rows, or copied row-major."""
+    if t.stride1 == 1 or t.cols == 1:
+        major, ld, prep, aligned = True, t.stride0 if t.rows > 1 else t.cols, "as is", t.aligned16
+    elif t.stride0 == 1 or t.rows == 1:
+        major, ld, prep, aligned = False, t.stride1 if t.cols > 1 else t.rows, "as is", t.aligned16
+    else:
+        major, ld, prep, aligned = True, t.cols, "contiguous copy", True
+    return Operand(prep, major, ld, aligned and ld % 4 == 0)
+
+
+def simt_split(M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K when the 128 x 128 tiles leave SMs idle (one block per
+    SM): ``slices`` blocks per tile each multiply ``kslice`` values of K (a multiple of the
+    k-tile) into an fp32 workspace, summed in order by the reduction. ``(1, K)``: no split."""
+    tiles = cdiv(M, SIMT_TILE) * cdiv(N, SIMT_TILE)
+    slices = min(sm_count // tiles, K // SIMT_SPLIT_MIN_K)
+    if slices < 2:
+        return 1, K
+    kslice = cdiv(cdiv(K, slices), SIMT_BK) * SIMT_BK
+    return cdiv(K, kslice), kslice
+
+
+def _simt(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    pa = simt_operand(a)
+    pb_ = simt_operand(b)        # B (K, N): "major" = N-major (row-major)
+    pb = Operand(pb_.prep, not pb_.kmajor, pb_.ld, pb_.vec)
+    slices, kslice = simt_split(M, N, K, dev.sm_count) if opts.get("split_k", True) else (1, K)
+    grid = (cdiv(N, SIMT_TILE), cdiv(M, SIMT_TILE), slices)
+    block = (SIMT_THREADS, 1, 1)
+    if slices > 1:
+        return GemmPlan("simt", f"gemm_simt<{_tf(pa.kmajor)}, {_tf(pb.kmajor)}, EpiNone, true>", "gemm.cu", grid,
+                        block, 0, pa, pb, (SIMT_TILE, SIMT_TILE), slices, kslice, f"gemm_splitk_reduce<float, {epi}>",
+                        _reduce_grid(M * N))
+    return GemmPlan("simt", f"gemm_simt<{_tf(pa.kmajor)}, {_tf(pb.kmajor)}, {epi}, false>", "gemm.cu", grid, block,
+                    0, pa, pb, (SIMT_TILE, SIMT_TILE), 1, K)
+
+
+def _reduce_grid(n: int) -> tuple[int, int, int]:
+    return (max(1, min(cdiv(n, REDUCE_THREADS), 65535)), 1, 1)
+
+
+def tc_operand(t: Matrix) -> Operand:
+    """A tensor-core operand (rows, K): K contiguous, rows on 16-byte boundaries. Read in
+    place when it is already so; a transposed view (K-major rows across memory) goes through
+    the tiled transpose kernel (~2.5x faster than torch's copy of the view, run 7); any other
+    view is copied. Copies pad rows to a multiple of 16 bytes."""
+    es = t.itemsize
+    ld = t.stride0 if t.rows > 1 else max(t.cols, 1)
+    if (t.stride1 == 1 or t.cols == 1) and (ld * es) % 16 == 0 and t.aligned16:
+        return Operand("as is", True, ld)
+    kp = cdiv(max(t.cols, 1) * es, 16) * 16 // es
+    if t.stride0 == 1 and t.rows > 1 and t.cols > 1:
+        return Operand("transpose", True, kp)
+    return Operand("k-major copy", True, kp)
+
+
+def _tc(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts, notes=()) -> GemmPlan:
+    return GemmPlan("tc", f"gemm_tc<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu", (cdiv(N, TC_TILE), cdiv(M, TC_TILE), 1),
+                    (TC_THREADS, 1, 1), TC_SMEM_BYTES, tc_operand(a), tc_operand(b.T), (TC_TILE, TC_TILE),
+                    notes=tuple(notes))
+
+
+def wgmma_tile_n(M: int, N: int, sm_count: int) -> int:
+    """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
+    WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks)."""
+    blocks = cdiv(M, WG_BM) * cdiv(N, 256)
+    return 256 if blocks >= WGMMA_WIDE_MIN_WAVES * sm_count else 128
+
+
+def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K for 128 x 128 tiles (``bn`` 128) that fill at most
+    WG_SPLIT_MAX_WAVES of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
+    if bn != 128:
+        return 1, K
+    tiles = cdiv(M, WG_BM) * cdiv(N, bn)
+    if tiles > WG_SPLIT_MAX_WAVES * sm_count:
+        return 1, K
+    slices = min(sm_count // tiles, K // (WG_SPLIT_MIN_KTILES * bk))
+    if slices < 2:
+        return 1, K
+    kslice = cdiv(cdiv(K, slices), bk) * bk
+    return cdiv(K, kslice), kslice
+
+
+def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
+        return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+    T, bk = CUDA_NAMES[dtype], WG_BK[dtype]
+    bn = opts.get("tile_n") or wgmma_tile_n(M, N, dev.sm_count)
+    pa = tc_operand(a)
+    # a row-major B (matmul's b) is read in place, N-major, through the instruction's
+    # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
+    if dtype != torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0:
+        pb, n_major = Operand("n-major", False, b.stride0), True
+    else:
+        pb, n_major = tc_operand(b.T), False
+    slices, kslice = wgmma_split(M, N, K, bn, bk, dev.sm_count) if opts.get("split_k", True) else (1, K)
+    grid = (cdiv(N, bn), cdiv(M, WG_BM), slices)
+    common = dict(grid=grid, block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES, a=pa, b=pb, tile=(WG_BM, bn), bk=bk)
+    if slices > 1:
+        return GemmPlan("wgmma", f"gemm_wgmma_partial<{T}, {_tf(n_major)}, {bn}>", "gemm_sm90a.cu", slices=slices,
+                        kslice=kslice, reduce=f"gemm_splitk_reduce<{T}, {epi}>", reduce_grid=_reduce_grid(M * N),
+                        **common)
+    return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+
+
+FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma}
+ALGOS = ("auto",) + tuple(FAMILIES)
+
+
+def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
+         algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True) -> GemmPlan:
+    """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
+    ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
+    allows TF32 for fp32 matmuls now. ``tile_n`` (128 or 256) and ``split_k=False`` override
+    the Hopper kernel's tile table and the split-K tables (for tuning and tests).
+    Raises ``ValueError`` when an explicit ``algo`` cannot take the problem."""
+    if epilogue not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    if tile_n is not None and tile_n not in WG_TILE_NS:
+        raise ValueError(f"tile_n must be one of {WG_TILE_NS}, got {tile_n!r}")
+    family = choose(algo, M, dtype, dev, tf32)
+    return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev, {"tile_n": tile_n, "split_k": split_k})
+
+
+def variants() -> dict[str, list[str]]:
+    """Every kernel a plan can name, by source file (registered for the offline check)."""
+    gemm, sm90a = [], []
+    for T in CUDA_NAMES.values():
+        gemm += [f"gemm_naive<{T}, {e}>" for e in EPILOGUES]
+    for ak in (True, False):
+        for bk_ in (True, False):
+            gemm += [f"gemm_simt<{_tf(ak)}, {_tf(bk_)}, {e}, false>" for e in EPILOGUES]
+            gemm.append(f"gemm_simt<{_tf(ak)}, {_tf(bk_)}, EpiNone, true>")
+    for dt in TENSOR_CORE_DTYPES:
+        T = CUDA_NAMES[dt]
+        gemm += [f"gemm_tc<{T}, {e}>" for e in EPILOGUES] + [f"gemm_splitk_reduce<{T}, {e}>" for e in EPILOGUES]
+        for n_major in ((False, True) if dt != torch.float32 else (False,)):
+            sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {e}>" for bn in WG_TILE_NS for e in EPILOGUES]
+            sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128>")
+    return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}

@@ -1,0 +1,111 @@
+"""The package's structure: no import runs back up a layer, the two GEMM ops share the one
+plan, and generated CUDA matches its generator (CPU)."""
+import ast
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "cupy_ops"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at top level or inside functions."""
+    mods = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = path
+
+    def resolve(name):
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {m: set() for m in mods}
+    for m, path in mods.items():
+        here = m if path.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.split(".")[0] == "cupy_ops"]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here
+                    for _ in range(node.level - 1):
+                        base = base.rpartition(".")[0]
+                    base = ".".join(x for x in (base, node.module or "") if x)
+                elif (node.module or "").split(".")[0] == "cupy_ops":
+                    base = node.module
+                else:
+                    continue
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for t in targets:
+                r = resolve(t)
+                if r and r != m:
+                    graph[m].add(r)
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_imports_a_module_that_imports_it_back():
+    graph = import_graph()
+    assert len(graph) > 20 and "cupy_ops.compiler.build" in graph
+    assert cycles(graph) == []
+
+
+def test_the_walker_sees_cycles():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_compile_layer_imports_nothing_above_it():
+    graph = import_graph()
+    for m, deps in graph.items():
+        if m.startswith("cupy_ops.compiler"):
+            assert all(d.startswith("cupy_ops.compiler") for d in deps), (m, deps)
+    assert graph["cupy_ops.launch"] <= {"cupy_ops.compiler"}
+    assert graph["cupy_ops.checks"] <= {"cupy_ops.dtypes"}
+
+
+def test_matmul_and_linear_relu_div_share_the_one_plan():
+    graph = import_graph()
+    mm, lin = graph["cupy_ops.ops.matmul"], graph["cupy_ops.ops.linear_relu_div"]
+    assert "cupy_ops.ops.linear_relu_div" not in mm and "cupy_ops.ops.matmul" not in lin
+    assert "cupy_ops.ops.gemm" in mm and "cupy_ops.ops.gemm" in lin
+
+
+def test_generated_wgmma_header_is_what_its_generator_writes():
+    spec = importlib.util.spec_from_file_location("gen_wgmma", ROOT / "tools" / "gen_wgmma.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (ROOT / "cuda_src" / "wgmma_ops.cuh").read_text() == gen.render(), \
+        "cuda_src/wgmma_ops.cuh is stale: run python tools/gen_wgmma.py"

@@ -1,0 +1,201 @@
+"""The pure planning functions (elementwise launch shape, the GEMM plan) and the host-side
+divisor rounding: CPU logic, called directly, no globals patched."""
+import numpy as np
+import pytest
+import torch
+
+from cupy_ops.ops import elementwise, gemm_plan
+from cupy_ops.ops import divisor as _divisor
+from cupy_ops.ops.gemm_plan import Device, Matrix
+
+
+def plan(n, itemsize, *ptrs):
+    """(blocks, head, vec) of an elementwise launch."""
+    return elementwise.plan(n, itemsize, ptrs)
+
+
+@pytest.mark.parametrize("n, itemsize, x_off, y_off, expect_vec, expect_head", [
+    (1000, 4, 0, 0, 1, 0),      # both aligned: vectors from the first element
+    (1000, 4, 4, 4, 1, 3),      # both at +4 bytes (x[1:] in place): 3 scalars reach 16
+    (1000, 2, 2, 2, 1, 7),      # fp16 at +2 bytes: 7 scalars
+    (2, 4, 4, 4, 1, 2),         # head never exceeds n
+    (1000, 4, 4, 0, 0, 0),      # different alignment (x[1:] into a fresh y): scalar path
+    (1000, 8, 8, 8, 1, 1),      # float64 at +8
+])
+def test_elementwise_plan_alignment(n, itemsize, x_off, y_off, expect_vec, expect_head):
+    base = 1 << 20
+    blocks, head, vec = plan(n, itemsize, base + x_off, base + y_off)
+    assert (vec, head) == (expect_vec, expect_head)
+    if vec and head < n:
+        assert (base + x_off + head * itemsize) % 16 == 0
+    assert blocks >= 1
+
+
+def test_elementwise_plan_binary_needs_all_three_aligned():
+    assert plan(1000, 4, 16, 32, 48)[2] == 1
+    assert plan(1000, 4, 16, 36, 48)[2] == 0
+    assert plan(1000, 4, 20, 36, 52) == (plan(1000, 4, 20, 36)[0], 3, 1)
+
+
+def test_elementwise_plan_one_block_per_chunk():
+    chunk = elementwise.THREADS * elementwise.VECS_PER_THREAD * 16  # bytes per block
+    blocks, _, _ = plan(4096 * 393216, 4, 0, 0)
+    assert blocks == 4096 * 393216 * 4 // chunk           # KernelBench ReLU: 1.57 M blocks
+    blocks, _, _ = plan(3, 4, 0, 0)
+    assert blocks == 1                                     # no full vector: block 0 does head/tail
+    blocks, _, _ = plan(2**31 + 17, 2, 0, 2)               # misaligned, > 2**31 elements
+    assert blocks == -(-(2**31 + 17) // (elementwise.THREADS * 8))
+
+
+def test_elementwise_plan_covers_every_element():
+    chunk = elementwise.THREADS * elementwise.VECS_PER_THREAD * 16
+    for n in [1, 3, 4, 5, 127, 128, 129, 4097, 100003]:
+        for itemsize in (2, 4, 8):
+            for off in range(0, 16, itemsize):
+                for y_off in (off, 0):
+                    blocks, head, vec = plan(n, itemsize, 64 + off, 64 + y_off)
+                    if vec:
+                        vecs = (n - head) * itemsize // 16
+                        tail = n - head - vecs * 16 // itemsize
+                        assert head < 16 // itemsize and tail < 16 // itemsize
+                        assert head <= elementwise.THREADS and blocks * chunk >= vecs * 16
+                    else:
+                        assert blocks * elementwise.THREADS * 8 >= n
+
+
+def test_is_dense():
+    x = torch.empty(4, 6)
+    assert elementwise.is_dense(x)
+    assert elementwise.is_dense(x.t())
+    assert elementwise.is_dense(torch.empty(2, 3, 4).permute(2, 0, 1))
+    assert elementwise.is_dense(torch.empty(4, 1, 6)[:, :, :])
+    assert not elementwise.is_dense(x[:, 1:])
+    assert not elementwise.is_dense(x[::2])
+    assert elementwise.is_dense(x[1:])  # offset views are still one block
+    assert not elementwise.is_dense(torch.empty(3).expand(4, 3))  # overlapping
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("d", [2.0, 3.0, 0.1, 7, 1e-3, 65504.0, 1e6, 1e-30])
+def test_scale_is_the_reciprocal_in_the_compute_type(dtype, d):
+    # torch computes t / d as t * (1 / d), the reciprocal in the compute type (fp32 for the
+    # 16-bit types and float32, fp64 for float64); d is not rounded to a 16-bit dtype first.
+    compute = np.float64 if dtype == torch.float64 else np.float32
+    assert _divisor.scale_for(d, dtype) == float(compute(1.0) / compute(d))
+
+
+@pytest.mark.parametrize("d, expected", [(0.0, np.inf), (-0.0, -np.inf), (np.inf, 0.0)])
+def test_scale_special_divisors(d, expected):
+    assert float(_divisor.scale_for(d, torch.float32)) == expected
+    assert np.isnan(_divisor.scale_for(float("nan"), torch.float32))
+
+
+# --- the GEMM plan --------------------------------------------------------------------------
+
+H100 = Device(0, 132, (9, 0))
+A100 = Device(0, 108, (8, 0))
+ES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
+
+
+def rowmajor(r, c, dtype=torch.float32, aligned=True):
+    return Matrix(r, c, c, 1, ES[dtype], aligned)
+
+
+def colmajor(r, c, dtype=torch.float32):
+    return Matrix(r, c, 1, r, ES[dtype], True)
+
+
+def gplan(M, K, N, dtype=torch.float32, a=None, b=None, epi="EpiNone", dev=H100, **kw):
+    return gemm_plan.plan(M, N, K, dtype, a or rowmajor(M, K, dtype), b or rowmajor(K, N, dtype), epi, dev, **kw)
+
+
+def test_auto_follows_dtype_torch_switches_and_gpu():
+    assert gplan(512, 512, 512).family == "simt"                           # fp32, TF32 off: full fp32
+    assert gplan(512, 512, 512, tf32=True).family == "wgmma"               # TF32 allowed, Hopper
+    assert gplan(512, 512, 512, tf32=True, dev=A100).family == "tc"        # elsewhere: mma.sync
+    assert gplan(512, 512, 512, torch.bfloat16).family == "wgmma"
+    assert gplan(512, 512, 512, torch.float16, dev=A100).family == "tc"
+    assert gplan(512, 512, 512, torch.float64).family == "naive"
+    assert gplan(65535 * 128 + 1, 4, 4).family == "naive"                   # more row tiles than the grid holds
+
+
+@pytest.mark.parametrize("algo, dtype, dev, match", [
+    ("simt", torch.float16, H100, "algo='simt' is the fp32 kernel; got torch.float16"),
+    ("tc", torch.float64, H100, "algo='tc' takes float16, bfloat16 or float32"),
+    ("wgmma", torch.bfloat16, A100, r"algo='wgmma' needs a Hopper GPU \(compute capability 9.0\); cuda:0 has 8.0"),
+])
+def test_an_algo_that_cannot_take_the_problem_is_a_value_error(algo, dtype, dev, match):
+    with pytest.raises(ValueError, match=match):
+        gplan(64, 64, 64, dtype, dev=dev, algo=algo)
+    with pytest.raises(ValueError, match=r"algo='simt' takes at most 8388480 rows \(M\), got 8388481"):
+        gplan(65535 * 128 + 1, 4, 4, algo="simt")
+
+
+def test_hopper_tile_width_and_split_k_follow_the_tables():
+    p = gplan(4096, 4096, 4096, torch.bfloat16)
+    assert (p.tile, p.slices, p.grid) == ((128, 256), 1, (16, 32, 1))
+    assert p.kernel == "gemm_wgmma<bf16, true, 256, EpiNone>" and p.b.prep == "n-major" and p.a.prep == "as is"
+    p = gplan(1024, 1024, 1024, torch.bfloat16)                  # 0.24 waves of wide tiles
+    assert p.tile == (128, 128) and p.slices == 1                # 64 tiles: more than a quarter wave
+    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")   # 16 tiles: split K in 2
+    assert (p.slices, p.kslice) == (2, 512) and p.grid == (8, 2, 2)
+    assert p.kernel == "gemm_wgmma_partial<bf16, true, 128>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
+    forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
+    assert forced.tile == (128, 256) and forced.slices == 1
+
+
+def test_simt_split_k_fills_idle_sms():
+    p = gplan(1024, 1024, 1024, epi="EpiBiasReluScale")         # 64 tiles on 132 SMs
+    assert (p.slices, p.kslice, p.grid) == (2, 512, (8, 8, 2))
+    assert p.kernel == "gemm_simt<true, false, EpiNone, true>"   # partial products carry no epilogue
+    assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
+    p = gplan(4096, 4096, 4096)
+    assert p.slices == 1 and p.kernel == "gemm_simt<true, false, EpiNone, false>"
+
+
+def test_operand_preparation():
+    # matmul's row-major b in TF32: the tensor cores read K-major only, so b.T is transposed
+    # by the tiled kernel; a 16-bit row-major b is read in place (N-major)
+    assert gplan(300, 200, 100, tf32=True, algo="tc").b.prep == "transpose"
+    assert gplan(300, 200, 128, torch.bfloat16).b.prep == "n-major"
+    assert gplan(300, 200, 100, torch.bfloat16).b.prep == "transpose"   # 200-byte rows: not a TMA pitch
+    # linear_relu_div: b = weight.T of a row-major weight, read in place (K-major)
+    w = rowmajor(100, 200, torch.bfloat16)
+    p = gplan(300, 200, 100, torch.bfloat16, b=w.T, epi="EpiBiasReluScale")
+    assert p.b.prep == "as is" and p.kernel == "gemm_wgmma<bf16, false, 128, EpiBiasReluScale>"
+    # rows that do not start on 16-byte boundaries (x[:, 1:]) are copied for the tensor cores
+    a = Matrix(300, 199, 200, 1, 2, False)
+    assert gplan(300, 199, 100, torch.bfloat16, a=a).a.prep == "k-major copy"
+    # the CUDA-core kernel reads transposed views in place and copies only gapped views
+    p = gplan(300, 200, 100, a=colmajor(300, 200), b=colmajor(200, 100))
+    assert (p.a.prep, p.a.kmajor, p.b.prep, p.b.kmajor) == ("as is", False, "as is", True)
+    gapped = Matrix(200, 100, 300, 3, 4, True)
+    assert gplan(300, 200, 100, b=gapped).b == gemm_plan.Operand("contiguous copy", False, 100, True)
+
+
+def test_k_zero_on_hopper_takes_the_tc_kernel():
+    p = gplan(64, 0, 64, torch.bfloat16)
+    assert p.family == "tc" and "K == 0" in str(p)
+
+
+def test_every_kernel_a_plan_names_is_registered():
+    registered = {f: set(v) for f, v in gemm_plan.variants().items()}
+    layouts = lambda r, c, dt: [rowmajor(r, c, dt), colmajor(r, c, dt), Matrix(r, c, 3 * c, 3, ES[dt], True),
+                                rowmajor(r, c, dt, aligned=False)]
+    seen = set()
+    for dev in (H100, A100):
+        for dtype in ES:
+            for algo in gemm_plan.ALGOS:
+                for M, K, N in [(1, 1, 1), (64, 0, 64), (256, 1024, 1024), (4096, 4096, 4096), (129, 3000, 130)]:
+                    for a in layouts(M, K, dtype):
+                        for b in layouts(K, N, dtype):
+                            for epi in gemm_plan.EPILOGUES:
+                                for tf32 in (False, True):
+                                    try:
+                                        p = gemm_plan.plan(M, N, K, dtype, a, b, epi, dev, algo=algo, tf32=tf32)
+                                    except ValueError:
+                                        continue
+                                    assert p.kernel in registered[p.source], p
+                                    assert p.reduce is None or p.reduce in registered["gemm.cu"], p
+                                    seen.add(p.kernel)
+    assert len(seen) >= 40   # the sweep reaches most variants
