@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (the device tool): full pytest, the examples, the benchmarks and the
+# first-call figures. Logs go to $OUT (or ./gpu_out).
+# Usage: bash tools/gpu_suite.sh [tests|examples|bench|first_call|all]...
+# Wheels the GPU machine lacks (hypothesis, ...) are installed from ./.whl when it exists.
+set -uo pipefail
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
+what=${*:-all}
+rc=0
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
+for step in $what; do
+  case $step in
+    tests|all)
+      python3 -m pytest -q -ra -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest.log" | tail -25 || rc=1 ;;&
+    examples|all)
+      { python3 examples/linear_relu_div.py && python3 examples/relu.py && python3 examples/matmul.py; } \
+        2>&1 | tee "$OUT/examples.log" | grep -v "^  " || rc=1 ;;&
+    first_call|all)
+      python3 -m cupy_ops.bench.first_call --json "$OUT/first_call.json" 2>&1 | tee "$OUT/first_call.log" || rc=1 ;;&
+    bench|all)
+      python3 -m cupy_ops.bench --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
+  esac
+done
+exit $rc

@@ -1,0 +1,50 @@
+"""Calls every cupy_ops kernel variant on edge shapes; run under compute-sanitizer by
+tools/sanitize.sh (memcheck, racecheck, initcheck)."""
+import torch
+
+import cupy_ops
+
+torch.manual_seed(0)
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+calls = 0
+for dtype in DTYPES:
+    for n in (1, 3, 129, 4097):
+        base = torch.randn(n + 9, device="cuda").to(dtype)
+        for off in (0, 1, 3):
+            x = base[off:off + n]
+            cupy_ops.relu(x)
+            cupy_ops.relu_div(x, 3.0)
+            cupy_ops.relu_(x.clone())
+            cupy_ops.relu_div(x, torch.tensor(2.0, device="cuda"))
+            g = x.clone().requires_grad_()
+            cupy_ops.relu_div(g, 2.0).sum().backward()      # relu_backward
+            calls += 5
+    x2 = torch.randn(33, 65, device="cuda").to(dtype)
+    cupy_ops.relu(x2.t())
+    cupy_ops.relu(x2[:, ::2])
+    calls += 2
+    probe = torch.ones(1, 1, device="cuda", dtype=dtype)
+    algos = []
+    for algo in ("naive", "simt", "tc", "wgmma"):   # every family this GPU runs for the dtype
+        try:
+            cupy_ops.gemm_plan(probe, probe, algo=algo)
+            algos.append(algo)
+        except ValueError:
+            pass
+    for algo in algos:
+        for M, K, N in [(1, 1, 1), (129, 65, 33), (130, 17, 257), (64, 128, 128), (64, 600, 40)]:  # last: split-K
+            a = torch.randn(M, K, device="cuda").to(dtype)
+            b = torch.randn(K, N, device="cuda").to(dtype)
+            w = torch.randn(N, K, device="cuda").to(dtype)
+            bias = torch.randn(N, device="cuda").to(dtype)
+            cupy_ops.matmul(a, b, algo=algo)
+            cupy_ops.matmul(a.t().contiguous().t(), b.t().contiguous().t(), algo=algo)
+            cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
+            cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
+            calls += 4
+k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
+                    " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
+x = torch.randn(1000, device="cuda")
+k(x, torch.empty_like(x), x.numel(), grid=4, block=256)
+torch.cuda.synchronize()
+print(f"sanitize_program: {calls + 1} op calls done (float32 on the tensor-core kernels: TF32)")
