@@ -116,17 +116,73 @@ def linear_args(x, weight, bias, algo, algos) -> int:
     return device
 
 
-def out(out, x: torch.Tensor, device: int, op_name: str) -> None:
-    """``out=`` (or ``x`` of an in-place form) may receive the result of ``op_name`` on ``x``."""
+def dense(x: torch.Tensor) -> bool:
+    """torch's "non-overlapping and dense": the elements fill one gap-free block of memory in
+    some order (contiguous tensors, their transposes and permutations). An elementwise kernel
+    can walk such a tensor as a flat array."""
+    if x.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(x.stride(), x.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+_CLONE = "Please clone() the tensor before performing the operation."
+
+
+def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch's MemOverlapStatus::Partial (aten/src/ATen/MemoryOverlap.cpp): both dense, in one
+    storage, their byte ranges intersect and they are not the same elements in the same order.
+    Views torch cannot decide (not dense) are not refused, as torch does not refuse them."""
+    if a is b or a.numel() == 0 or b.numel() == 0 or not (dense(a) and dense(b)):
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    if a0 == b0 and a1 == b1:
+        return a.stride() != b.stride()
+    return a0 < b1 and b0 < a1
+
+
+def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> None:
+    """``out=`` (or ``x`` of an in-place form) may receive the result of ``op_name`` on ``x``
+    (and the other tensors it reads, ``inputs``), as torch's TensorIterator allows:
+
+    - type, dtype, shape and device of ``out`` (``TypeError`` / ``ValueError``);
+    - no element of ``out`` written twice (a broadcast ``out``), no partial overlap of ``out``
+      with anything the op reads (full overlap, in place, is fine): ``RuntimeError`` with
+      torch's message;
+    - autograd (grad mode on): an ``out=`` op does not record a graph, so an input that
+      requires grad is refused as torch refuses it; in place on a leaf that requires grad is
+      refused with torch's message; in place on a non-leaf that requires grad is not
+      supported (torch would record it) and says so.
+    """
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
     same_dtype("out", out, "x", x)
     if out.shape != x.shape:
         raise ValueError(f"out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
     same_device("out", out, "x", device)
-    if out.requires_grad and torch.is_grad_enabled():
-        raise RuntimeError(f"out (or x for the in-place {op_name}_) requires grad: an in-place write would break "
-                           "autograd; use the out-of-place form or torch.no_grad()")
+    if torch.is_grad_enabled():
+        if out is x and x.requires_grad:
+            if x.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise RuntimeError(f"{op_name}_ on a tensor that requires grad is not supported: cupy_ops does not "
+                               f"record in-place ops in the autograd graph; use the out-of-place {op_name}")
+        if out is not x and (out.requires_grad or any(t.requires_grad for t in (x, *inputs))):
+            raise RuntimeError(f"{op_name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+    if not dense(out) and any(sz > 1 and st == 0 for sz, st in zip(out.shape, out.stride())):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           f"single memory location. {_CLONE}")
+    for t in (x, *inputs):
+        if _partial_overlap(out, t):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                               f"refer to a single memory location. {_CLONE}")
 
 
 def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
@@ -149,7 +205,8 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
 
 # --- user kernels (cupy_ops.Kernel) ------------------------------------------------------
 
-_INT_RANGES = {"i32": (-(2**31), 2**32 - 1), "i64": (-(2**63), 2**64 - 1)}
+_INT_RANGES = {("i32", False): (-(2**31), 2**31 - 1), ("i32", True): (0, 2**32 - 1),
+               ("i64", False): (-(2**63), 2**63 - 1), ("i64", True): (0, 2**64 - 1)}
 
 
 def launch_dims(what: str, v) -> tuple[int, int, int]:
@@ -181,8 +238,10 @@ def kernel_pointer(kernel: str, pname: str, ctype: str, a):
                          f"strides); pass .contiguous()")
 
 
-def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a):
-    """A scalar argument of a user kernel (``kind`` f32, f64, i32, i64, tmap): the value to pack."""
+def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, unsigned: bool = False):
+    """A scalar argument of a user kernel (``kind`` f32, f64, i32, i64, tmap; ``unsigned``: of
+    an unsigned C type): the value to pack. An int outside its C type's range is a
+    ``ValueError`` naming the range (never a silent wrap)."""
     if kind == "tmap":
         if not isinstance(a, (bytes, bytearray)) or len(a) != 128:
             raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be the 128 bytes of a TMA "
@@ -195,9 +254,9 @@ def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a):
         return float(a)
     if isinstance(a, bool) or not isinstance(a, numbers.Integral):
         raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got {type(a).__name__}")
-    lo, hi = _INT_RANGES[kind]
+    lo, hi = _INT_RANGES[(kind, unsigned)]
     a = int(a)
     if not lo <= a <= hi:
-        raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) is out of range: {a}")
+        raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be in [{lo}, {hi}], got {a}")
     # slots are unsigned 32-bit (i32) and signed 64-bit (i64): wrap to those ranges
     return a & 0xFFFFFFFF if kind == "i32" else (a - 2**64 if a >= 2**63 else a)

@@ -41,6 +41,29 @@ _KINDS = {
     "i64": "i64", "u64": "i64",
     "TmaMap": "tmap",   # gemm_wgmma.cuh's 128-byte TMA tensor map, passed by value (built-in kernels)
 }
+_UNSIGNED = {"unsigned", "unsigned int", "uint32_t", "u32", "unsigned long long", "unsigned long", "uint64_t",
+             "u64", "size_t"}
+# What a pointer parameter may be given: its element type -> the torch dtypes of that type. The
+# unsigned raw-bits types take any dtype of their size (common.cuh moves f16/bf16 as u16);
+# types not listed (structs, typedefs, void) are not checked.
+_POINTEES: dict[str, tuple] = {
+    "float": (torch.float32,), "double": (torch.float64,),
+    "f16": (torch.float16,), "__half": (torch.float16,), "half": (torch.float16,),
+    "bf16": (torch.bfloat16,), "__nv_bfloat16": (torch.bfloat16,),
+    "bool": (torch.bool,), "char": (torch.int8, torch.uint8), "signed char": (torch.int8,), "int8_t": (torch.int8,),
+    "unsigned char": (torch.uint8, torch.bool), "uint8_t": (torch.uint8, torch.bool),
+    "short": (torch.int16,), "int16_t": (torch.int16,),
+    "int": (torch.int32,), "int32_t": (torch.int32,), "i32": (torch.int32,),
+    "long long": (torch.int64,), "long long int": (torch.int64,), "int64_t": (torch.int64,), "i64": (torch.int64,),
+    "long": (torch.int64,),
+}
+_UNSIGNED_SIZES = {"unsigned short": 2, "uint16_t": 2, "u16": 2, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
+                   "u32": 4, "unsigned long long": 8, "unsigned long": 8, "uint64_t": 8, "u64": 8, "size_t": 8}
+
+
+def _base_type(ctype: str) -> str:
+    """``const float* __restrict__`` -> ``float``."""
+    return " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ").replace("[", " ").replace("]", " ")).split())
 
 
 def _split_params(text: str) -> list[str]:
@@ -221,12 +244,20 @@ class Kernel:
         t_pattern = re.compile(rf"\b{self._template}\b") if self._template else None
         for (kind, pname, ctype), a in zip(params, args):
             if kind != "ptr":
-                values.append(checks.kernel_scalar(self.name, pname, ctype, "f64" if kind == "acc" else kind, a))
+                values.append(checks.kernel_scalar(self.name, pname, ctype, "f64" if kind == "acc" else kind, a,
+                                                   unsigned=_base_type(ctype) in _UNSIGNED))
                 continue
             checks.kernel_pointer(self.name, pname, ctype, a)
             if a is None:
                 values.append(0)
                 continue
+            base = _base_type(ctype)
+            if base in _POINTEES and a.dtype not in _POINTEES[base]:
+                raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be a tensor of dtype "
+                                f"{' or '.join(map(str, _POINTEES[base]))}, got {a.dtype}")
+            if base in _UNSIGNED_SIZES and a.element_size() != _UNSIGNED_SIZES[base]:
+                raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be a tensor of "
+                                f"{_UNSIGNED_SIZES[base]}-byte elements, got {a.dtype}")
             if device is None:
                 device = a.get_device()
             elif a.get_device() != device:

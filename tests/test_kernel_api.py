@@ -69,6 +69,18 @@ def test_call_errors_on_cpu():
         k(None, None, 2.0, 8, grid=1, block=8)
 
 
+def test_int_arguments_are_range_checked_by_their_c_type():
+    k = cupy_ops.Kernel("__global__ void k(float* y, int a, unsigned int b, long long c, unsigned long long d) {}", "k")
+    ok = dict(a=-(2**31), b=2**32 - 1, c=-(2**63), d=2**64 - 1)
+    with pytest.raises(ValueError, match="needs at least one CUDA tensor"):   # every scalar passed its check
+        k(None, *ok.values(), grid=1, block=1)
+    for name, bad, rng in [("a", 2**31 + 5, r"\[-2147483648, 2147483647\]"), ("b", -1, r"\[0, 4294967295\]"),
+                           ("c", 2**63, r"\[-9223372036854775808, 9223372036854775807\]"), ("d", -1, r"\[0, 18446744073709551615\]")]:
+        args = dict(ok, **{name: bad})
+        with pytest.raises(ValueError, match=rf"argument '{name}' of kernel k \(.*\) must be in {rng}, got {bad}"):
+            k(None, *args.values(), grid=1, block=1)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64], ids=str)
 def test_template_kernel_from_string(dtype, cuda):
@@ -115,3 +127,35 @@ def test_user_kernel_compile_error(cuda):
         k(x, grid=1, block=1)
     assert "bad" in info.value.source
     assert torch.equal(cupy_ops.relu(x), x)  # the library keeps working
+
+
+@pytest.mark.gpu
+def test_the_template_type_comes_from_a_parameter_of_that_type(cuda):
+    gather = cupy_ops.Kernel("""
+template <class T>
+__global__ void gather(const long long* idx, const T* x, T* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[idx[i]];
+}""", "gather")
+    x = torch.randn(1000, device=cuda, dtype=torch.float16)
+    idx = torch.randint(0, 1000, (777,), device=cuda)
+    y = torch.empty(777, device=cuda, dtype=torch.float16)
+    gather(idx, x, y, 777, grid=4, block=256)
+    assert torch.equal(y, x[idx])
+
+
+@pytest.mark.gpu
+def test_pointer_arguments_must_match_their_element_type(cuda):
+    k = cupy_ops.Kernel("__global__ void k(const float* x, unsigned short* bits, long long* idx, void* any) {}", "k")
+    f32, f16 = torch.zeros(4, device=cuda), torch.zeros(4, device=cuda, dtype=torch.float16)
+    i64 = torch.zeros(4, device=cuda, dtype=torch.int64)
+    k(f32, f16, i64, f16, grid=1, block=1)              # u16 takes any 2-byte dtype; void* anything
+    with pytest.raises(TypeError, match=r"argument 'x' of kernel k \(const float\*\) must be a tensor of dtype "
+                                        r"torch.float32, got torch.float16"):
+        k(f16, f16, i64, None, grid=1, block=1)
+    with pytest.raises(TypeError, match=r"argument 'bits' of kernel k .* must be a tensor of 2-byte elements, got "
+                                        r"torch.float32"):
+        k(f32, f32, i64, None, grid=1, block=1)
+    with pytest.raises(TypeError, match=r"argument 'idx' of kernel k .* must be a tensor of dtype torch.int64, got "
+                                        r"torch.int32"):
+        k(f32, f16, i64.int(), None, grid=1, block=1)

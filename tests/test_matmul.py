@@ -273,3 +273,18 @@ def test_tiled_algos_name_their_row_limit(cuda):
     c = cupy_ops.matmul(a[-5:] + 1, b)
     assert torch.equal(c, torch.ones(5, 2, device=cuda))
     assert torch.equal(cupy_ops.matmul(a, b)[-3:], torch.zeros(3, 2, device=cuda))
+
+
+@pytest.mark.slow
+def test_sizes_past_32_bits_are_computed_in_64_bit_or_refused_by_name(cuda):
+    """K = 2**31 from stride-0 operands (no memory): the tiled kernels (32-bit sizes) refuse it
+    naming K; "auto" takes the naive kernel, whose sizes and indices are 64-bit: the float64
+    sum of 2**31 ones is exact (one thread adds them: ~10 s)."""
+    K = 2**31
+    ones = lambda *shape, dtype=torch.float32: torch.ones(1, 1, device=cuda, dtype=dtype).expand(*shape)  # noqa: E731
+    for algo in ("simt", "tc", "wgmma"):
+        with pytest.raises(ValueError, match=rf"algo='{algo}' takes K up to 2147483647 \(32-bit sizes\), got K"):
+            cupy_ops.matmul(ones(1, K), ones(K, 1), algo=algo)
+    assert cupy_ops.gemm_plan(ones(1, K), ones(K, 1)).family == "naive"
+    assert cupy_ops.gemm_plan(ones(1, 1), ones(1, K)).family == "naive"          # N = 2**31
+    assert cupy_ops.matmul(ones(1, K, dtype=torch.float64), ones(K, 1, dtype=torch.float64)).item() == float(K)

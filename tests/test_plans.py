@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from cupy_ops import checks
 from cupy_ops.ops import elementwise, gemm_plan
 from cupy_ops.ops import divisor as _divisor
 from cupy_ops.ops.gemm_plan import Device, Matrix
@@ -65,14 +66,14 @@ def test_elementwise_plan_covers_every_element():
 
 def test_is_dense():
     x = torch.empty(4, 6)
-    assert elementwise.is_dense(x)
-    assert elementwise.is_dense(x.t())
-    assert elementwise.is_dense(torch.empty(2, 3, 4).permute(2, 0, 1))
-    assert elementwise.is_dense(torch.empty(4, 1, 6)[:, :, :])
-    assert not elementwise.is_dense(x[:, 1:])
-    assert not elementwise.is_dense(x[::2])
-    assert elementwise.is_dense(x[1:])  # offset views are still one block
-    assert not elementwise.is_dense(torch.empty(3).expand(4, 3))  # overlapping
+    assert checks.dense(x)
+    assert checks.dense(x.t())
+    assert checks.dense(torch.empty(2, 3, 4).permute(2, 0, 1))
+    assert checks.dense(torch.empty(4, 1, 6)[:, :, :])
+    assert not checks.dense(x[:, 1:])
+    assert not checks.dense(x[::2])
+    assert checks.dense(x[1:])  # offset views are still one block
+    assert not checks.dense(torch.empty(3).expand(4, 3))  # overlapping
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
@@ -199,3 +200,20 @@ def test_every_kernel_a_plan_names_is_registered():
                                     assert p.reduce is None or p.reduce in registered["gemm.cu"], p
                                     seen.add(p.kernel)
     assert len(seen) >= 40   # the sweep reaches most variants
+
+
+def test_sizes_past_32_bits_take_the_64_bit_kernel_or_are_refused_by_name():
+    # stride-0 operands: no memory needed, the plan sees only shapes and strides
+    big = 2**31
+    wide_a, wide_b = Matrix(1, big, 0, 0, 4, True), Matrix(big, 1, 0, 0, 4, True)
+    assert gemm_plan.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "naive"
+    assert gemm_plan.plan(1, big, 1, torch.bfloat16, Matrix(1, 1, 1, 1, 2, True), Matrix(1, big, 0, 0, 2, True),
+                          "EpiNone", H100).family == "naive"
+    huge = 2**32 + 16
+    assert gemm_plan.plan(1, 1, huge, torch.float32, Matrix(1, huge, 0, 0, 4, True), Matrix(huge, 1, 0, 0, 4, True),
+                          "EpiNone", H100).family == "naive"
+    for algo in ("simt", "tc", "wgmma"):
+        with pytest.raises(ValueError, match=rf"algo='{algo}' takes K up to 2147483647 \(32-bit sizes\), got "
+                                             r"K = 2147483648"):
+            gemm_plan.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100, algo=algo)
+    assert gemm_plan.plan(1, 1, big - 1, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "simt"

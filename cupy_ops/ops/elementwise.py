@@ -41,22 +41,8 @@ def plan(n: int, itemsize: int, ptrs: tuple) -> tuple[int, int, int]:
     return (n + _SCALAR_PER_BLOCK - 1) // _SCALAR_PER_BLOCK, 0, 0
 
 
-def is_dense(x: torch.Tensor) -> bool:
-    """True when ``x``'s elements fill one gap-free block of memory in some order.
-
-    Contiguous tensors, transposes and permutations of them are dense: an elementwise
-    kernel can walk them as a flat array (into an output with the same strides).
-    """
-    if x.is_contiguous():
-        return True
-    expected = 1
-    for stride, size in sorted((st, sz) for st, sz in zip(x.stride(), x.shape) if sz != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
-
-
+is_dense = checks.dense
+_bump_version = getattr(torch.autograd.graph, "increment_version", None) or torch._C._increment_version
 _grad_enabled = torch.is_grad_enabled
 _is_compiling = torch.compiler.is_compiling
 _empty_like = torch.empty_like
@@ -89,13 +75,15 @@ class Elementwise:
                 return y
         return None
 
-    def __call__(self, x, out, extra: tuple, device: int) -> torch.Tensor:
+    def __call__(self, x, out, extra: tuple, device: int, inputs: tuple = ()) -> torch.Tensor:
         """Apply to ``x`` (already checked: a CUDA tensor of a supported dtype on ``device``).
 
         ``out=None`` allocates the result as torch does (same strides when ``x`` is dense);
-        ``out=x`` works in place; any other ``out`` must pass ``checks.out``. Dense inputs are
-        read where they are; views with gaps are gathered into a dense copy first (and, for
-        ``out``/in place, copied back).
+        ``out=x`` works in place; any other ``out`` must pass ``checks.out`` (``inputs``: the
+        other tensors the kernel reads, e.g. a GPU divisor). Dense inputs are read where they
+        are; views with gaps are gathered into a dense copy first (and, for ``out``/in place,
+        copied back). A written ``out`` has its version counter bumped, as torch's in-place
+        and out= ops do, so autograd sees the write.
         """
         if out is None:
             if not is_dense(x):
@@ -105,11 +93,12 @@ class Elementwise:
             y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
             self.launch((x, y), extra, device)
             return y
-        checks.out(out, x, device, self.name)
+        checks.out(out, x, device, self.name, inputs)
         if (out is x or out.stride() == x.stride()) and is_dense(x):
             self.launch((x, out), extra, device)
+            _bump_version(out)
             return out
-        out.copy_(self(x, None, extra, device))
+        out.copy_(self(x, None, extra, device))   # (copy_ bumps the version itself)
         return out
 
     def launch(self, tensors: tuple, extra: tuple, device: int) -> None:

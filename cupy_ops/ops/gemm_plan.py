@@ -66,6 +66,7 @@ WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a Hopper split-K slice
 # fp32 1024^3 0.54x -> 1.04x torch, linear 256x1024x1024 0.39x -> 1.70x.
 SIMT_SPLIT_MIN_K = 128
 MAX_ROW_TILES = 65535     # the grid's y dimension holds the row tiles
+INT32_MAX = 2**31 - 1     # the tiled kernels take M, N, K as int (indices into them are 64-bit)
 
 TENSOR_CORE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -159,11 +160,16 @@ def _tf(b: bool) -> str:
 
 # --- family choice ------------------------------------------------------------------------
 
-def unsupported(family: str, M: int, dtype: torch.dtype, dev: Device) -> str | None:
-    """Why ``family`` cannot compute a GEMM of ``M`` rows of ``dtype`` on ``dev`` (None: it can)."""
+def unsupported(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
+    """Why ``family`` cannot compute an (M x K) @ (K x N) GEMM of ``dtype`` on ``dev`` (None:
+    it can). The naive kernel computes every size and index in 64-bit."""
     if family != "naive" and cdiv(M, SIMT_TILE) > MAX_ROW_TILES:
         return (f"takes at most {MAX_ROW_TILES * SIMT_TILE} rows (M), got {M}; use 'auto' (it takes the naive "
                 f"kernel there) or 'naive'")
+    for dim, size in (("N", N), ("K", K)):
+        if family != "naive" and size > INT32_MAX:
+            return (f"takes {dim} up to {INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
+                    f"naive kernel there) or 'naive'")
     if family == "simt" and dtype != torch.float32:
         return f"is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')"
     if family in ("tc", "wgmma") and dtype not in TENSOR_CORE_DTYPES:
@@ -174,15 +180,16 @@ def unsupported(family: str, M: int, dtype: torch.dtype, dev: Device) -> str | N
     return None
 
 
-def choose(algo: str, M: int, dtype: torch.dtype, dev: Device, tf32: bool) -> str:
+def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool) -> str:
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
-    (``tf32``), else "simt" (full fp32); float64, or more rows than the tiled grids hold: "naive".
-    Raises ``ValueError`` when an explicit ``algo`` cannot take the problem."""
+    (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take
+    (``unsupported``): "naive". Raises ``ValueError`` when an explicit ``algo`` cannot take
+    the problem."""
     if algo != "auto":
-        checks.fits("algo", algo, unsupported(algo, M, dtype, dev))
+        checks.fits("algo", algo, unsupported(algo, M, N, K, dtype, dev))
         return algo
-    if cdiv(M, SIMT_TILE) > MAX_ROW_TILES or dtype == torch.float64:
+    if dtype == torch.float64 or unsupported("simt", M, N, K, torch.float32, dev) is not None:
         return "naive"
     if dtype != torch.float32 or tf32:
         return "wgmma" if dev.has_wgmma else "tc"
@@ -320,7 +327,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     if tile_n is not None and tile_n not in WG_TILE_NS:
         raise ValueError(f"tile_n must be one of {WG_TILE_NS}, got {tile_n!r}")
-    family = choose(algo, M, dtype, dev, tf32)
+    family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev, {"tile_n": tile_n, "split_k": split_k})
 
 

@@ -20,11 +20,15 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     Raises:
         TypeError: ``x`` or ``out`` is not a tensor, or has an unsupported or mismatched dtype.
         ValueError: ``x`` is not on a CUDA device, or ``out`` has another shape or device.
-        RuntimeError: ``out`` requires grad.
+        RuntimeError: as torch: ``out`` partially overlaps ``x`` or repeats elements; ``out=``
+            with an input that requires grad (grad mode on).
     """
     return KERNEL(x, out, (), checks.cuda_tensor("x", x))
 
 
 def relu_(x: torch.Tensor) -> torch.Tensor:
-    """In-place ``relu``: overwrites and returns ``x`` (same arguments and errors as ``relu``)."""
+    """In-place ``relu``: overwrites and returns ``x`` and bumps its version counter (so autograd
+    refuses a backward that saved the old values, as after torch's ``relu_``). A leaf that
+    requires grad is refused with torch's message; other tensors that require grad are refused
+    (cupy_ops does not record in-place ops in the graph)."""
     return KERNEL(x, x, (), checks.cuda_tensor("x", x))

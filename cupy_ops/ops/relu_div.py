@@ -24,16 +24,19 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
     Raises:
         TypeError: ``x``/``out`` not a tensor or of a wrong dtype; ``divisor`` not a number.
         ValueError: ``x`` not on CUDA; ``out`` or ``divisor`` of a wrong shape or device.
-        RuntimeError: ``out`` requires grad.
+        RuntimeError: as torch: ``out`` partially overlaps ``x`` or the divisor, or repeats
+            elements; ``out=`` with an input that requires grad (grad mode on).
     """
     device = checks.cuda_tensor("x", x)
     scale, on_device = _divisor.parse(divisor, x, device)
     # on_device (a GPU divisor, if any) stays referenced until the launch is queued
-    return KERNEL(x, out, (scale, 0 if on_device is None else on_device.data_ptr()), device)
+    return KERNEL(x, out, (scale, 0 if on_device is None else on_device.data_ptr()), device,
+                  (divisor,) if on_device is not None else ())
 
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     """In-place ``relu_div``: overwrites and returns ``x`` (same arguments and errors)."""
     device = checks.cuda_tensor("x", x)
     scale, on_device = _divisor.parse(divisor, x, device)
-    return KERNEL(x, x, (scale, 0 if on_device is None else on_device.data_ptr()), device)
+    return KERNEL(x, x, (scale, 0 if on_device is None else on_device.data_ptr()), device,
+                  (divisor,) if on_device is not None else ())
