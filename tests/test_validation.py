@@ -59,3 +59,11 @@ def test_errors_leave_the_library_usable():
         cupy_ops.relu(3)
     with pytest.raises(ValueError, match="x must be a CUDA tensor"):
         cupy_ops.relu(torch.randn(3))
+
+
+def test_a_gemm_plan_of_an_empty_output_is_a_value_error():
+    from cupy_ops import checks
+
+    with pytest.raises(ValueError, match=r"no kernel runs for an empty output \(0 x 5\)"):
+        checks.nonempty_output(0, 5)
+    checks.nonempty_output(1, 5)
