@@ -5,16 +5,19 @@ host time. When autograd has to record the call (an input requires grad and grad
 on) or torch.compile is tracing, the call goes through the ``cupy_ops::*`` custom ops
 instead (cupy_ops/torch_ops.py), which carry the fake implementations and the backward.
 The docstrings of the launchers in ``cupy_ops.ops`` list shapes, dtypes and errors; the
-arguments are checked there (and in ``ops.divisor.number`` for the custom ops' divisor).
+arguments are checked there (``checks``). Under autograd, a divisor *tensor* and in-place calls
+on tensors autograd tracks are computed as the torch expression they stand for, with our ReLU
+and torch's division, so torch's autograd gives every gradient (the divisor's included) and
+the values stay torch's bit for bit.
 """
 from __future__ import annotations
 
 import torch
 
-from . import ops, torch_ops
+from . import checks, ops, torch_ops
 from .ops import divisor as _divisor
 from .ops import gemm as _gemm
-from .ops.gemm_plan import GemmPlan
+from .ops.gemm_plan import ALGOS, GemmPlan
 from .ops.relu import KERNEL as _RELU
 from .ops.relu_div import KERNEL as _RELU_DIV
 
@@ -33,10 +36,28 @@ def _record(*tensors) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
 
 
-def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.relu(x)``, bit for bit (see ``cupy_ops.ops.relu`` for arguments and errors).
+def _tracked_in_place(x, divisor=None) -> bool:
+    """An in-place call autograd must record: x is not a leaf that requires grad (torch's
+    error for those comes from ops) and x or the divisor requires grad, grad mode on."""
+    if not torch.is_grad_enabled() or not isinstance(x, torch.Tensor) or (x.requires_grad and x.is_leaf):
+        return False
+    return x.requires_grad or (isinstance(divisor, torch.Tensor) and divisor.requires_grad)
 
-    Differentiable, and traceable by torch.compile (as ``cupy_ops::relu``) when ``out`` is None.
+
+def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.relu(x)``, bit for bit.
+
+    Args:
+        x: CUDA tensor of any shape and strides, float32 / float16 / bfloat16 / float64.
+        out: optional tensor of ``x``'s shape, dtype and device to write into (no autograd).
+    Returns:
+        A tensor like ``torch.relu(x)`` (``out`` when given). Differentiable to any order,
+        traceable by torch.compile as ``cupy_ops::relu`` (when ``out`` is None).
+    Raises:
+        TypeError, ValueError, RuntimeError: see ``cupy_ops.ops.relu``.
+
+    Example:
+        >>> y = cupy_ops.relu(torch.randn(1024, device="cuda"))
     """
     if out is None:
         y = _relu_fast(x, ())
@@ -48,32 +69,73 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
 
 
 def relu_(x: torch.Tensor) -> torch.Tensor:
-    """In-place ``relu``; not differentiable (an input that requires grad is a RuntimeError)."""
+    """In-place ``relu``: overwrites and returns ``x``, bumping its version counter as torch's
+    ``relu_`` does. On a tensor autograd tracks (a non-leaf that requires grad) the call is
+    recorded, as torch records ``x.relu_()``; on a leaf that requires grad it raises torch's
+    RuntimeError."""
+    if _tracked_in_place(x):
+        return x.copy_(torch_ops.relu(x))   # relu saves its output, not x: x may be overwritten
     return ops.relu_(x)
 
 
 def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.relu(x) / divisor`` in one pass, bit for bit (see ``cupy_ops.ops.relu_div``).
+    """``torch.relu(x) / divisor`` in one pass, bit for bit.
 
-    Differentiable with respect to ``x`` and traceable by torch.compile when ``out`` is None
-    and ``divisor`` is a number (or a CPU tensor).
+    Args:
+        x: CUDA tensor of any shape and strides, float32 / float16 / bfloat16 / float64.
+        divisor: a real number, a 0-dim CPU tensor, or a one-element tensor on ``x``'s GPU.
+        out: optional tensor to write into (no autograd).
+    Returns:
+        A tensor like ``torch.relu(x) / divisor``. Differentiable to any order with respect to
+        ``x`` and a divisor tensor (as torch, which gives the divisor its gradient too);
+        traceable by torch.compile.
+    Raises:
+        TypeError, ValueError, RuntimeError: see ``cupy_ops.ops.relu_div``.
+
+    Example:
+        >>> y = cupy_ops.relu_div(torch.randn(1024, device="cuda"), 2.0)
     """
     if out is None and type(divisor) is float and type(x) is torch.Tensor:
         y = _relu_div_fast(x, (_scale_for(divisor, x.dtype), 0))
         if y is not None:
             return y
-    if out is None and _record(x):
-        return torch_ops.relu_div(x, _divisor.number(divisor, " for autograd and torch.compile"))
+    if out is None and _record(x, divisor):
+        if isinstance(divisor, torch.Tensor):
+            checks.divisor(divisor, checks.cuda_tensor("x", x))
+            return torch_ops.relu(x) / divisor
+        checks.divisor(divisor, -1)
+        return torch_ops.relu_div(x, float(divisor))
     return ops.relu_div(x, divisor, out=out)
 
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
-    """In-place ``relu_div``; not differentiable."""
+    """In-place ``relu_div``: overwrites and returns ``x`` (same arguments as ``relu_div``).
+    When ``x`` (not a leaf) or the divisor requires grad, autograd records it (as an in-place
+    ReLU, then torch's ``div_``) with the gradients of ``torch.relu(x) / divisor``; a leaf that
+    requires grad raises torch's RuntimeError."""
+    if _tracked_in_place(x, divisor):
+        checks.divisor(divisor, checks.cuda_tensor("x", x))
+        return relu_(x).div_(divisor)
     return ops.relu_div_(x, divisor)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
-    """``a @ b`` for 2-D tensors (see ``cupy_ops.ops.matmul``); differentiable, traceable."""
+    """``a @ b`` for 2-D CUDA tensors.
+
+    Args:
+        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides.
+        b: (K, N) tensor of ``a``'s dtype and device, any strides.
+        algo: ``"auto"`` (follows torch's TF32 switches), ``"wgmma"``, ``"tc"``, ``"simt"``
+            or ``"naive"``; ``cupy_ops.gemm_plan(a, b)`` says which kernel a call takes.
+    Returns:
+        The contiguous (M, N) product in ``a``'s dtype, accumulated in fp32 (fp64 for float64).
+        Differentiable to any order; traceable by torch.compile.
+    Raises:
+        TypeError, ValueError: see ``cupy_ops.ops.matmul``.
+
+    Example:
+        >>> c = cupy_ops.matmul(torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda"))
+    """
     if _record(a, b):
         return torch_ops.matmul(a, b, algo)
     return ops.matmul(a, b, algo=algo)
@@ -81,11 +143,34 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
                     *, algo: str = "auto") -> torch.Tensor:
-    """``relu(x @ weight.T + bias) / divisor`` fused (see ``cupy_ops.ops.linear_relu_div``);
-    differentiable with respect to x, weight and bias, traceable by torch.compile."""
-    if _record(x, weight, bias):
-        d = _divisor.number(divisor, " for linear_relu_div")
-        return torch_ops.linear_relu_div(x, weight, bias, d, algo)
+    """``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide fused in
+    the GEMM's epilogue.
+
+    Args:
+        x: (M, K) CUDA tensor, float32 / float16 / bfloat16 / float64.
+        weight: (N, K) tensor as ``nn.Linear.weight``; bias: (N,) tensor or None.
+        divisor: a real number or a 0-dim CPU tensor.
+        algo: as for ``matmul``.
+    Returns:
+        The contiguous (M, N) result in ``x``'s dtype. Differentiable to any order with respect
+        to x, weight, bias and a divisor tensor: under autograd it is computed as
+        ``linear_relu(x, weight, bias) / divisor`` (the same values: the fused epilogue rounds
+        the Linear output to the dtype before the ReLU, as torch does), so the ReLU mask comes
+        from the pre-activation's sign, as in torch. Traceable by torch.compile.
+    Raises:
+        TypeError, ValueError: see ``cupy_ops.ops.linear_relu_div``.
+
+    Example:
+        >>> layer = torch.nn.Linear(64, 32, device="cuda")
+        >>> y = cupy_ops.linear_relu_div(torch.randn(8, 64, device="cuda"), layer.weight, layer.bias, 2.0)
+    """
+    if _record(x, weight, bias, divisor):
+        device = checks.linear_args(x, weight, bias, algo, ALGOS)
+        checks.divisor(divisor, device, cuda_ok=False, context=" for linear_relu_div")
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in (x, weight, bias, divisor)):
+            return torch_ops.linear_relu(x, weight, bias, algo) / divisor
+        return torch_ops.linear_relu_div(x, weight, bias, float(divisor), algo)
     return ops.linear_relu_div(x, weight, bias, divisor, algo=algo)
 
 

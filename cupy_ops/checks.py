@@ -158,8 +158,8 @@ def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> 
       torch's message;
     - autograd (grad mode on): an ``out=`` op does not record a graph, so an input that
       requires grad is refused as torch refuses it; in place on a leaf that requires grad is
-      refused with torch's message; in place on a non-leaf that requires grad is not
-      supported (torch would record it) and says so.
+      refused with torch's message; other in-place calls autograd would have to record are
+      refused here (the public ``cupy_ops.relu_`` and ``relu_div_`` record them: api.py).
     """
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
@@ -168,11 +168,11 @@ def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> 
         raise ValueError(f"out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
     same_device("out", out, "x", device)
     if torch.is_grad_enabled():
-        if out is x and x.requires_grad:
-            if x.is_leaf:
+        if out is x and (x.requires_grad or any(t.requires_grad for t in inputs)):
+            if x.requires_grad and x.is_leaf:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            raise RuntimeError(f"{op_name}_ on a tensor that requires grad is not supported: cupy_ops does not "
-                               f"record in-place ops in the autograd graph; use the out-of-place {op_name}")
+            raise RuntimeError(f"cupy_ops.ops.{op_name}_ does not record in-place ops in the autograd graph; "
+                               f"cupy_ops.{op_name}_ does (as torch records them)")
         if out is not x and (out.requires_grad or any(t.requires_grad for t in (x, *inputs))):
             raise RuntimeError(f"{op_name}(): functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")
@@ -186,8 +186,9 @@ def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> 
 
 
 def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
-    """``d`` is a real number or a one-element real tensor (on the CPU, or on CUDA device
-    ``device`` when ``cuda_ok``). ``context`` says why a CUDA tensor is refused."""
+    """``d`` is what torch accepts as the divisor of a CUDA tensor: a real number (an int within
+    int64), a 0-dim real CPU tensor, or (when ``cuda_ok``) a one-element real tensor on CUDA
+    device ``device``. ``context`` says why a CUDA tensor is refused."""
     if isinstance(d, torch.Tensor):
         if d.numel() != 1:
             raise ValueError(f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(d.shape)}")
@@ -195,12 +196,18 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
             raise TypeError(f"divisor must be a real number, got a tensor of dtype {d.dtype}")
         if d.is_cuda:
             if not cuda_ok:
-                raise ValueError(f"divisor must be a number or a CPU tensor{context}, got a CUDA tensor")
+                raise ValueError(f"divisor must be a number or a 0-dim CPU tensor{context}, got a CUDA tensor")
             if d.get_device() != device:
                 raise ValueError(f"divisor must be on the same device as x (cuda:{device}), got {d.device}")
+        elif d.dim() != 0:
+            # torch: "Expected all tensors to be on the same device" (only 0-dim CPU tensors mix)
+            raise ValueError(f"divisor on the CPU must be a 0-dim tensor (as torch requires with a CUDA x), got "
+                             f"shape {tuple(d.shape)}; use divisor.reshape(()) or move it to x's device")
         return
     if isinstance(d, bool) or not isinstance(d, numbers.Real):
         raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(d).__name__}")
+    if isinstance(d, numbers.Integral) and not -(2**63) <= d < 2**63:
+        raise ValueError(f"divisor must fit in int64 as torch requires of an int, got {d}")
 
 
 # --- user kernels (cupy_ops.Kernel) ------------------------------------------------------
@@ -225,17 +232,26 @@ def launch_dims(what: str, v) -> tuple[int, int, int]:
 
 
 def kernel_pointer(kernel: str, pname: str, ctype: str, a):
-    """A pointer argument of a user kernel: ``None`` or a contiguous CUDA tensor."""
+    """A pointer argument of a user kernel: ``None``, a contiguous CUDA tensor, or a CUDA array
+    of another library (DLPack or ``__cuda_array_interface__``: a CuPy array, say), which is
+    returned as a tensor viewing the same memory (no copy; DLPack makes torch's current
+    stream wait for the array's producer stream). Returns what the kernel gets."""
     if a is None:
-        return
+        return None
     if not isinstance(a, torch.Tensor):
-        raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor or None, "
-                        f"got {type(a).__name__}")
+        if hasattr(a, "__dlpack__"):
+            a = torch.from_dlpack(a)
+        elif hasattr(a, "__cuda_array_interface__"):
+            a = torch.as_tensor(a, device="cuda")
+        else:
+            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor, a CUDA array "
+                            f"(DLPack or __cuda_array_interface__) or None, got {type(a).__name__}")
     if not a.is_cuda:
         raise ValueError(f"argument {pname!r} of kernel {kernel} must be a CUDA tensor, got a tensor on {a.device}")
     if not a.is_contiguous():
         raise ValueError(f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
                          f"strides); pass .contiguous()")
+    return a
 
 
 def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, unsigned: bool = False):

@@ -11,19 +11,26 @@ with the machinery the built-in ops use (they are declared with ``Kernel.builtin
     scale(x, y, 2.0, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
 
 The parameter list is read from the source, so each argument is checked and passed with the
-right C type: tensors for pointers (CUDA, contiguous, on one device), Python numbers for
+right C type: tensors for pointers (CUDA, contiguous, on one device; arrays of other
+libraries that speak DLPack or the CUDA array interface, such as CuPy arrays, are viewed as
+tensors without a copy), Python numbers for
 ``float``/``double``/``int``/``long long``. A ``template <class T>`` kernel is instantiated
 for float32 (``float``), float16 (``f16``), bfloat16 (``bf16``) and float64 (``double``); the
 first tensor passed for a parameter of type ``T*`` picks ``T``. ``cuda_src/common.cuh`` is
 pasted in before your code: it gives the ``f16``/``bf16`` element types and exact
 conversions, ``to_float(x[i])`` and ``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on
 torch's current stream of the tensors' device. Each instantiation compiles on its first
-launch and is cached per device and on disk.
+launch and is cached per device and on disk; once the last ``Kernel`` object of a source is
+gone, its loaded modules are released (after the launches queued from them have finished;
+a kernel captured into a CUDA graph stays loaded for the graph's sake).
 """
 from __future__ import annotations
 
+import collections
 import os
 import re
+import threading
+import weakref
 from pathlib import Path
 
 import torch
@@ -31,6 +38,7 @@ import torch
 from . import checks, compiler, launch
 from .dtypes import CUDA_NAMES, SUPPORTED_TEXT
 
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed|__grid_constant__)\b")
 _KINDS = {
     "float": "f32", "double": "f64",
@@ -131,6 +139,40 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     return template, params
 
 
+# User sources and how many live Kernel objects use each. A Kernel's finalizer only queues its
+# source in _dead (a finalizer may run inside the garbage collector, on any thread, while this
+# thread holds a lock); _release_dead settles the queue when the next Kernel is made: a source
+# no Kernel uses any more is dropped from the registry, its binaries from memory, and its
+# loaded modules retired (launch.retire: unloaded once no launch of theirs can be in flight).
+_users: dict = {}
+_dead: collections.deque = collections.deque()
+_users_lock = threading.Lock()
+
+
+def _release_dead() -> None:
+    released = []
+    with _users_lock:
+        while _dead:
+            src = _dead.popleft()
+            _users[src] -= 1
+            if _users[src] == 0:
+                del _users[src]
+                released.append(src)
+    for src in released:
+        compiler.release(src)
+        variants = list(src.variants.values())
+        for v in variants:
+            compiler.drop(v)
+        launch.retire(variants)
+
+
+def _track(kernel: "Kernel", src) -> None:
+    _release_dead()
+    with _users_lock:
+        _users[src] = _users.get(src, 0) + 1
+    weakref.finalize(kernel, _dead.append, src)
+
+
 class Kernel:
     """A CUDA C kernel from a file or a string, launched on torch tensors.
 
@@ -165,7 +207,7 @@ class Kernel:
         else:
             raise TypeError(f"source must be CUDA code (str) or a path to a .cu file, got {type(source).__name__}")
         if '#include "common.cuh"' not in code:
-            code = '#include "common.cuh"\n' + code
+            code = '#include "common.cuh"\n#line 1\n' + code   # the user's lines keep their numbers
         src = compiler.user(code, label, directory=directory)
         template, params = parse_signature(src.text(), name)
         if template == "":
@@ -178,6 +220,7 @@ class Kernel:
             params = [(k, p, c) for k, (_, p, c) in zip(signature, params)]
         exprs = {dt: f"{name}<{c}>" for dt, c in CUDA_NAMES.items()} if template else {None: name}
         self._setup(src, name, exprs, template, params)
+        _track(self, src)
 
     @classmethod
     def builtin(cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None) -> "Kernel":
@@ -208,6 +251,18 @@ class Kernel:
         if self._params is None:
             self._template, self._params = parse_signature(self._source.text(), self.name)
         return list(self._params)
+
+    @property
+    def expressions(self) -> list[str]:
+        """The instantiations this kernel launches (``"scale<float>"``, ... or its name)."""
+        return [v.expr for v in self._variants.values()]
+
+    def compile_offline(self, arch: str) -> list[compiler.OfflineResult]:
+        """Compile every instantiation for ``arch`` (``"sm_90"``) with NVRTC, as the first launch
+        would, without a GPU: one result per instantiation with its registers, spills and
+        shared memory, or NVRTC's log (``ok`` False). ``python -m cupy_ops compile PATH.cu``
+        prints these."""
+        return compiler.compile_offline(self._source, arch, self.expressions)
 
     def variant(self, key) -> compiler.Variant:
         """The registered variant of ``key`` (a dtype, or an instantiation expression)."""
@@ -247,7 +302,7 @@ class Kernel:
                 values.append(checks.kernel_scalar(self.name, pname, ctype, "f64" if kind == "acc" else kind, a,
                                                    unsigned=_base_type(ctype) in _UNSIGNED))
                 continue
-            checks.kernel_pointer(self.name, pname, ctype, a)
+            a = checks.kernel_pointer(self.name, pname, ctype, a)
             if a is None:
                 values.append(0)
                 continue
@@ -281,6 +336,8 @@ class Kernel:
         if 0 in grid3:
             return
         h = self.handle(dtype, device)
+        if not h.pinned and _capturing():
+            h.pinned = True   # a CUDA graph holds this kernel now: never unload its module
         try:
             launch.launch(h, grid3, block3, values, shared_mem)
         except RuntimeError as exc:  # CuPy's CUDADriverError: e.g. too much shared memory

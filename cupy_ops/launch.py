@@ -40,7 +40,8 @@ class KernelHandle:
     ``"tmap"`` (128 bytes).
     """
 
-    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "name", "_tls", "smem_limit", "offsets", "nbytes")
+    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "name", "_tls", "smem_limit", "offsets", "nbytes",
+                 "pinned", "__weakref__")
 
     def __init__(self, fn, device: int, signature, name: str):
         for kind in signature:
@@ -57,6 +58,7 @@ class KernelHandle:
         self.nbytes = sum(sizes)
         self._tls = threading.local()     # argument buffers are per thread: launches may race
         self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
+        self.pinned = False               # launched into a CUDA graph: never unloaded (see retire)
 
     def allow_shared_memory(self, nbytes: int) -> None:
         """Let launches use ``nbytes`` of dynamic shared memory (above the 48 KB default)."""
@@ -136,7 +138,43 @@ def _bind_driver() -> None:
         _driver = driver
 
 
+# Handles of released user kernels (``retire``) wait here until no launch of theirs can be
+# in flight; graph-captured ones are kept for the life of the process (a graph may replay them).
+_retired: list[KernelHandle] = []
+_pinned: list[KernelHandle] = []
+
+
+def retire(variants) -> None:
+    """Take the handles of ``variants`` (of a user kernel no longer referenced) out of the
+    cache. Their modules are unloaded by ``unload_retired``, at the next module load: not now,
+    as launches may still be queued on some stream, and this may run inside the garbage
+    collector, where no CUDA call belongs."""
+    variants = set(variants)
+    with _lock:
+        for key in [k for k in handles if k[0] in variants]:
+            _retired.append(handles.pop(key))
+
+
+def unload_retired() -> int:
+    """Unload the modules of retired handles (``retire``) once their devices are idle: each
+    device they live on is synchronized first, so no launch of theirs is in flight. Skipped
+    while this thread captures a CUDA graph. Handles once launched into a graph stay loaded.
+    Returns how many were released."""
+    if not _retired or torch.cuda.is_current_stream_capturing():
+        return 0
+    with _lock:
+        batch, _retired[:] = list(_retired), []
+    keep = [h for h in batch if h.pinned]
+    _pinned.extend(keep)
+    for device in {h.device for h in batch if not h.pinned}:
+        torch.cuda.synchronize(device)
+    released = len(batch) - len(keep)
+    del batch, keep   # the last references: CuPy unloads each module as its Function goes
+    return released
+
+
 def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHandle:
+    unload_retired()
     with _lock:
         h = handles.get((variant, device))
         if h is not None:

@@ -6,7 +6,6 @@ Plain eager calls do not come here (the dispatcher costs ~18 us a call: docs/tun
 overhead"): the public functions (api.py) use these ops only when autograd must record the
 call or torch.compile is tracing.
 """
-from __future__ import annotations
 
 from typing import Optional
 
@@ -40,17 +39,17 @@ def _(x, divisor):
 
 
 @torch.library.custom_op(f"{_lib}::relu_backward", mutates_args=())
-def relu_backward(grad: Tensor, ref: Tensor, scale: float, flip: bool) -> Tensor:
-    return ops.relu_backward(grad, ref, scale, flip)
+def relu_backward(grad: Tensor, ref: Tensor, scale: float) -> Tensor:
+    return ops.relu_backward(grad, ref, scale)
 
 
 @relu_backward.register_fake
-def _(grad, ref, scale, flip):
+def _(grad, ref, scale):
     return torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
 
 
 @torch.library.custom_op(f"{_lib}::matmul", mutates_args=())
-def matmul(a: Tensor, b: Tensor, algo: str = "auto") -> Tensor:
+def matmul(a: Tensor, b: Tensor, algo: str) -> Tensor:
     return ops.matmul(a, b, algo=algo)
 
 
@@ -59,9 +58,19 @@ def _(a, b, algo="auto"):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
+@torch.library.custom_op(f"{_lib}::linear_relu", mutates_args=())
+def linear_relu(x: Tensor, weight: Tensor, bias: Optional[Tensor], algo: str) -> Tensor:
+    return ops.linear_relu_div(x, weight, bias, 1.0, algo=algo)
+
+
+@linear_relu.register_fake
+def _(x, weight, bias, algo="auto"):
+    return x.new_empty((x.shape[0], weight.shape[0]))
+
+
 @torch.library.custom_op(f"{_lib}::linear_relu_div", mutates_args=())
 def linear_relu_div(x: Tensor, weight: Tensor, bias: Optional[Tensor], divisor: float,
-                    algo: str = "auto") -> Tensor:
+                    algo: str) -> Tensor:
     return ops.linear_relu_div(x, weight, bias, divisor, algo=algo)
 
 
@@ -71,25 +80,48 @@ def _(x, weight, bias, divisor, algo="auto"):
 
 
 # --- autograd ----------------------------------------------------------------------------
-# relu:      dx = grad where x > 0 (or NaN), else 0                 (torch's threshold_backward)
-# relu_div:  dx = grad * (1/d) where x > 0 (or NaN), else 0        (1/d rounded as torch does)
-# matmul:    da = grad @ b.T,  db = a.T @ grad
-# linear_relu_div, y = relu(z) * s with z = x @ w.T + b:  dz = grad * s where z > 0,
-#            read off y (y > 0 for s > 0, y < 0 for s < 0); dx = dz @ w, dw = dz.T @ x, db = sum(dz)
+# Each formula is torch's for the same expression, and is built of differentiable ops (these
+# custom ops and torch's), so every op is differentiable to any order.
+# relu:          dx = threshold_backward(grad, y, 0): grad where y = relu(x) > 0 (or NaN), else 0
+# relu_div:      dx = threshold_backward(grad / d, x, 0)  (grad / d by torch's reciprocal rule)
+#                (a divisor *tensor* is handled by api.py as torch.relu(x) / d: torch's autograd)
+# relu_backward: d(grad) = relu_backward(gg, ref, scale); the mask is piecewise constant: d(ref) = 0
+# matmul:        da = grad @ b.T,  db = a.T @ grad
+# linear_relu, r = relu(z) with z = x @ w.T + b rounded to the dtype (as torch's Linear output):
+#                dz = threshold_backward(grad, r, 0); dx = dz @ w, dw = dz.T @ x, db = sum(dz)
+# linear_relu_div = linear_relu / d: dz = threshold_backward(grad / d, r, 0), r recomputed (the
+#                mask is the pre-activation's sign, which the divided output may have lost:
+#                relu(z) / d rounds to 0 for tiny z, and is inf / NaN everywhere for d = 0 / NaN).
+#                api.py computes linear_relu(x, w, b) / d under autograd instead (r kept, no GEMM
+#                again); this formula serves callers of torch.ops.cupy_ops.linear_relu_div.
 
-def _save_input(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.divisor = inputs[1] if len(inputs) > 1 else 1.0
+def _save_output(ctx, inputs, output):
+    ctx.save_for_backward(output)
 
 
 def _relu_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return relu_backward(grad, x, 1.0, False)
+    (y,) = ctx.saved_tensors
+    return relu_backward(grad, y, 1.0)
+
+
+def _save_input(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+    ctx.divisor = inputs[1]
 
 
 def _relu_div_grad(ctx, grad):
     (x,) = ctx.saved_tensors
-    return relu_backward(grad, x, _divisor.scale_for(ctx.divisor, x.dtype), False), None
+    return relu_backward(grad, x, _divisor.scale_for(ctx.divisor, x.dtype)), None
+
+
+def _save_backward(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+    ctx.scale = inputs[2]
+
+
+def _relu_backward_grad(ctx, gg):
+    (ref,) = ctx.saved_tensors
+    return relu_backward(gg, ref, ctx.scale), None, None
 
 
 def _save_operands(ctx, inputs, output):
@@ -105,25 +137,43 @@ def _matmul_grad(ctx, grad):
     return da, db, None
 
 
-def _save_linear(ctx, inputs, output):
-    x, weight, bias, divisor = inputs[:4]
+def _linear_input_grads(ctx, dz, x, weight):
+    dx = matmul(dz, weight, ctx.algo) if ctx.needs_input_grad[0] else None
+    dw = matmul(dz.t(), x, ctx.algo) if ctx.needs_input_grad[1] else None
+    db = dz.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return dx, dw, db
+
+
+def _save_linear_relu(ctx, inputs, output):
+    x, weight, bias = inputs[:3]
     ctx.save_for_backward(x, weight, output)
+    ctx.algo = inputs[3] if len(inputs) > 3 else "auto"
+    ctx.has_bias = bias is not None
+
+
+def _linear_relu_grad(ctx, grad):
+    x, weight, r = ctx.saved_tensors
+    return (*_linear_input_grads(ctx, relu_backward(grad, r, 1.0), x, weight), None)
+
+
+def _save_linear_relu_div(ctx, inputs, output):
+    x, weight, bias, divisor = inputs[:4]
+    ctx.save_for_backward(x, weight, bias)
     ctx.divisor = divisor
     ctx.algo = inputs[4] if len(inputs) > 4 else "auto"
     ctx.has_bias = bias is not None
 
 
-def _linear_grad(ctx, grad):
-    x, weight, y = ctx.saved_tensors
-    scale = _divisor.scale_for(ctx.divisor, x.dtype)
-    dz = relu_backward(grad, y, scale, scale < 0)
-    dx = matmul(dz, weight, ctx.algo) if ctx.needs_input_grad[0] else None
-    dw = matmul(dz.t(), x, ctx.algo) if ctx.needs_input_grad[1] else None
-    db = dz.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-    return dx, dw, db, None, None
+def _linear_relu_div_grad(ctx, grad):
+    x, weight, bias = ctx.saved_tensors
+    r = linear_relu(x, weight, bias, ctx.algo)
+    dz = relu_backward(grad, r, _divisor.scale_for(ctx.divisor, x.dtype))
+    return (*_linear_input_grads(ctx, dz, x, weight), None, None)
 
 
-relu.register_autograd(_relu_grad, setup_context=_save_input)
+relu.register_autograd(_relu_grad, setup_context=_save_output)
 relu_div.register_autograd(_relu_div_grad, setup_context=_save_input)
+relu_backward.register_autograd(_relu_backward_grad, setup_context=_save_backward)
 matmul.register_autograd(_matmul_grad, setup_context=_save_operands)
-linear_relu_div.register_autograd(_linear_grad, setup_context=_save_linear)
+linear_relu.register_autograd(_linear_relu_grad, setup_context=_save_linear_relu)
+linear_relu_div.register_autograd(_linear_relu_div_grad, setup_context=_save_linear_relu_div)

@@ -1,4 +1,7 @@
 """cupy_ops.Kernel: user CUDA C from a string or a file, checked arguments, typed errors."""
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -159,3 +162,120 @@ def test_pointer_arguments_must_match_their_element_type(cuda):
     with pytest.raises(TypeError, match=r"argument 'idx' of kernel k .* must be a tensor of dtype torch.int64, got "
                                         r"torch.int32"):
         k(f32, f16, i64.int(), None, grid=1, block=1)
+
+
+# --- releasing the modules of kernels no longer referenced -------------------------------
+
+def _fill_kernel(value: int) -> "cupy_ops.Kernel":
+    return cupy_ops.Kernel(f"__global__ void fill(float* y, int n) {{ int i = blockIdx.x * blockDim.x + "
+                           f"threadIdx.x; if (i < n) y[i] = {value}.0f; }}", "fill")
+
+
+def test_a_kernel_no_longer_referenced_leaves_the_registry():
+    from cupy_ops import compiler
+
+    k = _fill_kernel(123456789)
+    src = k._source
+    assert src in compiler.sources(builtin_only=False)
+    del k
+    gc.collect()
+    _fill_kernel(987654321)            # the next Kernel settles the released ones
+    assert src not in compiler.sources(builtin_only=False)
+
+
+def _user_handles():
+    from cupy_ops import launch
+
+    return [h for (v, _), h in launch.handles.items() if not v.source.builtin]
+
+
+@pytest.mark.gpu
+def test_user_modules_are_released_when_their_kernels_are_gone(cuda):
+    from cupy_ops import launch
+
+    gc.collect()
+    before = len(_user_handles())
+    refs = []
+    y = torch.empty(256, device=cuda)
+    for i in range(40):
+        k = _fill_kernel(1000 + i)
+        k(y, 256, grid=1, block=256)
+        assert y[0].item() == 1000 + i
+        refs.append(weakref.ref(launch.handles[(k.variant(None), 0)]))
+        del k
+        gc.collect()
+    last = _fill_kernel(5)
+    last(y, 256, grid=1, block=256)          # loading it unloads the released ones
+    gc.collect()
+    alive = sum(r() is not None for r in refs)
+    assert alive <= 1, f"{alive} of 40 released kernels' modules are still loaded"
+    assert len(_user_handles()) <= before + 2
+    assert torch.equal(y, torch.full_like(y, 5.0))
+
+
+SPIN = r"""
+__global__ void spin_then_write(float* y, long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {}
+  y[threadIdx.x] = 7.0f;
+}
+"""
+
+
+@pytest.mark.gpu
+def test_a_released_kernel_finishes_its_queued_launches(cuda):
+    y = torch.zeros(32, device=cuda)
+    k = cupy_ops.Kernel(SPIN, "spin_then_write")
+    k(y, 200_000_000, grid=1, block=32)      # ~0.1 s on the GPU; the host returns at once
+    del k
+    gc.collect()
+    other = _fill_kernel(3)                   # loads a module: the released one is unloaded
+    z = torch.empty(8, device=cuda)
+    other(z, 8, grid=1, block=8)
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.full_like(y, 7.0)) and torch.equal(z, torch.full_like(z, 3.0))
+
+
+@pytest.mark.gpu
+def test_a_kernel_captured_in_a_cuda_graph_stays_loaded(cuda):
+    y = torch.zeros(64, device=cuda)
+    k = _fill_kernel(42)
+    k(y, 64, grid=1, block=64)                # compiled and loaded before the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        k(y, 64, grid=1, block=64)
+    del k
+    gc.collect()
+    _fill_kernel(43)(torch.empty(1, device=cuda), 1, grid=1, block=1)   # unloads released modules
+    y.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.full_like(y, 42.0))
+
+
+@pytest.mark.gpu
+def test_kernel_takes_arrays_of_other_libraries_without_a_copy(cuda):
+    cupy = pytest.importorskip("cupy")
+    axpy = cupy_ops.Kernel(AXPY, "axpy")
+    x = cupy.arange(1000, dtype=cupy.float32)
+    y = cupy.ones(1000, dtype=cupy.float32)
+    y_ptr = y.data.ptr
+    axpy(2.0, x, y, 1000, grid=cupy_ops.cdiv(1000, 128), block=128)      # DLPack
+    torch.cuda.synchronize()
+    assert y.data.ptr == y_ptr and bool(cupy.all(y == 2 * x + 1))
+
+    class OnlyCudaArrayInterface:          # e.g. a Numba device array
+        def __init__(self, a):
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    axpy(1.0, OnlyCudaArrayInterface(x), OnlyCudaArrayInterface(y), 1000, grid=8, block=128)
+    torch.cuda.synchronize()
+    assert bool(cupy.all(y == 3 * x + 1))
+    scale = cupy_ops.Kernel(SCALE, "scale")   # the template type comes from the array's dtype
+    h = cupy.linspace(-4, 4, 777, dtype=cupy.float16)
+    out = cupy.empty_like(h)
+    scale(h, out, 0.5, 777, grid=4, block=256)
+    torch.cuda.synchronize()
+    assert bool(cupy.all(out == h * cupy.float16(0.5)))
+    with pytest.raises(TypeError, match=r"argument 'x' of kernel axpy .* must be a torch.Tensor, a CUDA array"):
+        axpy(1.0, [1.0, 2.0], y, 2, grid=1, block=2)

@@ -80,7 +80,7 @@ def test_linear_relu_div_divisor_edge_cases(cuda):
         got = cupy_ops.linear_relu_div(x, w, b, d)
         expected = torch.relu(lin) / d
         assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got.isinf(), expected.isinf())
-    with pytest.raises(ValueError, match="divisor must be a number or a CPU tensor"):
+    with pytest.raises(ValueError, match="divisor must be a number or a 0-dim CPU tensor"):
         cupy_ops.linear_relu_div(x, w, b, torch.tensor(2.0, device=cuda))
     with pytest.raises(ValueError, match="weight must be on the same device as x"):
         cupy_ops.linear_relu_div(x, w.cpu(), b, 2.0)

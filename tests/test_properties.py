@@ -1,6 +1,7 @@
 """Property-based correctness (hypothesis): generated shapes (0 and 1 sizes included),
 layouts (offsets that break 16-byte alignment, transposes, steps) and values (randn at any
-magnitude, NaN, +-inf, +-0.0, denormals) against torch. relu and relu_div must be bit-exact;
+magnitude, NaN, +-inf, +-0.0, denormals) against torch. relu and relu_div must be bit-exact
+(relu_div over divisors of every kind torch takes, log-uniform over 1e-30..1e30 and special);
 matmul within its rounding-error bound. The fast suite runs 200 examples per op; the ones
 marked slow, 1,000."""
 import math
@@ -63,12 +64,36 @@ def check_relu(x):
     assert_bitwise_equal(cupy_ops.relu(x), torch.relu(x))
 
 
-def check_relu_div(x, d):
-    assert_bitwise_equal(cupy_ops.relu_div(x, d), torch.relu(x) / d)
+def check_relu_div(x, divisor):
+    d, kind = divisor
+    obj = as_kind(d, kind, x.device)
+    assert_bitwise_equal(cupy_ops.relu_div(x, obj), torch.relu(x) / obj)
 
 
-DIVISORS = st.one_of(st.sampled_from([2.0, 3.0, 0.1, -1.5, 0.0, math.inf, math.nan]),
-                     st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=32))
+def as_kind(d: float, kind: str, device):
+    """The divisor ``d`` as a Python float or int, a numpy scalar, or a tensor (CPU: 0-dim of
+    the named dtype; CUDA: 0-dim float32)."""
+    if kind == "int":
+        return int(d) if math.isfinite(d) and abs(d) < 2**62 and int(d) else 1
+    if kind.startswith("np."):
+        with np.errstate(over="ignore"):
+            return getattr(np, kind[3:])(d)
+    if kind.startswith("cpu "):
+        return torch.tensor(d, dtype=torch.float64).to(getattr(torch, kind[4:]))
+    if kind == "cuda":
+        return torch.tensor(d, device=device)
+    return d
+
+
+# torch's divisor kinds; values log-uniform over 1e-30..1e30 of both signs, any double, and the
+# special ones: 0, -0, +-inf, NaN, subnormals (of fp32 and fp64) and values that once broke
+DIVISORS = st.tuples(
+    st.one_of(st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -3e-42, 5e-324, 1e-310,
+                               2.0, 3.0, 0.1, 1e-3, 7e-4, 65504.0]),
+              st.builds(lambda e, s: s * 10.0 ** e, st.floats(-30, 30), st.sampled_from([-1.0, 1.0])),
+              st.floats()),
+    st.sampled_from(["float", "int", "np.float32", "np.float64", "cpu float64", "cpu float32",
+                     "cpu float16", "cpu bfloat16", "cuda"]))
 
 
 @FAST

@@ -21,12 +21,14 @@ def test_opcheck(cuda):
         (torch.ops.cupy_ops.relu.default, (x.detach().t(),)),
         (torch.ops.cupy_ops.relu.default, (x.detach()[:, ::2],)),
         (torch.ops.cupy_ops.relu_div.default, (x, 2.0)),
-        (torch.ops.cupy_ops.relu_backward.default, (x.detach(), x.detach(), 0.5, False)),
+        (torch.ops.cupy_ops.relu_backward.default, (x, x.detach(), 0.5)),
         (torch.ops.cupy_ops.matmul.default, (a, b, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, None, 2.0, "naive")),
         (torch.ops.cupy_ops.matmul.default, (a, b, "auto")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, "auto")),
+        (torch.ops.cupy_ops.linear_relu.default, (a, w, bias, "naive")),
+        (torch.ops.cupy_ops.linear_relu.default, (a, w, None, "auto")),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args)
@@ -89,7 +91,7 @@ def test_eager_calls_skip_the_dispatcher(cuda, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a plain eager call went through the custom op")
 
-    for name in ("relu", "relu_div", "matmul", "linear_relu_div"):
+    for name in ("relu", "relu_div", "matmul", "linear_relu", "linear_relu_div"):
         monkeypatch.setattr(torch_ops, name, boom)
     x = torch.randn(64, 64, device=cuda)
     w = torch.randn(32, 64, device=cuda, requires_grad=True)

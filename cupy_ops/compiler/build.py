@@ -74,3 +74,11 @@ def forget(variant: Variant, arch: str) -> None:
     if b is not None:
         cache.remove(b.key)
 
+
+
+def drop(variant: Variant) -> None:
+    """Drop ``variant``'s binaries (every arch) from this process, keeping the disk cache."""
+    for key in [k for k in list(_binaries) if k[0] is variant]:
+        _binaries.pop(key, None)
+        with _locks_lock:
+            _locks.pop(key, None)

@@ -130,6 +130,16 @@ def user(code: str, name: str, *, directory: str | Path | None = None, defines=N
         return src
 
 
+def release(source: Source) -> None:
+    """Forget a user ``source`` (its last ``Kernel`` is gone): ``user`` makes a new one for the
+    same text. Built-in sources stay for the process."""
+    if source.builtin:
+        return
+    with _lock:
+        for key in [k for k, s in _sources.items() if s is source]:
+            del _sources[key]
+
+
 def sources(builtin_only: bool = True) -> list[Source]:
     """The registered sources (the built-in ones by default), in registration order."""
     with _lock:

@@ -1,4 +1,19 @@
-"""The divisor of relu_div / linear_relu_div, turned into what the kernels take."""
+"""The divisor of relu_div / linear_relu_div, turned into what the kernels take.
+
+torch's rule for ``t / d`` on a CUDA tensor ``t`` (measured on an H200, torch 2.11, with
+benchmarks/probe_divisor.py over 419 divisors log-uniform in 1e-30..1e30 of both signs plus
+0, +-inf, NaN and subnormals; results in benchmarks/results/probe_divisor_h200_session4.log):
+
+- ``d`` a Python float or int, a numpy scalar, or a 0-dim CPU tensor of any dtype: torch
+  multiplies by the reciprocal of ``d``'s value taken in double and rounded to the compute
+  type (fp32 for float32 / float16 / bfloat16, fp64 for float64): ``x * fp32(1 / double(d))``.
+  Every divisor of every kind agreed (the fp32 reciprocal of fp32(d) missed 126 of 419).
+- ``d`` a CUDA tensor: true division, ``d`` cast to the result dtype first.
+- A CPU tensor of one or more dimensions is refused ("Expected all tensors to be on the same
+  device"); a CUDA tensor of several dimensions broadcasts the result to its rank; the result
+  dtype is ``torch.result_type(x, d)`` (float64 for a float16 x of one dimension and a (1,)
+  float64 CUDA divisor).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -11,36 +26,39 @@ _scales: dict[tuple, float] = {}
 
 
 def scale_for(divisor, dtype: torch.dtype) -> float:
-    """Host-side reciprocal of a numeric ``divisor``, rounded exactly as torch rounds it.
-
-    torch evaluates ``t / d`` for a Python number ``d`` as ``t * (1 / d)`` with the reciprocal
-    taken on the host in the compute type: fp32 for float32, float16 and bfloat16 (``d`` is
-    not rounded to the 16-bit dtype first: measured on an H100, torch 2.11), fp64 for float64.
-    Returns that value as a Python float (exact in the compute type). Cached per (d, dtype).
-    """
+    """The multiplier torch uses for ``t / divisor`` (a number) with ``t`` of ``dtype``:
+    ``1 / divisor`` taken in double, rounded to fp32 unless ``dtype`` is float64. Returns it as
+    a Python float (exact in the compute type). Cached per (divisor, dtype)."""
     key = (divisor, dtype)
     scale = _scales.get(key)
     if scale is None:
+        with np.errstate(all="ignore"):   # 1 / 0 = inf and fp32 overflow are the point, not errors
+            recip = np.float64(1.0) / np.float64(divisor)   # +-inf for +-0.0, NaN for NaN
+            scale = float(recip if dtype == torch.float64 else np.float32(recip))
         d = float(divisor)
-        with np.errstate(all="ignore"):
-            if dtype == torch.float64:
-                scale = 1.0 / d if d != 0.0 else float(np.float64(1.0) / np.float64(d))
-            else:
-                scale = float(np.float32(1.0) / np.float32(d))
         # 0.0 and -0.0 compare (and hash) equal but give +-inf: never cache zeros (or NaN).
         if d != 0.0 and d == d and len(_scales) < 4096:
             _scales[key] = scale
     return scale
 
 
+def result(x: torch.Tensor, divisor) -> tuple[torch.dtype, torch.Size]:
+    """The dtype and shape of ``torch.relu(x) / divisor`` (a checked divisor): ``x``'s own
+    unless the divisor is a tensor that promotes the dtype or broadcasts to more dimensions."""
+    if not isinstance(divisor, torch.Tensor):
+        return x.dtype, x.shape
+    shape = x.shape if divisor.dim() <= x.dim() else torch.Size((1,) * (divisor.dim() - x.dim()) + tuple(x.shape))
+    return torch.result_type(x, divisor), shape
+
+
 def parse(divisor, x: torch.Tensor, device: int, *, cuda_ok: bool = True, context: str = ""):
     """Check ``divisor`` (``checks.divisor``) for an output like ``x``; return
     ``(scale, device_divisor)``.
 
-    A Python or numpy number, or a one-element CPU tensor, gives a host ``scale`` and
-    ``device_divisor=None``. A one-element CUDA tensor on ``x``'s device gives a one-element
-    tensor in the compute type (cast through ``x``'s dtype, as torch casts it) that the kernel
-    divides by; nothing is read back to the host.
+    A number, or a 0-dim CPU tensor, gives the host ``scale`` (``scale_for`` of its value) and
+    ``device_divisor=None``. A one-element CUDA tensor on ``x``'s device gives a 0-dim tensor
+    in the compute type, cast through ``x``'s dtype as torch casts it, that the kernel divides
+    by; nothing is read back to the host.
     """
     checks.divisor(divisor, device, cuda_ok=cuda_ok, context=context)
     if isinstance(divisor, torch.Tensor):
@@ -48,10 +66,3 @@ def parse(divisor, x: torch.Tensor, device: int, *, cuda_ok: bool = True, contex
             return scale_for(divisor.item(), x.dtype), None
         return scale_for(1.0, x.dtype), divisor.reshape(()).to(x.dtype).to(compute_dtype(x.dtype))
     return scale_for(divisor, x.dtype), None
-
-
-def number(divisor, context: str) -> float:
-    """A divisor that must reach a custom op as a number (a real number or a one-element CPU
-    tensor; ``context`` says why), after ``checks.divisor``: its value as a float."""
-    checks.divisor(divisor, -1, cuda_ok=False, context=context)
-    return float(divisor.item() if isinstance(divisor, torch.Tensor) else divisor)

@@ -11,19 +11,19 @@ from .elementwise import Elementwise
 KERNEL = Elementwise("relu_backward.cu", "relu_backward")   # binary: (grad, ref) -> out
 
 
-def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0, flip: bool = False) -> torch.Tensor:
-    """``0 where masked(ref) else grad * scale``, as torch's threshold_backward (then a multiply).
+def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """``0 where ref <= 0 else grad * scale``: torch's ``threshold_backward(grad * scale, ref, 0)``.
 
     Args:
         grad: CUDA tensor, the incoming gradient.
-        ref: tensor of ``grad``'s shape, dtype and device deciding the mask: masked where
-            ``ref <= 0`` (or ``ref >= 0`` with ``flip``); NaN is never masked.
-        scale: multiplies the gradient (1 / divisor for relu_div).
+        ref: tensor of ``grad``'s shape, dtype and device deciding the mask (the input or the
+            output of the ReLU): masked where ``ref <= 0``; NaN is never masked.
+        scale: multiplies the gradient (1 / divisor for relu_div, rounded as torch rounds it).
     Returns:
         A contiguous tensor of ``grad``'s shape and dtype.
     """
     grad = grad.contiguous()
     ref = ref.contiguous()
     out = torch.empty_like(grad)
-    KERNEL.launch((grad, ref, out), (scale, int(flip)), grad.get_device())
+    KERNEL.launch((grad, ref, out), (scale,), grad.get_device())
     return out
