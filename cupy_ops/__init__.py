@@ -13,6 +13,12 @@ Your own kernels: ``cupy_ops.Kernel(source, name)``.
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
+import torch as _torch
+
+if tuple(int(p) for p in _torch.__version__.split(".")[:2]) < (2, 4):
+    raise ImportError(f"cupy_ops needs torch >= 2.4 (torch.library.custom_op), found torch {_torch.__version__}; "
+                      "upgrade torch")
+
 from .api import gemm_plan, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 from .compiler import KernelCompileError
 from .kernel import Kernel

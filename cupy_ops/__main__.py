@@ -1,9 +1,17 @@
-"""Command line: ``python -m cupy_ops compile [--arch sm_90 ...]``.
+"""Command line of cupy_ops (no GPU needed for either command):
 
-``compile`` builds every registered kernel variant with NVRTC for the given architectures
-(default sm_80 and sm_90) without touching a GPU, with the options the run-time path uses,
-prints one line per variant with its registers, spill bytes and shared memory, and exits 1
-if any variant fails.
+  python -m cupy_ops info
+      versions (cupy_ops, Python, torch and its CUDA, CuPy, NVRTC, driver), the GPUs and their
+      compute capability, and the kernel cache folder with its size: what a bug report needs.
+      Says what is missing (no GPU, no CuPy) instead of failing.
+
+  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL]
+      compiles kernels with NVRTC as their first launch would (same options), without a GPU,
+      and prints one line per kernel variant: registers, spill bytes, shared memory. With no
+      PATH: every built-in variant. With PATH.cu: your file's kernels (``--name``: only that
+      one; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
+      ``cupy_ops.Kernel`` would). Default architectures: sm_80 and sm_90. Exits 1 if any
+      variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
 """
 from __future__ import annotations
 
@@ -11,20 +19,64 @@ import argparse
 import re
 import sys
 import time
+from pathlib import Path
+
+_NO_NVRTC = "install cupy_ops with the cuda12 or cuda13 extra (pip install -e \".[cuda13]\")"
+
+
+def _nvrtc_version():
+    from . import compiler
+
+    try:
+        return compiler.nvrtc.version()
+    except Exception as exc:  # noqa: BLE001  ImportError, or libnvrtc not found
+        print(f"error: NVRTC is not available ({exc}); {_NO_NVRTC}", file=sys.stderr)
+        return None
+
+
+def _kernel_names(path: Path) -> list[str]:
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", path.read_text(), flags=re.S)
+    names = re.findall(r"__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(", code)
+    return list(dict.fromkeys(names))
+
+
+def _user_sources(paths, name):
+    """``[(label, compile function for an arch)]`` of the kernels in the user's files."""
+    from .kernel import Kernel
+
+    jobs = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise SystemExit(f"error: {path} is not a file")
+        names = [name] if name else _kernel_names(path)
+        if not names:
+            raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
+        for n in names:
+            try:
+                k = Kernel(path, n)
+            except (ValueError, FileNotFoundError) as exc:
+                raise SystemExit(f"error: {path}: {exc}") from None
+            jobs.append(k.compile_offline)
+    return jobs
 
 
 def _compile(args) -> int:
     from . import compiler
-    from . import ops  # noqa: F401  (importing the ops declares their kernels in the registry)
 
-    try:
-        major, minor = compiler.nvrtc.version()
-    except Exception as exc:  # ImportError, or libnvrtc not found
-        print(f"error: NVRTC is not available ({exc}); install cupy_ops with the cuda12 or cuda13 extra",
-              file=sys.stderr)
+    version = _nvrtc_version()
+    if version is None:
         return 2
-    sources = compiler.sources()
-    print(f"NVRTC {major}.{minor}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> + each source's -D defines")
+    if args.paths:
+        jobs = _user_sources(args.paths, args.name)
+    else:
+        if args.name:
+            raise SystemExit("error: --name needs a PATH.cu")
+        from . import ops  # noqa: F401  (importing the ops declares their kernels in the registry)
+
+        jobs = [lambda arch, src=src: compiler.compile_offline(src, arch) for src in compiler.sources()]
+    print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
+          f"+ each source's -D defines")
     header = (f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
               f"{'smem':>6}")
     print(header)
@@ -33,8 +85,8 @@ def _compile(args) -> int:
     shown: set[str] = set()
     t0 = time.perf_counter()
     for arch in args.arch:
-        for src in sources:
-            for r in compiler.compile_offline(src, arch):
+        for job in jobs:
+            for r in job(arch):
                 if r.skipped:
                     print(f"{r.source:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
                     continue
@@ -55,6 +107,48 @@ def _compile(args) -> int:
     return 1 if failures else 0
 
 
+def _folder_size(folder: Path) -> tuple[int, int]:
+    files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def _info(args) -> int:
+    import platform
+
+    import torch
+
+    from . import __version__
+    from .bench.env import environment
+    from .compiler import cache, nvrtc
+
+    env = environment()
+    rows = [("cupy_ops", f"{__version__} ({Path(__file__).resolve().parent})"),
+            ("Python", platform.python_version()),
+            ("torch", f"{torch.__version__}, CUDA {env['cuda']}")]
+    cupy_line = env["cupy"]
+    if cupy_line == "not installed":
+        cupy_line += f": {_NO_NVRTC}"
+    rows += [("CuPy", cupy_line), ("NVRTC", env["nvrtc"]), ("driver", env["driver"])]
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            rows.append((f"cuda:{i}", f"{p.name}, compute capability {p.major}.{p.minor}, "
+                                      f"{p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB"))
+    else:
+        why = "torch is a CPU-only build" if torch.version.cuda is None else "torch.cuda.is_available() is False"
+        rows.append(("GPUs", f"none ({why})"))
+    folder = cache.requested_folder()
+    n, size = _folder_size(folder)
+    rows.append(("kernel cache", f"{folder}: {n} files, {size / 2**20:.1f} MiB (CUPY_CACHE_DIR moves it)"))
+    mismatch = nvrtc.cuda_mismatch()
+    if mismatch:
+        rows.append(("warning", mismatch))
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
 def _arch(value: str) -> str:
     if not re.fullmatch(r"sm_\d{2,3}a?", value):
         raise argparse.ArgumentTypeError(f"--arch must look like sm_80 or sm_90, got {value!r}")
@@ -65,14 +159,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cupy_ops", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("compile", help="compile every kernel variant offline (no GPU needed)")
+    sub.add_parser("info", help="versions, GPUs, the kernel cache: what a bug report needs")
+    p = sub.add_parser("compile", help="compile kernel variants offline with NVRTC (no GPU needed)")
+    p.add_argument("paths", nargs="*", metavar="PATH.cu", help="your kernel file(s); default: the built-in kernels")
+    p.add_argument("--name", help="the __global__ kernel of PATH.cu to build (default: every one in the file)")
     p.add_argument("--arch", action="append", type=_arch,
                    help="target architecture, repeatable (default: sm_80 and sm_90)")
     args = parser.parse_args(argv)
-    if args.command == "compile":
-        args.arch = args.arch or ["sm_80", "sm_90"]
-        return _compile(args)
-    return 2
+    if args.command == "info":
+        return _info(args)
+    args.arch = args.arch or ["sm_80", "sm_90"]
+    return _compile(args)
 
 
 if __name__ == "__main__":

@@ -55,3 +55,29 @@ def test_user_kernel_example():
     proc = run("my_kernel.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matches torch: yes" in proc.stdout
+
+
+# --- the quickstart notebook -------------------------------------------------------------
+
+NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
+
+
+def test_committed_notebook_ran_clean_on_a_gpu():
+    import json
+
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["nbformat"] == 4
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["execution_count"] is not None for c in code), "the notebook is committed unexecuted"
+    assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
+    first = "".join(t for o in code[0]["outputs"] for t in o.get("text", []))
+    assert "cuda:0" in first and "compute capability" in first, "the first cell must name the GPU it ran on"
+    assert any("image/png" in o.get("data", {}) for c in code for o in c["outputs"]), "no benchmark plot"
+
+
+@pytest.mark.gpu
+def test_quickstart_notebook_runs_clean(tmp_path):
+    out = os.environ.get("CUPY_OPS_NOTEBOOK_OUT") or str(tmp_path / "quickstart.ipynb")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(NOTEBOOK), "--out", out],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0 and "all clean" in proc.stdout, proc.stdout + proc.stderr

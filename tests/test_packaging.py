@@ -61,3 +61,9 @@ def test_import_compiles_nothing(tmp_path):
                           timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_wheel_carries_license_and_py_typed(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "cupy_ops/py.typed" in names
+    assert any(n.endswith("LICENSE") for n in names), names

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (the device tool): full pytest, the examples, the benchmarks and the
-# first-call figures. Logs go to $OUT (or ./gpu_out).
+# Run on the GPU machine (the device tool): full pytest (which executes the quickstart notebook:
+# $OUT/quickstart.ipynb is the executed copy to commit), the examples, the benchmarks (table,
+# JSON and plot) and the first-call figures. Logs go to $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_suite.sh [tests|examples|bench|first_call|all]...
 # Wheels the GPU machine lacks (hypothesis, ...) are installed from ./.whl when it exists.
 set -uo pipefail
@@ -11,6 +12,7 @@ if [ -d .whl ]; then
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
+export CUPY_OPS_NOTEBOOK_OUT=$OUT/quickstart.ipynb
 what=${*:-all}
 rc=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -25,7 +27,7 @@ for step in $what; do
     first_call|all)
       python3 -m cupy_ops.bench.first_call --json "$OUT/first_call.json" 2>&1 | tee "$OUT/first_call.log" || rc=1 ;;&
     bench|all)
-      python3 -m cupy_ops.bench --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
+      python3 -m cupy_ops.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
   esac
 done
 exit $rc

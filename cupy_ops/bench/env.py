@@ -34,19 +34,38 @@ def _driver() -> str:
         return "unknown"
 
 
-def environment(device: int = 0) -> dict:
-    """Commit, GPU (name, SMs), driver, CUDA, torch, CuPy, NVRTC, Python and cupy_ops versions."""
-    import cupy
+def _cupy_version() -> str:
+    try:
+        import cupy
+    except ImportError:
+        return "not installed"
+    return cupy.__version__
 
-    import cupy_ops
+
+def _nvrtc_version() -> str:
     from cupy_ops.compiler import nvrtc
+    try:
+        return ".".join(map(str, nvrtc.version()))
+    except Exception as exc:   # noqa: BLE001 -- CuPy or libnvrtc missing: say so, don't fail
+        return f"not available ({type(exc).__name__})"
 
-    props = torch.cuda.get_device_properties(device)
-    return {"commit": _commit(), "gpu": torch.cuda.get_device_name(device), "sm_count": props.multi_processor_count,
-            "capability": ".".join(map(str, torch.cuda.get_device_capability(device))), "driver": _driver(),
-            "cuda": torch.version.cuda, "torch": torch.__version__, "cupy": cupy.__version__,
-            "nvrtc": ".".join(map(str, nvrtc.version())), "cupy_ops": cupy_ops.__version__,
-            "python": platform.python_version()}
+
+def environment(device: int = 0) -> dict:
+    """Commit, GPU (name, SMs), driver, CUDA, torch, CuPy, NVRTC, Python and cupy_ops versions.
+
+    Works without a GPU or CuPy: the missing parts read "none" / "not installed".
+    """
+    import cupy_ops
+
+    env = {"commit": _commit(), "gpu": "none", "sm_count": 0, "capability": "none", "driver": _driver(),
+           "cuda": torch.version.cuda or "none (CPU-only torch)", "torch": torch.__version__,
+           "cupy": _cupy_version(), "nvrtc": _nvrtc_version(), "cupy_ops": cupy_ops.__version__,
+           "python": platform.python_version()}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(device)
+        env.update(gpu=torch.cuda.get_device_name(device), sm_count=props.multi_processor_count,
+                   capability=".".join(map(str, torch.cuda.get_device_capability(device))))
+    return env
 
 
 def describe(env: dict) -> str:

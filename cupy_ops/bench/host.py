@@ -9,12 +9,15 @@ benchmarks measures slower host paths for everyone.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
 import time
 
 import torch
+
+from .timing import gpu_problem
 
 
 def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
@@ -57,9 +60,21 @@ def format_table(us: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cupy_ops.bench.host", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--numel", type=int, default=4096, help="elements of the fp32 input (default 4096)")
+    p.add_argument("--rounds", type=int, default=9, help="interleaved rounds; the median is kept (default 9)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
+    args = p.parse_args(argv)
+    problem = gpu_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    result = measure(args.numel, rounds=args.rounds)
+    print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
 if __name__ == "__main__":
-    result = measure()
-    if "--json" in sys.argv:
-        print(json.dumps(result))
-    else:
-        print(format_table(result))
+    sys.exit(main())

@@ -234,11 +234,10 @@ def to_json(rows: list[Row], extra: dict) -> dict:
     return {**extra, "rows": [asdict(r) for r in rows]}
 
 
-def plot(rows: list[Row], path: str, title: str) -> None:
-    """Speedup of each cupy_ops variant vs torch eager, by size, one line per problem/dtype."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def plot(rows: list[Row], path: str | None, title: str):
+    """Speedup of each cupy_ops variant vs torch eager, by size, one line per problem/dtype;
+    saved to ``path`` (a PNG) when given. Returns the matplotlib figure (shown inline in a
+    notebook; without a display matplotlib draws off-screen)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5))
@@ -260,7 +259,9 @@ def plot(rows: list[Row], path: str, title: str) -> None:
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
 
 
 def log_stderr(msg: str) -> None:

@@ -21,30 +21,78 @@ class KernelCompileError(RuntimeError):
         super().__init__(f"NVRTC failed to compile {source} (options {' '.join(options)}):\n{log}")
 
 
+_EXTRAS = ("cupy_ops needs CuPy to compile and launch kernels: install the extra for your CUDA driver, "
+           "pip install \"cupy_ops[cuda13]\" (CUDA 13) or \"cupy_ops[cuda12]\" (CUDA 12)")
+_checked_versions = False
+
+
 def import_cupy():
     """Import CuPy (after torch, so both use the CUDA libraries torch loaded).
 
     CuPy creates its cache folder (``CUPY_CACHE_DIR``) when imported and fails if it cannot:
     then warn, point ``CUPY_CACHE_DIR`` at a fresh private folder for this process and import
-    again. Raises ``ImportError`` when CuPy is not installed.
+    again. Raises ``ImportError`` naming the extra to install when CuPy is not installed. The
+    first import warns when CuPy's CUDA major version is not torch's (``cuda_mismatch``).
     """
+    global _checked_versions
     import torch  # noqa: F401
 
     try:
         import cupy
-
-        return cupy
+    except ImportError as exc:
+        raise ImportError(f"{_EXTRAS} ({exc})") from exc
     except OSError as exc:
-        fallback = tempfile.mkdtemp(prefix="cupy_ops_cupy_cache_")
-        requested = os.environ.get("CUPY_CACHE_DIR", "~/.cupy/kernel_cache")
-        warnings.warn(f"cupy_ops: the CuPy kernel cache {requested!r} is not usable ({exc}); using {fallback} "
-                      "for this process instead", RuntimeWarning, stacklevel=3)
-        os.environ["CUPY_CACHE_DIR"] = fallback
-        for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
-            del sys.modules[name]
-        import cupy
+        cupy = _import_with_private_cache(exc)
+    if not _checked_versions:
+        _checked_versions = True
+        problem = cuda_mismatch()
+        if problem:
+            warnings.warn(f"cupy_ops: {problem}", RuntimeWarning, stacklevel=3)
+    return cupy
 
-        return cupy
+
+def _cupy_cuda_major() -> int | None:
+    """The CUDA major version the installed CuPy is built for (12 for cupy-cuda12x), from its
+    package metadata: no driver call, no GPU needed."""
+    from importlib import metadata
+
+    for major in (11, 12, 13, 14):
+        try:
+            metadata.version(f"cupy-cuda{major}x")
+            return major
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def cuda_mismatch() -> str | None:
+    """A sentence when torch and CuPy are built for different CUDA major versions (e.g. the
+    cuda12 extra beside a CUDA 13 torch, which a CUDA 12 driver cannot run), else None."""
+    import torch
+
+    if not torch.version.cuda:
+        return None
+    torch_major = int(torch.version.cuda.split(".")[0])
+    cupy_major = _cupy_cuda_major()
+    if cupy_major is None or cupy_major == torch_major:
+        return None
+    return (f"torch is built for CUDA {torch.version.cuda} but CuPy for CUDA {cupy_major} "
+            f"(cupy-cuda{cupy_major}x): install the cuda{torch_major} extra instead of cuda{cupy_major}, or a "
+            f"torch built for CUDA {cupy_major}; they must match your driver")
+
+
+def _import_with_private_cache(exc: OSError):
+    """CuPy failed to create its cache folder: import it again with a private one."""
+    fallback = tempfile.mkdtemp(prefix="cupy_ops_cupy_cache_")
+    requested = os.environ.get("CUPY_CACHE_DIR", "~/.cupy/kernel_cache")
+    warnings.warn(f"cupy_ops: the CuPy kernel cache {requested!r} is not usable ({exc}); using {fallback} "
+                  "for this process instead", RuntimeWarning, stacklevel=4)
+    os.environ["CUPY_CACHE_DIR"] = fallback
+    for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
+        del sys.modules[name]
+    import cupy
+
+    return cupy
 
 
 def binding():

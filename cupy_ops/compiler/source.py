@@ -36,6 +36,10 @@ def assemble(filename: str, directory: Path | None = None) -> str:
     return assemble_text(path.read_text(), filename, [directory])
 
 
+def _quoted(name: str) -> str:
+    return name.replace("\\", "/").replace('"', "'")
+
+
 def assemble_text(text: str, name: str, search: list[Path]) -> str:
     """``text`` (the source called ``name``) with quoted includes pasted from the folders of
     ``search``, first match wins. Each header is pasted once (``#pragma once`` semantics):
@@ -54,7 +58,10 @@ def assemble_text(text: str, name: str, search: list[Path]) -> str:
             for folder in search:
                 if (Path(folder) / inc).is_file():
                     body = expand((Path(folder) / inc).read_text(), inc)
-                    return f"// begin {inc}\n{body}\n// end {inc}"
+                    # #line keeps NVRTC's messages on the lines of the file the user wrote
+                    after = text.count("\n", 0, match.start()) + 2
+                    return f'#line 1 "{_quoted(inc)}"\n{body}\n#line {after} "{_quoted(name)}"'
+
             raise FileNotFoundError(f"kernel source {inc} not found (included from {name}; looked in "
                                     f"{', '.join(map(str, search))})")
 

@@ -1,0 +1,122 @@
+"""The command line: ``python -m cupy_ops info`` and ``compile`` (built-in and user files), and
+every ``python -m cupy_ops...`` entry point: ``--help`` works, and without a GPU (or without
+CuPy) each fails in one sentence, never a traceback. CPU tests: they hide the GPU."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY_POINTS = ["cupy_ops", "cupy_ops.bench", "cupy_ops.bench.host", "cupy_ops.bench.first_call"]
+NEEDS_GPU = ["cupy_ops.bench", "cupy_ops.bench.host", "cupy_ops.bench.first_call"]
+
+
+def cli(module, *args, env=None, cwd=ROOT):
+    base = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=base, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture
+def no_cupy(tmp_path):
+    """A PYTHONPATH on which ``import cupy`` fails as it does where CuPy is not installed."""
+    for name in ("cupy", "cupy_backends"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{name}'\")\n")
+    return {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_every_entry_point_answers_help(module):
+    proc = cli(module, "--help")
+    assert proc.returncode == 0 and "usage:" in proc.stdout and not proc.stderr.strip(), proc.stderr
+
+
+@pytest.mark.parametrize("module", NEEDS_GPU)
+def test_without_a_gpu_every_entry_point_fails_in_one_sentence(module):
+    proc = cli(module)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert len(lines) == 1 and "GPU" in lines[0], proc.stderr
+
+
+def test_info_without_a_gpu():
+    proc = cli("cupy_ops", "info")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for field in ("cupy_ops", "Python", "torch", "CuPy", "NVRTC", "driver", "GPUs", "kernel cache"):
+        assert field in out
+    assert "GPUs" in out and "none (" in out
+
+
+def test_info_without_cupy(no_cupy):
+    proc = cli("cupy_ops", "info", env=no_cupy)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not installed" in proc.stdout and "cuda13" in proc.stdout
+
+
+def test_missing_cupy_is_an_import_error_naming_the_extra(no_cupy):
+    code = ("import cupy_ops.compiler as c\n"
+            "try:\n    c.import_cupy()\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, **no_cupy),
+                          capture_output=True, text=True, timeout=120)
+    assert "ImportError:" in proc.stdout and "cupy_ops[cuda13]" in proc.stdout and "cupy_ops[cuda12]" in proc.stdout
+
+
+def test_compile_without_cupy_is_one_sentence(no_cupy):
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", env=no_cupy)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "extra" in lines[0], proc.stderr
+
+
+GOOD = textwrap.dedent("""
+    template <class T>
+    __global__ void twice(const T* x, T* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = from_float<T>(2.0f * to_float(x[i]));
+    }
+    extern "C" __global__ void zero(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 0.0f; }
+""")
+
+
+def test_compile_a_user_file(tmp_path):
+    path = tmp_path / "mine.cu"
+    path.write_text(GOOD)
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for expr in ("twice<float>", "twice<f16>", "twice<bf16>", "twice<double>", "zero"):
+        assert expr in proc.stdout
+    assert "5 of 5 kernel variants compiled for sm_90" in proc.stdout
+    proc = cli("cupy_ops", "compile", "--arch", "sm_80", str(path), "--name", "zero")
+    assert proc.returncode == 0 and "1 of 1 kernel variants compiled for sm_80" in proc.stdout
+    assert "twice" not in proc.stdout
+
+
+def test_compile_a_user_file_with_an_error_shows_the_nvrtc_log(tmp_path):
+    path = tmp_path / "broken.cu"
+    path.write_text('#include "common.cuh"\n\n__global__ void broken(float* y) {\n  y[0] = not_declared;\n}\n')
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path))
+    assert proc.returncode == 1
+    assert "FAILED" in proc.stdout and "0 of 1 kernel variants" in proc.stdout
+    # NVRTC's log, with the line number of the user's own file (line 4)
+    assert 'broken.cu(4): error: identifier "not_declared" is undefined' in proc.stderr, proc.stderr
+
+
+def test_compile_a_missing_file_or_kernel_is_one_sentence(tmp_path):
+    proc = cli("cupy_ops", "compile", str(tmp_path / "nope.cu"))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "not a file" in proc.stderr
+    path = tmp_path / "mine.cu"
+    path.write_text(GOOD)
+    proc = cli("cupy_ops", "compile", str(path), "--name", "absent")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "absent" in proc.stderr
+
+
+@pytest.mark.gpu
+def test_info_names_the_gpus(cuda):
+    proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "cuda:0" in proc.stdout and "compute capability" in proc.stdout

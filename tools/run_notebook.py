@@ -1,0 +1,120 @@
+"""Execute a Jupyter notebook top to bottom in a fresh Python process and write it back with
+its outputs (nbformat 4): stdout/stderr streams, the value of a cell's last expression, and
+every matplotlib figure a cell leaves open (as PNG). A cell that raises stops the run with the
+traceback, and the script exits 1.
+
+    python tools/run_notebook.py examples/quickstart.ipynb [--out PATH]
+
+Why not nbclient: it needs a Jupyter kernel (ipykernel, pyzmq, tornado, IPython and a dozen
+more), which the GPU machine does not carry; the notebook uses no IPython magics, so running
+its cells with ``exec`` in one namespace is the same program.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import contextlib
+import io
+import json
+import sys
+import time
+import traceback
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def _figures() -> list[dict]:
+    if "matplotlib.pyplot" not in sys.modules:
+        return []
+    plt = sys.modules["matplotlib.pyplot"]
+    out = []
+    for num in plt.get_fignums():
+        buf = io.BytesIO()
+        plt.figure(num).savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        out.append({"output_type": "display_data", "metadata": {},
+                    "data": {"image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": ["<Figure>"]}})
+    plt.close("all")
+    return out
+
+
+def run_cell(code: str, namespace: dict) -> tuple[list[dict], bool]:
+    """Run one cell; return its outputs and whether it succeeded."""
+    tree = ast.parse(code)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    outputs: list[dict] = []
+    ok = True
+    value = None
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            exec(compile(tree, "<cell>", "exec"), namespace)
+            if last is not None:
+                value = eval(compile(last, "<cell>", "eval"), namespace)
+        except Exception:  # noqa: BLE001 -- reported as the cell's error output
+            ok = False
+            etype, evalue, _ = sys.exc_info()
+            tb = traceback.format_exc()
+    for name, stream in (("stdout", stdout), ("stderr", stderr)):
+        if stream.getvalue():
+            outputs.append({"output_type": "stream", "name": name, "text": _lines(stream.getvalue())})
+    outputs.extend(_figures())
+    if not ok:
+        outputs.append({"output_type": "error", "ename": etype.__name__, "evalue": str(evalue),
+                        "traceback": tb.splitlines()})
+    elif value is not None:
+        outputs.append({"output_type": "execute_result", "metadata": {}, "execution_count": None,
+                        "data": {"text/plain": _lines(repr(value))}})
+    return outputs, ok
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python tools/run_notebook.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("notebook")
+    p.add_argument("--out", help="where to write the executed notebook (default: in place)")
+    args = p.parse_args(argv)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")   # figures are drawn off-screen and stored in the notebook
+    except ImportError:
+        pass
+    with open(args.notebook) as f:
+        nb = json.load(f)
+    namespace: dict = {"__name__": "__main__"}
+    count, ok = 0, True
+    t0 = time.perf_counter()
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        if not ok:
+            cell["outputs"], cell["execution_count"] = [], None
+            continue
+        count += 1
+        outputs, ok = run_cell(_source(cell), namespace)
+        for o in outputs:
+            if o["output_type"] == "execute_result":
+                o["execution_count"] = count
+        cell["outputs"], cell["execution_count"] = outputs, count
+        if not ok:
+            print(f"cell {count} failed:\n" + "\n".join(outputs[-1]["traceback"]), file=sys.stderr)
+    with open(args.out or args.notebook, "w") as f:
+        json.dump(nb, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"{args.notebook}: {count} code cells run in {time.perf_counter() - t0:.1f} s, "
+          f"{'all clean' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
