@@ -115,6 +115,13 @@ def test_compile_a_missing_file_or_kernel_is_one_sentence(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "absent" in proc.stderr
 
 
+def test_bench_redraws_a_result_file_without_a_gpu():
+    results = ROOT / "benchmarks" / "results" / "bench_h100x2_session4.json"
+    proc = cli("cupy_ops.bench", "--from-json", str(results))
+    assert proc.returncode == 0, proc.stderr
+    assert "relu_div" in proc.stdout and "wgmma (auto)" in proc.stdout
+
+
 @pytest.mark.gpu
 def test_info_names_the_gpus(cuda):
     proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True,

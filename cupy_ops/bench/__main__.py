@@ -27,7 +27,16 @@ def main(argv=None) -> int:
     p.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of speedup vs size")
     p.add_argument("--markdown", metavar="PATH", help="write the table as Markdown (for README.md)")
+    p.add_argument("--from-json", metavar="PATH", help="measure nothing: redraw --plot from a --json file")
     args = p.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        rows = suite.rows_from_json(data)
+        print(suite.format_rows(rows))
+        if args.plot:
+            suite.plot(rows, args.plot, f"cupy_ops vs torch eager on {data['environment']['gpu']}")
+        return 0
     problem_text = gpu_problem()
     if problem_text:
         print(problem_text, file=sys.stderr)

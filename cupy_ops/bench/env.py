@@ -1,6 +1,7 @@
 """What a result file records about where it was measured: commit, GPU, driver and versions."""
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -9,6 +10,10 @@ import torch
 
 
 def _commit() -> str:
+    """HEAD of the checkout (and whether it has changes), or ``$CUPY_OPS_COMMIT`` when set: a
+    copy of the tree whose git metadata is not its own (a synced GPU machine) says so there."""
+    if os.environ.get("CUPY_OPS_COMMIT"):
+        return os.environ["CUPY_OPS_COMMIT"]
     root = Path(__file__).resolve().parents[2]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,

@@ -234,33 +234,62 @@ def to_json(rows: list[Row], extra: dict) -> dict:
     return {**extra, "rows": [asdict(r) for r in rows]}
 
 
+def rows_from_json(data: dict) -> list[Row]:
+    """The rows of a ``--json`` result file (``to_json``), for redrawing its plot."""
+    rows = []
+    for r in data["rows"]:
+        variants = [Variant(**{**v, "stats": Stats(**v["stats"]) if v.get("stats") else None}) for v in r["variants"]]
+        rows.append(Row(**{**r, "variants": variants, "copy": Stats(**r["copy"]) if r.get("copy") else None}))
+    return rows
+
+
+def _plotted(row: Row, variant: Variant) -> bool:
+    """The variants a reader compares with torch: the one each call takes by default (the
+    elementwise kernel, the GEMM family "auto" picks) and cuBLAS + relu_div (ModelNew)."""
+    if variant.error or not variant.stats:
+        return False
+    if row.problem in ("relu", "relu_div"):
+        return variant.name == "cupy_ops"
+    return "(auto)" in variant.name or variant.name.startswith("cuBLAS")
+
+
 def plot(rows: list[Row], path: str | None, title: str):
-    """Speedup of each cupy_ops variant vs torch eager, by size, one line per problem/dtype;
-    saved to ``path`` (a PNG) when given. Returns the matplotlib figure (shown inline in a
+    """Speedup vs torch eager by size: elementwise ops by bytes moved (left), GEMMs by FLOPs
+    (right), one line per op, dtype and variant (the default kernel, and cuBLAS + relu_div).
+    Saved to ``path`` (a PNG) when given; returns the matplotlib figure (shown inline in a
     notebook; without a display matplotlib draws off-screen)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5))
-    series: dict[str, list] = {}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2), sharey=True)
+    panels = {0: {}, 1: {}}
     for r in rows:
         eager = r.get("torch eager")
+        if not eager or not eager.stats:
+            continue
+        gemm = r.problem not in ("relu", "relu_div")
         for v in r.variants:
-            if v.name in ("torch eager", "torch.compile") or v.error or not eager or not eager.stats:
-                continue
-            size = r.bytes if not r.flops else r.flops
-            series.setdefault(f"{r.problem} {r.dtype} {v.name}", []).append((size, eager.stats.median / v.stats.median))
-    for label, pts in series.items():
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    ax.set_xscale("log")
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("bytes moved (elementwise) / FLOPs (GEMM)")
-    ax.set_ylabel("speedup vs torch eager")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
+            if _plotted(r, v):
+                label = f"{r.problem} {r.dtype}" + ("" if not gemm else f", {v.name.replace('cupy_ops ', '')}")
+                panels[int(gemm)].setdefault(label, []).append((r.flops if gemm else r.bytes,
+                                                                eager.stats.median / v.stats.median))
+    markers = "osD^v<>pX*h"
+    for ax, (i, series) in zip(axes, panels.items()):
+        for k, (label, pts) in enumerate(sorted(series.items())):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[k % len(markers)], label=label,
+                    linestyle="-" if "cuBLAS" not in label else "--")
+        ax.set_xscale("log")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xlabel("bytes moved" if i == 0 else "FLOPs")
+        ax.set_title("elementwise ops" if i == 0 else "GEMMs (float32 = CUDA cores, tf32 / 16-bit = tensor cores)",
+                     fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("speedup vs torch eager (higher is better)")
+    fig.suptitle(title)
     fig.tight_layout()
     if path:
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=110)
     return fig
 
 
