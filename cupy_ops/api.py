@@ -45,16 +45,10 @@ def _tracked_in_place(x, divisor=None) -> bool:
 
 
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.relu(x)``, bit for bit.
+    """``torch.relu(x)``, bit for bit: NaN stays NaN, -0.0 and negatives give +0.0.
 
-    Args:
-        x: CUDA tensor of any shape and strides, float32 / float16 / bfloat16 / float64.
-        out: optional tensor of ``x``'s shape, dtype and device to write into (no autograd).
-    Returns:
-        A tensor like ``torch.relu(x)`` (``out`` when given). Differentiable to any order,
-        traceable by torch.compile as ``cupy_ops::relu`` (when ``out`` is None).
-    Raises:
-        TypeError, ValueError, RuntimeError: see ``cupy_ops.ops.relu``.
+    Differentiable to any order; traceable by torch.compile as ``cupy_ops::relu`` (when ``out``
+    is None).
 
     Example:
         >>> y = cupy_ops.relu(torch.randn(1024, device="cuda"))
@@ -72,25 +66,31 @@ def relu_(x: torch.Tensor) -> torch.Tensor:
     """In-place ``relu``: overwrites and returns ``x``, bumping its version counter as torch's
     ``relu_`` does. On a tensor autograd tracks (a non-leaf that requires grad) the call is
     recorded, as torch records ``x.relu_()``; on a leaf that requires grad it raises torch's
-    RuntimeError."""
+    RuntimeError.
+
+    Args:
+        x: CUDA tensor of any shape, float32 / float16 / bfloat16 / float64, any strides
+            (a view with gaps is gathered and written back).
+    Returns:
+        ``x``.
+    Raises:
+        TypeError: ``x`` is not a tensor of a supported dtype. ValueError: not on CUDA.
+        RuntimeError: ``x`` repeats elements (a broadcast view), or is a leaf that requires grad.
+
+    Example:
+        >>> x = torch.randn(1024, device="cuda"); cupy_ops.relu_(x)
+    """
     if _tracked_in_place(x):
         return x.copy_(torch_ops.relu(x))   # relu saves its output, not x: x may be overwritten
     return ops.relu_(x)
 
 
 def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.relu(x) / divisor`` in one pass, bit for bit.
+    """``torch.relu(x) / divisor`` in one pass, bit for bit for every divisor kind torch takes.
 
-    Args:
-        x: CUDA tensor of any shape and strides, float32 / float16 / bfloat16 / float64.
-        divisor: a real number, a 0-dim CPU tensor, or a one-element tensor on ``x``'s GPU.
-        out: optional tensor to write into (no autograd).
-    Returns:
-        A tensor like ``torch.relu(x) / divisor``. Differentiable to any order with respect to
-        ``x`` and a divisor tensor (as torch, which gives the divisor its gradient too);
-        traceable by torch.compile.
-    Raises:
-        TypeError, ValueError, RuntimeError: see ``cupy_ops.ops.relu_div``.
+    Differentiable to any order with respect to ``x`` and a divisor tensor (whose gradient is
+    torch's: under autograd a divisor tensor is applied as ``cupy_ops.relu(x) / divisor``);
+    traceable by torch.compile (when ``out`` is None).
 
     Example:
         >>> y = cupy_ops.relu_div(torch.randn(1024, device="cuda"), 2.0)
@@ -109,10 +109,24 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
 
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
-    """In-place ``relu_div``: overwrites and returns ``x`` (same arguments as ``relu_div``).
-    When ``x`` (not a leaf) or the divisor requires grad, autograd records it (as an in-place
-    ReLU, then torch's ``div_``) with the gradients of ``torch.relu(x) / divisor``; a leaf that
-    requires grad raises torch's RuntimeError."""
+    """In-place ``relu_div``: overwrites and returns ``x``. When ``x`` (not a leaf) or the
+    divisor requires grad, autograd records it (an in-place ReLU, then torch's ``div_``) with
+    the gradients of ``torch.relu(x) / divisor``; a leaf that requires grad raises torch's
+    RuntimeError.
+
+    Args:
+        x: as for ``relu``, overwritten.
+        divisor: as for ``relu_div``; a divisor tensor that promotes the dtype is applied in
+            the promoted dtype and the result cast back to ``x``'s, as torch's ``div_`` does.
+    Returns:
+        ``x``.
+    Raises:
+        the errors of ``relu_div``; RuntimeError also when a divisor tensor would broadcast
+        ``x`` to more dimensions, or a GPU divisor lies inside ``x`` (torch's partial overlap).
+
+    Example:
+        >>> x = torch.randn(1024, device="cuda"); cupy_ops.relu_div_(x, 2.0)
+    """
     if _tracked_in_place(x, divisor):
         checks.divisor(divisor, checks.cuda_tensor("x", x))
         return relu_(x).div_(divisor)
@@ -120,21 +134,14 @@ def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
-    """``a @ b`` for 2-D CUDA tensors.
+    """``a @ b`` for 2-D CUDA tensors, accumulated in fp32 (fp64 for float64).
 
-    Args:
-        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides.
-        b: (K, N) tensor of ``a``'s dtype and device, any strides.
-        algo: ``"auto"`` (follows torch's TF32 switches), ``"wgmma"``, ``"tc"``, ``"simt"``
-            or ``"naive"``; ``cupy_ops.gemm_plan(a, b)`` says which kernel a call takes.
-    Returns:
-        The contiguous (M, N) product in ``a``'s dtype, accumulated in fp32 (fp64 for float64).
-        Differentiable to any order; traceable by torch.compile.
-    Raises:
-        TypeError, ValueError: see ``cupy_ops.ops.matmul``.
+    Differentiable to any order; traceable by torch.compile as ``cupy_ops::matmul``.
 
     Example:
-        >>> c = cupy_ops.matmul(torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda"))
+        >>> a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")
+        >>> c = cupy_ops.matmul(a, b)                 # algo="auto": follows torch's TF32 switch
+        >>> print(cupy_ops.gemm_plan(a, b))           # which kernel that call took
     """
     if _record(a, b):
         return torch_ops.matmul(a, b, algo)
@@ -144,21 +151,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
                     *, algo: str = "auto") -> torch.Tensor:
     """``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide fused in
-    the GEMM's epilogue.
+    the GEMM's epilogue (the Linear output is rounded to the dtype before the ReLU, as torch
+    rounds it).
 
-    Args:
-        x: (M, K) CUDA tensor, float32 / float16 / bfloat16 / float64.
-        weight: (N, K) tensor as ``nn.Linear.weight``; bias: (N,) tensor or None.
-        divisor: a real number or a 0-dim CPU tensor.
-        algo: as for ``matmul``.
-    Returns:
-        The contiguous (M, N) result in ``x``'s dtype. Differentiable to any order with respect
-        to x, weight, bias and a divisor tensor: under autograd it is computed as
-        ``linear_relu(x, weight, bias) / divisor`` (the same values: the fused epilogue rounds
-        the Linear output to the dtype before the ReLU, as torch does), so the ReLU mask comes
-        from the pre-activation's sign, as in torch. Traceable by torch.compile.
-    Raises:
-        TypeError, ValueError: see ``cupy_ops.ops.linear_relu_div``.
+    Differentiable to any order with respect to x, weight, bias and a divisor tensor: under
+    autograd it runs as ``cupy_ops::linear_relu`` (the fused GEMM with bias and ReLU) followed
+    by torch's division, which gives the same values, takes the ReLU mask from the
+    pre-activation's sign as torch does, and lets torch differentiate the division. Traceable
+    by torch.compile.
 
     Example:
         >>> layer = torch.nn.Linear(64, 32, device="cuda")
@@ -180,7 +180,38 @@ def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu
     copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
     ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
 
-    Raises the errors of ``matmul`` for bad arguments; ``ValueError`` when M or N is 0 (no
-    kernel runs).
+    Args:
+        a, b: as for ``matmul``.
+        algo: as for ``matmul``.
+        bias_relu_scale: plan the fused epilogue of ``linear_relu_div``.
+    Returns:
+        A ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable line).
+    Raises:
+        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when M or
+        N is 0 (no kernel runs).
+
+    Example:
+        >>> a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        >>> print(cupy_ops.gemm_plan(a, a))   # on an H100: "wgmma: gemm_wgmma<bf16, ...>, tile ..., grid ...; ..."
     """
     return _gemm.explain(a, b, algo, bias_relu_scale)
+
+
+# --- docstrings --------------------------------------------------------------------------
+# The launchers in cupy_ops.ops hold each op's Args / Returns / Raises, next to the checks
+# they describe; the public functions show them too (help(cupy_ops.relu_div) is complete).
+
+def _with_launcher_sections(public, launcher) -> None:
+    doc, ldoc = public.__doc__, launcher.__doc__ or ""
+    start = ldoc.find("    Args:")
+    if start < 0:
+        return
+    end = ldoc.find("    Example:", start)
+    sections = ldoc[start:end if end >= 0 else len(ldoc)].rstrip() + "\n\n"
+    cut = doc.find("    Example:")
+    public.__doc__ = doc[:cut] + sections + doc[cut:] if cut >= 0 else doc.rstrip() + "\n\n" + sections
+
+
+for _public, _launcher in ((relu, ops.relu), (relu_div, ops.relu_div), (matmul, ops.matmul),
+                           (linear_relu_div, ops.linear_relu_div)):
+    _with_launcher_sections(_public, _launcher)

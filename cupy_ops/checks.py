@@ -3,8 +3,9 @@ and autograd state, divisors, and the arguments of user kernels.
 
 Errors are typed and name the argument: ``TypeError`` for a wrong type or dtype,
 ``ValueError`` for a wrong device, shape or value, ``RuntimeError`` for an autograd conflict.
-A CPU tensor is an error, never a silent copy to the GPU. The ops validate here and nowhere
-else; the public functions (api.py) hold no validation of their own.
+A CPU tensor is an error, never a silent copy to the GPU. The rules live here and nowhere
+else: the ops' launchers call them, and so do the public functions (api.py) on the autograd
+paths that compose our ops with torch's division.
 """
 from __future__ import annotations
 

@@ -189,7 +189,17 @@ class Kernel:
         ValueError: the kernel is not in the source, or a parameter type is not supported.
         FileNotFoundError: the source file (or a file it includes) does not exist.
     Compile errors surface on first call as ``cupy_ops.KernelCompileError`` (a RuntimeError)
-    with NVRTC's log.
+    with NVRTC's log; ``compile_offline("sm_90")`` (or ``python -m cupy_ops compile PATH.cu``)
+    finds them without a GPU.
+
+    Example:
+        >>> axpy = cupy_ops.Kernel('''
+        ... extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
+        ...   int i = blockIdx.x * blockDim.x + threadIdx.x;
+        ...   if (i < n) y[i] = a * x[i] + y[i];
+        ... }''', "axpy")
+        >>> x, y = torch.randn(1000, device="cuda"), torch.zeros(1000, device="cuda")
+        >>> axpy(2.0, x, y, 1000, grid=cupy_ops.cdiv(1000, 256), block=256)   # y = 2 x
     """
 
     def __init__(self, source, name: str, *, signature=None):

@@ -28,7 +28,12 @@ SLOTS = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "tmap":
 
 
 def cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` for integers: the number of blocks of ``b`` covering ``a`` items."""
+    """``ceil(a / b)`` for integers: the number of blocks of ``b`` covering ``a`` items.
+
+    Example:
+        >>> cupy_ops.cdiv(1000, 256)     # grid for 1000 elements in blocks of 256 threads
+        4
+    """
     return -(-a // b)
 
 
