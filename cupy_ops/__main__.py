@@ -19,6 +19,7 @@ import argparse
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 _NO_NVRTC = "install cupy_ops with the cuda12 or cuda13 extra (pip install -e \".[cuda13]\")"
@@ -121,7 +122,9 @@ def _info(args) -> int:
     from .bench.env import environment
     from .compiler import cache, nvrtc
 
-    env = environment()
+    with warnings.catch_warnings():   # a CUDA-version mismatch is shown as a row below instead
+        warnings.simplefilter("ignore")
+        env = environment()
     rows = [("cupy_ops", f"{__version__} ({Path(__file__).resolve().parent})"),
             ("Python", platform.python_version()),
             ("torch", f"{torch.__version__}, CUDA {env['cuda']}")]

@@ -127,3 +127,18 @@ def test_info_names_the_gpus(cuda):
     proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "cuda:0" in proc.stdout and "compute capability" in proc.stdout
+
+
+def test_a_cupy_for_another_cuda_major_than_torchs_is_named(monkeypatch):
+    import torch
+
+    from cupy_ops.compiler import nvrtc
+
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(nvrtc, "_cupy_cuda_major", lambda: 12)
+    msg = nvrtc.cuda_mismatch()
+    assert "CUDA 13.0" in msg and "cupy-cuda12x" in msg and "cuda13 extra" in msg
+    monkeypatch.setattr(nvrtc, "_cupy_cuda_major", lambda: 13)
+    assert nvrtc.cuda_mismatch() is None
+    monkeypatch.setattr(torch.version, "cuda", None)      # a CPU-only torch: nothing to match
+    assert nvrtc.cuda_mismatch() is None
