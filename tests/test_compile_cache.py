@@ -200,3 +200,16 @@ def test_a_cached_binary_that_fails_to_load_is_rebuilt_once(cache_dir, fake_devi
     with pytest.warns(RuntimeWarning, match="did not load on cuda:0 .*compiling it again"):
         h = launch.handle(v, 0, ("ptr",))
     assert [b.cached for b in loads] == [True, False] and launch.handles[(v, 0)] is h
+
+
+def test_each_compile_is_one_info_record_naming_kernel_arch_and_time(cache_dir, caplog, monkeypatch):
+    v = variant()
+    with caplog.at_level("INFO", logger="cupy_ops"):
+        compiler.binary(v, "sm_90")
+        compiler.binary(v, "sm_90")                 # in memory: no second record
+        forget_in_memory(monkeypatch)
+        compiler.binary(v, "sm_90")                 # from the disk cache: none either
+    records = [r for r in caplog.records if r.name == "cupy_ops"]
+    assert len(records) == 1 and records[0].levelname == "INFO"
+    msg = records[0].getMessage()
+    assert v.expr in msg and v.source.name in msg and "sm_90" in msg and msg.rstrip().endswith(" s")
