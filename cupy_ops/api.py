@@ -27,13 +27,14 @@ _relu_fast = _RELU.fast
 _relu_div_fast = _RELU_DIV.fast
 
 
+def _needs_grad(*tensors) -> bool:
+    """Grad mode is on and one of ``tensors`` requires grad: autograd must record the call."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
 def _record(*tensors) -> bool:
     """True when this call must go through the custom op (autograd or torch.compile)."""
-    if _is_compiling():
-        return True
-    if not torch.is_grad_enabled():
-        return False
-    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+    return _is_compiling() or _needs_grad(*tensors)
 
 
 def _tracked_in_place(x, divisor=None) -> bool:
@@ -167,8 +168,7 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     if _record(x, weight, bias, divisor):
         device = checks.linear_args(x, weight, bias, algo, ALGOS)
         checks.divisor(divisor, device, cuda_ok=False, context=" for linear_relu_div")
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                           for t in (x, weight, bias, divisor)):
+        if _needs_grad(x, weight, bias, divisor):
             return torch_ops.linear_relu(x, weight, bias, algo) / divisor
         return torch_ops.linear_relu_div(x, weight, bias, float(divisor), algo)
     return ops.linear_relu_div(x, weight, bias, divisor, algo=algo)

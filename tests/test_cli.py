@@ -122,6 +122,25 @@ def test_bench_redraws_a_result_file_without_a_gpu():
     assert "relu_div" in proc.stdout and "wgmma (auto)" in proc.stdout
 
 
+def test_compile_name_without_a_file_is_one_sentence():
+    proc = cli("cupy_ops", "compile", "--name", "scale")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "--name needs a PATH.cu" in proc.stderr
+
+
+def test_compile_a_kernel_of_other_template_parameters_is_one_sentence(tmp_path):
+    path = tmp_path / "tiles.cu"
+    path.write_text("template <int N>\n__global__ void tiles(float* y) { y[0] = N; }\n")
+    proc = cli("cupy_ops", "compile", str(path))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "template" in proc.stderr
+
+
+def test_an_older_torch_is_an_import_error_naming_the_floor():
+    code = ("import torch\ntorch.__version__ = '2.3.1'\n"
+            "try:\n    import cupy_ops\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "ImportError: cupy_ops needs torch >= 2.4" in proc.stdout and "2.3.1" in proc.stdout, proc.stderr
+
+
 @pytest.mark.gpu
 def test_info_names_the_gpus(cuda):
     proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True,

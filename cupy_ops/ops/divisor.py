@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import checks
 from ..dtypes import compute_dtype
 
 _scales: dict[tuple, float] = {}
@@ -51,16 +50,15 @@ def result(x: torch.Tensor, divisor) -> tuple[torch.dtype, torch.Size]:
     return torch.result_type(x, divisor), shape
 
 
-def parse(divisor, x: torch.Tensor, device: int, *, cuda_ok: bool = True, context: str = ""):
-    """Check ``divisor`` (``checks.divisor``) for an output like ``x``; return
-    ``(scale, device_divisor)``.
+def parse(divisor, x: torch.Tensor):
+    """``(scale, device_divisor)`` of a divisor already checked by ``checks.divisor``, for an
+    output like ``x``.
 
     A number, or a 0-dim CPU tensor, gives the host ``scale`` (``scale_for`` of its value) and
     ``device_divisor=None``. A one-element CUDA tensor on ``x``'s device gives a 0-dim tensor
     in the compute type, cast through ``x``'s dtype as torch casts it, that the kernel divides
     by; nothing is read back to the host.
     """
-    checks.divisor(divisor, device, cuda_ok=cuda_ok, context=context)
     if isinstance(divisor, torch.Tensor):
         if not divisor.is_cuda:
             return scale_for(divisor.item(), x.dtype), None

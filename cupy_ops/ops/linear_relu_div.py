@@ -30,7 +30,8 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
             several elements or on the GPU, ``algo`` unknown or not fitting the dtype, size or GPU.
     """
     device = checks.linear_args(x, weight, bias, algo, ALGOS)
-    scale, _ = _divisor.parse(divisor, x, device, cuda_ok=False, context=" for linear_relu_div")
+    checks.divisor(divisor, device, cuda_ok=False, context=" for linear_relu_div")
+    scale, _ = _divisor.parse(divisor, x)
     M, N = x.shape[0], weight.shape[0]
     y = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if M and N:

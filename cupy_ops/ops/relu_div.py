@@ -12,7 +12,7 @@ KERNEL = Elementwise("relu_div.cu", "relu_div")
 
 
 def _run(x, out, divisor, device):
-    scale, on_device = _divisor.parse(divisor, x, device)
+    scale, on_device = _divisor.parse(divisor, x)
     # on_device (a GPU divisor, if any) stays referenced until the launch is queued
     return KERNEL(x, out, (scale, 0 if on_device is None else on_device.data_ptr()), device,
                   (divisor,) if isinstance(divisor, torch.Tensor) else ())
@@ -43,8 +43,8 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
         >>> y = cupy_ops.relu_div(torch.randn(4096, device="cuda"), 2.0)
     """
     device = checks.cuda_tensor("x", x)
+    checks.divisor(divisor, device)
     if isinstance(divisor, torch.Tensor):
-        checks.divisor(divisor, device)
         dtype, shape = _divisor.result(x, divisor)
         if dtype != x.dtype or shape != x.shape:
             # torch computes in the promoted dtype and broadcasts: so do we (a rare path)
@@ -62,8 +62,8 @@ def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     cast back, as torch's ``x.relu_().div_(divisor)`` does; one that would broadcast ``x`` to
     more dimensions is a RuntimeError, as in torch."""
     device = checks.cuda_tensor("x", x)
+    checks.divisor(divisor, device)
     if isinstance(divisor, torch.Tensor):
-        checks.divisor(divisor, device)
         dtype, shape = _divisor.result(x, divisor)
         if shape != x.shape:
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(shape)}")
