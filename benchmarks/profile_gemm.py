@@ -1,6 +1,6 @@
 """Launch each GEMM kernel family once at the KernelBench shapes, for Nsight Compute:
 
-    ncu --clock-control none --launch-skip 0 -k regex:'simt|wgmma' --section SpeedOfLight \\
+    ncu --clock-control none --launch-skip 0 -k regex:'simt|wgmma|tf32x3' --section SpeedOfLight \\
         --section ComputeWorkloadAnalysis --section WarpStateStats python benchmarks/profile_gemm.py
 
 (cuBLAS's own kernels run too, as the reference: profile them with -k regex:'gemm|xmma'.)
@@ -23,6 +23,9 @@ for dtype, tf32 in ((torch.float32, False), (torch.bfloat16, False), (torch.floa
     torch.matmul(a, a)
     cupy_ops.linear_relu_div(x, w, bias, 2.0)
     torch.relu(F.linear(x, w, bias)) / 2
+    if dtype == torch.float32 and not tf32 and torch.cuda.get_device_capability() == (9, 0):
+        cupy_ops.matmul(a, a, algo="tf32x3")
+        cupy_ops.linear_relu_div(x, w, bias, 2.0, algo="tf32x3")
     torch.cuda.synchronize()
     print(dtype, "tf32" if tf32 else "", "matmul:", cupy_ops.gemm_plan(a, a), "| linear:",
           cupy_ops.gemm_plan(x, w.t(), bias_relu_scale=True))

@@ -1,9 +1,10 @@
 // The Hopper GEMM kernels (compiled for sm_90a only; cupy_ops/ops/gemm_plan.py picks them on
 // compute capability 9.0), for matmul (EPI = EpiNone) and linear_relu_div (EpiBiasReluScale):
-// wgmma + TMA (gemm_wgmma.cuh). a_map covers A (M, K) row-major; b_map covers B as (N, K)
+// wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh). a_map covers A (M, K) row-major; b_map covers B as (N, K)
 // K-major, or (B_NMAJOR, 16-bit T only) as (K, N) row-major. c row-major (M, N), ldc.
 // Dynamic shared memory: WG_SMEM_BYTES; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, WG_BM)).
 #include "gemm_wgmma.cuh"
+#include "gemm_tf32x3.cuh"
 #include "gemm_epilogue.cuh"
 
 template <class T, bool B_NMAJOR, int BN, class EPI>
@@ -23,4 +24,23 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_partial(const __grid
   const int k0 = blockIdx.z * kslice;
   gemm_wgmma_block<T, B_NMAJOR, BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N,
                                            M, N, k0, min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0));
+}
+
+// fp32 C = epilogue(A @ B) in three TF32 products (gemm_tf32x3.cuh); maps as for gemm_wgmma<float>
+// (both K-major). Dynamic shared memory: X3_SMEM_BYTES.
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3(const __grid_constant__ TmaMap a_map,
+                                                             const __grid_constant__ TmaMap b_map, u32* c, i64 ldc,
+                                                             int M, int N, int K, const u32* bias, double scale) {
+  gemm_tf32x3_block<BN, float>(&a_map, &b_map, c, ldc, M, N, 0, K, Epilogue<float, EPI>(bias, scale));
+}
+
+// Its split-K partial products, as gemm_wgmma_partial.
+template <int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __grid_constant__ TmaMap a_map,
+                                                                     const __grid_constant__ TmaMap b_map, float* ws,
+                                                                     int M, int N, int K, int kslice) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_tf32x3_block<BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
+                               min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0));
 }

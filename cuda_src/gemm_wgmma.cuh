@@ -108,6 +108,26 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
   }
 }
 
+// The epilogue of one warpgroup's 64 x BN accumulator tile at (m0, n0) of C: epi applied to
+// each value, stores masked to M x N. Accumulator 4 j + {0, 1}: row 16 warp + g, columns
+// 8 j + 2 t + {0, 1}; 4 j + {2, 3}: the same columns of row + 8 (the wgmma D fragment layout).
+template <class Out, int BN, class Epi>
+__device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<Out>::Bits* __restrict__ C, i64 ldc,
+                                              int M, int N, int m0, int n0, int warp, int lane, const Epi& epi) {
+  typedef typename Traits<Out>::Bits Bits;
+  const int g = lane >> 2, t = lane & 3;
+  const bool paired = (ldc & 1) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m0 + warp * 16 + g + 8 * h;
+    if (m >= M) continue;
+    Bits* row = C + (i64)m * ldc;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+      store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
+  }
+}
+
 // T: operand type; Out: output type (T, or float for split-K partial products); the K range
 // multiplied is [k0, k0 + K) of the tensor maps' K (k0 a multiple of the k-tile).
 template <class T, bool B_NMAJOR, int BN, class Out, class Epi>
@@ -182,19 +202,5 @@ __device__ __forceinline__ void gemm_wgmma_block(const TmaMap* amap, const TmaMa
     if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
   }
   wgmma_wait<0>();
-
-  // Epilogue. Accumulator 4 j + {0, 1}: row 16 warp + g, columns 8 j + 2 t + {0, 1}; 4 j + {2, 3}:
-  // the same columns of row + 8 (the wgmma D fragment layout).
-  typedef typename Traits<Out>::Bits Bits;
-  const int g = lane >> 2, t = lane & 3;
-  const bool paired = (ldc & 1) == 0;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m0 + c * 64 + warp * 16 + g + 8 * h;
-    if (m >= M) continue;
-    Bits* row = C + (i64)m * ldc;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
-  }
+  wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
 }

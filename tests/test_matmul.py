@@ -63,13 +63,22 @@ ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), (
                                                        ("auto", torch.bfloat16), ("auto", torch.float16),
                                                        ("tc", torch.bfloat16), ("tc", torch.float16),
                                                        ("tc", torch.float32), ("wgmma", torch.bfloat16),
-                                                       ("wgmma", torch.float16), ("wgmma", torch.float32)]
+                                                       ("wgmma", torch.float16), ("wgmma", torch.float32),
+                                                       ("tf32x3", torch.float32)]
 TF32_ROUNDOFF = 2.0**-11   # operands rounded to the nearest TF32 (mma.sync: cvt.rna; wgmma: the TMA load)
+# 3xTF32: a = hi + lo with lo rounded to TF32 (< 2^-22 |a| lost per operand) and lo * lo
+# dropped (< 2^-20 |a b|): < 1.5 x 2^-20 per product; 2 x roundoff = 2^-18 covers it with room
+# for the tensor cores' accumulation, which truncates (1 ulp, not half) within each promoted
+# partial sum (at these K the gamma_K term of the bound is far larger still).
+TF32X3_ROUNDOFF = 2.0**-19
 
 
 def roundoff(algo, dtype):
-    """Operand rounding of the kernel: TF32 for fp32 operands on tensor cores."""
-    return TF32_ROUNDOFF if algo in ("tc", "wgmma") and dtype == torch.float32 else 0.0
+    """Operand rounding of the kernel: TF32 for fp32 operands on tensor cores (3xTF32: its
+    split's remainder)."""
+    if dtype != torch.float32:
+        return 0.0
+    return TF32_ROUNDOFF if algo in ("tc", "wgmma") else TF32X3_ROUNDOFF if algo == "tf32x3" else 0.0
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
@@ -267,7 +276,7 @@ def test_tiled_algos_name_their_row_limit(cuda):
     a ValueError naming M; "auto" takes the naive kernel there."""
     a = torch.zeros(65535 * 128 + 1, 1, device=cuda)
     b = torch.ones(1, 2, device=cuda)
-    for algo in ("simt", "tc", "wgmma"):
+    for algo in ("simt", "tc", "wgmma", "tf32x3"):
         with pytest.raises(ValueError, match=rf"algo='{algo}' takes at most 8388480 rows \(M\), got 8388481"):
             cupy_ops.matmul(a, b, algo=algo)
     c = cupy_ops.matmul(a[-5:] + 1, b)
@@ -282,7 +291,7 @@ def test_sizes_past_32_bits_are_computed_in_64_bit_or_refused_by_name(cuda):
     sum of 2**31 ones is exact (one thread adds them: ~10 s)."""
     K = 2**31
     ones = lambda *shape, dtype=torch.float32: torch.ones(1, 1, device=cuda, dtype=dtype).expand(*shape)  # noqa: E731
-    for algo in ("simt", "tc", "wgmma"):
+    for algo in ("simt", "tc", "wgmma", "tf32x3"):
         with pytest.raises(ValueError, match=rf"algo='{algo}' takes K up to 2147483647 \(32-bit sizes\), got K"):
             cupy_ops.matmul(ones(1, K), ones(K, 1), algo=algo)
     assert cupy_ops.gemm_plan(ones(1, K), ones(K, 1)).family == "naive"

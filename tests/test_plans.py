@@ -127,6 +127,8 @@ def test_auto_follows_dtype_torch_switches_and_gpu():
     ("simt", torch.float16, H100, "algo='simt' is the fp32 kernel; got torch.float16"),
     ("tc", torch.float64, H100, "algo='tc' takes float16, bfloat16 or float32"),
     ("wgmma", torch.bfloat16, A100, r"algo='wgmma' needs a Hopper GPU \(compute capability 9.0\); cuda:0 has 8.0"),
+    ("tf32x3", torch.bfloat16, H100, "algo='tf32x3' is the fp32 kernel on TF32 tensor cores .*got torch.bfloat16"),
+    ("tf32x3", torch.float32, A100, r"algo='tf32x3' needs a Hopper GPU .* has 8.0 \(use 'auto' or simt"),
 ])
 def test_an_algo_that_cannot_take_the_problem_is_a_value_error(algo, dtype, dev, match):
     with pytest.raises(ValueError, match=match):
@@ -146,6 +148,28 @@ def test_hopper_tile_width_and_split_k_follow_the_tables():
     assert p.kernel == "gemm_wgmma_partial<bf16, true, 128>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
     assert forced.tile == (128, 256) and forced.slices == 1
+
+
+def test_tf32x3_plan():
+    """3xTF32: asked for by name only ("auto" follows torch's switches); 128 x 128 tiles, both
+    operands K-major (TF32 reads K-major only), the whole shared-memory budget; split-K up to
+    half a wave of tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
+    assert "tf32x3" in gemm_plan.ALGOS and gplan(4096, 4096, 4096).family == "simt"
+    p = gplan(4096, 4096, 4096, algo="tf32x3")
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices) == ("tf32x3", "gemm_tf32x3<128, EpiNone>", (128, 128),
+                                                            (32, 32, 1), 1)
+    assert p.smem == gemm_plan.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "transpose") and p.bk == 32
+    w = rowmajor(8192, 8192)
+    p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")
+    assert p.kernel == "gemm_tf32x3<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
+    p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
+    assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_partial<128>")
+    assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
+    assert gplan(2048, 2048, 2048, algo="tf32x3").slices == 1                # 256 tiles
+    assert gplan(1024, 1024, 1024, algo="tf32x3", split_k=False).slices == 1
+    p = gplan(64, 0, 64, algo="tf32x3")
+    assert p.family == "tc" and "K == 0" in str(p)
+    assert gemm_plan.runs_sm90a((9, 0)) and not gemm_plan.runs_sm90a((10, 0)) and not gemm_plan.runs_sm90a((8, 9))
 
 
 def test_simt_split_k_fills_idle_sms():

@@ -25,7 +25,7 @@ for dtype in DTYPES:
     calls += 2
     probe = torch.ones(1, 1, device="cuda", dtype=dtype)
     algos = []
-    for algo in ("naive", "simt", "tc", "wgmma"):   # every family this GPU runs for the dtype
+    for algo in ("naive", "simt", "tc", "wgmma", "tf32x3"):   # every family this GPU runs for the dtype
         try:
             cupy_ops.gemm_plan(probe, probe, algo=algo)
             algos.append(algo)
@@ -42,6 +42,12 @@ for dtype in DTYPES:
             cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
             calls += 4
+        if algo == "tf32x3":   # the split's rare path: TF32-exact values, +-inf, NaN, subnormals
+            a = torch.randn(129, 300, device="cuda")
+            a[::3] = 1.0
+            a[1, ::7], a[2, ::5], a[4, ::3] = float("inf"), float("nan"), 1e-40
+            cupy_ops.matmul(a, a.t().contiguous(), algo=algo)
+            calls += 1
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")

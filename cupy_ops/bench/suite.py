@@ -74,10 +74,11 @@ def gemm_algos(a: torch.Tensor, b: torch.Tensor) -> list[str]:
     "auto" picks first, then every other family this GPU runs for the dtype (the naive
     reference last), as ``cupy_ops.gemm_plan`` says."""
     auto = cupy_ops.gemm_plan(a, b).family
-    # the tensor-core kernels read float32 as TF32: timed for float32 only where TF32 is allowed
+    # the TF32 kernels are timed for float32 only where TF32 is allowed; without it, the
+    # fp32-accurate ones: 3xTF32 (Hopper) and the CUDA-core kernel
     tf32 = a.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32
     others = []
-    for algo in ("wgmma", "tc", "naive") if tf32 else ("simt", "naive"):
+    for algo in ("wgmma", "tc", "naive") if tf32 else ("tf32x3", "simt", "naive"):
         try:
             if algo != auto and cupy_ops.gemm_plan(a, b, algo=algo).family == algo:
                 others.append(algo)
@@ -245,12 +246,13 @@ def rows_from_json(data: dict) -> list[Row]:
 
 def _plotted(row: Row, variant: Variant) -> bool:
     """The variants a reader compares with torch: the one each call takes by default (the
-    elementwise kernel, the GEMM family "auto" picks) and cuBLAS + relu_div (ModelNew)."""
+    elementwise kernel, the GEMM family "auto" picks), and the ModelNew ones: 3xTF32 (fp32 on
+    Hopper) and cuBLAS + relu_div."""
     if variant.error or not variant.stats:
         return False
     if row.problem in ("relu", "relu_div"):
         return variant.name == "cupy_ops"
-    return "(auto)" in variant.name or variant.name.startswith("cuBLAS")
+    return "(auto)" in variant.name or "tf32x3" in variant.name or variant.name.startswith("cuBLAS")
 
 
 def plot(rows: list[Row], path: str | None, title: str):
@@ -281,7 +283,7 @@ def plot(rows: list[Row], path: str | None, title: str):
         ax.set_xscale("log")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xlabel("bytes moved" if i == 0 else "FLOPs")
-        ax.set_title("elementwise ops" if i == 0 else "GEMMs (float32 = CUDA cores, tf32 / 16-bit = tensor cores)",
+        ax.set_title("elementwise ops" if i == 0 else "GEMMs (float32: CUDA cores or 3xTF32; tf32 / 16-bit: tensor cores)",
                      fontsize=10)
         ax.legend(fontsize=7, loc="best")
         ax.grid(alpha=0.3)

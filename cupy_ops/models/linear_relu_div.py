@@ -1,8 +1,9 @@
 """KernelBench level2/63: Linear(8192 -> 8192) -> ReLU -> divide by 2.0, batch 1024.
 
-Two solutions, as in the load_inline seeds this project replaces:
-``ModelNew`` keeps the GEMM in cuBLAS (``nn.Linear``) and fuses ReLU and the divide into one
-cupy_ops kernel; ``ModelNewNaive`` runs the whole layer in the naive fused GEMM kernel.
+``ModelNew`` runs the fastest variant that passes KernelBench's check with at most torch fp32's
+error: on Hopper, float32, the whole layer in one fused 3xTF32 kernel; elsewhere
+``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused ReLU-and-divide kernel.
+``ModelNewNaive`` runs the whole layer in the naive fused GEMM kernel.
 Both hold their weights in an ``nn.Linear`` named ``linear``, created first, exactly as
 ``Model`` does: the same seed gives the same weights, and ``state_dict``s are interchangeable.
 """
@@ -10,6 +11,7 @@ import torch
 import torch.nn as nn
 
 import cupy_ops
+from cupy_ops.ops.gemm import tf32x3_runs
 
 batch_size = 1024
 in_features = 8192
@@ -32,6 +34,24 @@ class Model(nn.Module):
 
 
 class ModelNew(Model):
+    """The fastest variant that passes KernelBench's check (allclose at 1e-4 against ``Model``)
+    with an error against fp64 no larger than torch fp32's:
+
+    - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
+      ``cupy_ops.linear_relu_div(..., algo="tf32x3")``: the GEMM as three TF32 products on the
+      tensor cores with bias, ReLU and divide in its epilogue (H100, 1024 x 8192 x 8192: about
+      1.9x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
+    - otherwise (other GPUs, float16 / bfloat16, where cuBLAS's GEMM beats ours):
+      ``ModelNewCublas``'s cuBLAS (``nn.Linear``) + fused ``cupy_ops.relu_div``.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if tf32x3_runs(x) and self.linear.weight.dtype == torch.float32:
+            return cupy_ops.linear_relu_div(x, self.linear.weight, self.linear.bias, self.divisor, algo="tf32x3")
+        return ModelNewCublas.forward(self, x)
+
+
+class ModelNewCublas(Model):
     """cuBLAS GEMM (``nn.Linear``) followed by the fused ``cupy_ops.relu_div`` kernel."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

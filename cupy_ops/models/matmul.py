@@ -1,8 +1,11 @@
 """KernelBench level1/1: square matrix multiplication, N = 4096."""
+from typing import Optional
+
 import torch
 import torch.nn as nn
 
 import cupy_ops
+from cupy_ops.ops.gemm import tf32x3_runs
 
 N = 2048 * 2
 
@@ -15,15 +18,19 @@ class Model(nn.Module):
 
 
 class ModelNew(nn.Module):
-    """Drop-in for ``Model``: ``cupy_ops.matmul`` (``algo="auto"``: the fastest correct kernel;
-    ``ModelNew("naive")`` runs the reference kernel)."""
+    """Drop-in for ``Model``: ``cupy_ops.matmul``. By default the fastest kernel that passes
+    KernelBench's check (allclose at 1e-4) with an error against fp64 no larger than torch
+    fp32's: for float32 on Hopper (compute capability 9.0) ``algo="tf32x3"`` (three TF32
+    products on the tensor cores: H100, 4096^3, about 2x torch fp32 at about 0.3x its error),
+    else ``algo="auto"``. ``ModelNew("naive")`` (or any other ``algo``) runs that kernel."""
 
-    def __init__(self, algo: str = "auto"):
+    def __init__(self, algo: Optional[str] = None):
         super().__init__()
         self.algo = algo
 
     def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-        return cupy_ops.matmul(A, B, algo=self.algo)
+        algo = self.algo or ("tf32x3" if tf32x3_runs(A) and B.dtype == torch.float32 else "auto")
+        return cupy_ops.matmul(A, B, algo=algo)
 
 
 def get_inputs():

@@ -48,6 +48,13 @@ def device_info(index: int) -> Device:
     return d
 
 
+def tf32x3_runs(t: torch.Tensor) -> bool:
+    """Whether ``algo="tf32x3"`` takes ``t``'s dtype on its device: float32 on a GPU of
+    compute capability 9.0 (the models use it for float32 where it runs). Reads only the
+    dtype, the device and a cached capability, so torch.compile traces it as a constant."""
+    return t.dtype == torch.float32 and t.is_cuda and gemm_plan.runs_sm90a(launch.capability(t.device.index))
+
+
 def tf32_allowed() -> bool:
     """Whether torch would use TF32 for an fp32 matmul now (the switches torch reads)."""
     return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
@@ -156,15 +163,17 @@ def _run_tc(p, a, b, c, bias, scale):
 
 
 def _run_wgmma(p, a, b, c, bias, scale):
+    """The Hopper kernels, wgmma and tf32x3 alike (tf32x3 reads the fp32 values unrounded)."""
     (M, K), N = a.shape, b.shape[1]
     device = c.get_device()
+    exact = p.family == "tf32x3"
     a2 = tc_operand(a, p.a)
-    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM)
+    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM, exact=exact)
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
         b_map = tma.tensor_map(b, N, K, p.b.ld, 64, p.bk)
     else:
         bt = tc_operand(b.t(), p.b)
-        b_map = tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1])
+        b_map = tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1], exact=exact)
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(_handle(p.kernel, device), p.grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice),
@@ -175,4 +184,4 @@ def _run_wgmma(p, a, b, c, bias, scale):
                   (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
 
 
-_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma}
+_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma, "tf32x3": _run_wgmma}

@@ -41,13 +41,21 @@ WG_TILE_NS = (128, 256)  # compiled tile widths BN
 # its stage count from this budget.
 WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
+# Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
+# 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
+# derives both counts from this budget.
+X3_SMEM_BYTES = 227 * 1024
+# Its one tile width: each consumer holds the running sum and the current k-tile's partial
+# sum (promotion, see gemm_tf32x3.cuh), 2 x BN / 2 registers, which leaves no room for 256.
+X3_TILE_NS = (128,)
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
 REDUCE_THREADS = 256
 
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
-SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES}
+SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES,
+                 "X3_SMEM_BYTES": X3_SMEM_BYTES}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
@@ -62,6 +70,11 @@ WGMMA_WIDE_MIN_WAVES = 0.5
 # slices) lost (0.69x -> 0.58x): at ~10 us a call the workspace and second launch cost more.
 WG_SPLIT_MAX_WAVES = 0.25
 WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a Hopper split-K slice gets
+# The same for the 3xTF32 kernel (three times the work per tile, so splitting pays sooner).
+# H100, session 5 (benchmarks/results/probe_tf32x3_h100_session5.log): 1024^3 (64 tiles, 0.48
+# waves) split in 2 ran 0.0426 ms against 0.0584 unsplit (matmul; linear 0.0383 vs 0.0591);
+# 256 x 1024 x 1024 (16 tiles) splits in 4 at 0.25 waves already.
+X3_SPLIT_MAX_WAVES = 0.5
 # Smallest K a SIMT split-K slice gets. H200, run 9 (benchmarks/results/tune_simt_h200_runs8-9.log):
 # fp32 1024^3 0.54x -> 1.04x torch, linear 256x1024x1024 0.39x -> 1.70x.
 SIMT_SPLIT_MIN_K = 128
@@ -92,6 +105,11 @@ class Matrix:
         return Matrix(self.cols, self.rows, self.stride1, self.stride0, self.itemsize, self.aligned16)
 
 
+def runs_sm90a(capability: tuple[int, int]) -> bool:
+    """sm_90a code (wgmma, TMA, setmaxnreg) runs on compute capability 9.0 exactly."""
+    return tuple(capability) == (9, 0)
+
+
 @dataclass(frozen=True)
 class Device:
     """What the plan needs of the GPU: its index, SM count and compute capability."""
@@ -102,8 +120,8 @@ class Device:
 
     @property
     def has_wgmma(self) -> bool:
-        """sm_90a code (wgmma, TMA) runs on compute capability 9.0 exactly."""
-        return self.capability == (9, 0)
+        """The Hopper kernels ("wgmma", "tf32x3") run here (``runs_sm90a``)."""
+        return runs_sm90a(self.capability)
 
 
 @dataclass(frozen=True)
@@ -128,7 +146,7 @@ class Operand:
 class GemmPlan:
     """What ``cupy_ops.ops.gemm.run`` launches for one GEMM (see ``plan``)."""
 
-    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma"
+    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma", "tf32x3"
     kernel: str                  # its name expression (cuda_src/gemm.cu or gemm_sm90a.cu)
     source: str                  # "gemm.cu" or "gemm_sm90a.cu"
     grid: tuple[int, int, int]
@@ -174,9 +192,12 @@ def unsupported(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: De
         return f"is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')"
     if family in ("tc", "wgmma") and dtype not in TENSOR_CORE_DTYPES:
         return f"takes float16, bfloat16 or float32 (TF32) operands, got {dtype}"
-    if family == "wgmma" and not dev.has_wgmma:
+    if family == "tf32x3" and dtype != torch.float32:
+        return f"is the fp32 kernel on TF32 tensor cores (three products); takes float32 operands, got {dtype}"
+    if family in ("wgmma", "tf32x3") and not dev.has_wgmma:
         return (f"needs a Hopper GPU (compute capability 9.0); cuda:{dev.index} has "
-                f"{'.'.join(map(str, dev.capability))} (use 'auto' or 'tc')")
+                f"{'.'.join(map(str, dev.capability))} (use 'auto' or "
+                f"{'tc' if family == 'wgmma' else 'simt (fp32 on the CUDA cores)'})")
     return None
 
 
@@ -184,8 +205,9 @@ def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, t
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
     (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take
-    (``unsupported``): "naive". Raises ``ValueError`` when an explicit ``algo`` cannot take
-    the problem."""
+    (``unsupported``): "naive". "tf32x3" (fp32 accuracy on the tensor cores, Hopper) is taken
+    only when asked for by name: "auto" follows torch's precision switches. Raises
+    ``ValueError`` when an explicit ``algo`` cannot take the problem."""
     if algo != "auto":
         checks.fits("algo", algo, unsupported(algo, M, N, K, dtype, dev))
         return algo
@@ -275,13 +297,14 @@ def wgmma_tile_n(M: int, N: int, sm_count: int) -> int:
     return 256 if blocks >= WGMMA_WIDE_MIN_WAVES * sm_count else 128
 
 
-def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int) -> tuple[int, int]:
+def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
+                max_waves: float = WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
     """``(slices, kslice)``: split-K for 128 x 128 tiles (``bn`` 128) that fill at most
-    WG_SPLIT_MAX_WAVES of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
+    ``max_waves`` of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
     if bn != 128:
         return 1, K
     tiles = cdiv(M, WG_BM) * cdiv(N, bn)
-    if tiles > WG_SPLIT_MAX_WAVES * sm_count:
+    if tiles > max_waves * sm_count:
         return 1, K
     slices = min(sm_count // tiles, K // (WG_SPLIT_MIN_KTILES * bk))
     if slices < 2:
@@ -312,7 +335,22 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
 
 
-FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma}
+def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    if K == 0:
+        return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+    bk, bn = WG_BK[torch.float32], X3_TILE_NS[0]
+    pa, pb = tc_operand(a), tc_operand(b.T)   # TF32 reads both operands K-major
+    slices, kslice = (wgmma_split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
+                      else (1, K))
+    common = dict(grid=(cdiv(N, bn), cdiv(M, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES, a=pa,
+                  b=pb, tile=(WG_BM, bn), bk=bk)
+    if slices > 1:
+        return GemmPlan("tf32x3", f"gemm_tf32x3_partial<{bn}>", "gemm_sm90a.cu", slices=slices, kslice=kslice,
+                        reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=_reduce_grid(M * N), **common)
+    return GemmPlan("tf32x3", f"gemm_tf32x3<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+
+
+FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma, "tf32x3": _tf32x3}
 ALGOS = ("auto",) + tuple(FAMILIES)
 
 
@@ -346,4 +384,6 @@ def variants() -> dict[str, list[str]]:
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
             sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {e}>" for bn in WG_TILE_NS for e in EPILOGUES]
             sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128>")
+    sm90a += [f"gemm_tf32x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
+    sm90a += [f"gemm_tf32x3_partial<{bn}>" for bn in X3_TILE_NS]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}

@@ -20,8 +20,9 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
             device.
         bias: (N,) tensor or None.
         divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"simt"`` or ``"naive"``: as for
-            ``matmul`` (``cupy_ops.gemm_plan(x, weight.T)`` says which kernel a call takes).
+        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"tf32x3"``, ``"simt"`` or
+            ``"naive"``: as for ``matmul`` (``cupy_ops.gemm_plan(x, weight.T)`` says which kernel
+            a call takes).
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.
     Raises:

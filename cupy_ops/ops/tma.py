@@ -17,8 +17,10 @@ import torch
 # each value to TF32 (to nearest) on the way to shared memory, exactly as torch's cuBLAS TF32
 # and our mma.sync kernel (cvt.rna) do; as FLOAT32 (7) the tensor cores would truncate the raw
 # fp32 bits instead, twice the error and biased (benchmarks/results/probe_tf32_h200_run6.log, H200: with FLOAT32
-# all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did).
+# all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did). The 3xTF32
+# kernel needs the exact fp32 values (it splits them itself): ``exact=True`` loads FLOAT32.
 _DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}
+_FLOAT32 = 7
 _SWIZZLE_128B = 3            # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
 _L2_PROMOTION_256B = 3       # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 _OOB_FILL_ZEROS = 0          # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
@@ -42,14 +44,16 @@ def _encoder():
     return _encode
 
 
-def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int) -> bytes:
+def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
+               exact: bool = False) -> bytes:
     """The tensor map of the matrix at ``t.data_ptr()``: ``outer`` rows of ``inner``
     contiguous elements, rows ``ld`` elements apart, loaded in boxes of ``box_inner`` x
     ``box_outer`` with the 128-byte swizzle. Parts of a box past the matrix read as zero.
+    float32 is rounded to TF32 on the way unless ``exact``.
 
     Raises ``RuntimeError`` with the driver's error code if the driver rejects the map.
     """
-    key = (t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer)
+    key = (t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer, exact)
     m = _cache.get(key)
     if m is not None:
         return m
@@ -59,7 +63,8 @@ def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int,
     strides = (ctypes.c_uint64 * 1)(ld * es)
     box = (ctypes.c_uint32 * 2)(box_inner, box_outer)
     elem = (ctypes.c_uint32 * 2)(1, 1)
-    rc = _encoder()(buf, _DATA_TYPE[t.dtype], 2, t.data_ptr(), dims, strides, box, elem, 0, _SWIZZLE_128B,
+    dtype = _FLOAT32 if exact and t.dtype == torch.float32 else _DATA_TYPE[t.dtype]
+    rc = _encoder()(buf, dtype, 2, t.data_ptr(), dims, strides, box, elem, 0, _SWIZZLE_128B,
                     _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner} {t.dtype} matrix "

@@ -1,0 +1,306 @@
+// Hopper fp32 GEMM at tensor-core speed with fp32-class accuracy ("3xTF32", sm_90a only).
+//
+// Each fp32 operand x is split into two TF32 numbers, x ~= hi + lo, and
+// C = sum_k a_lo b_hi + a_hi b_lo + a_hi b_hi: three TF32 wgmmas per k-step. The dropped
+// a_lo b_lo and the rounding of lo leave < 2^-21 relative per product, the order of fp32's own
+// rounding (error table: benchmarks/results/probe_tf32x3_h100_session5.log).
+//
+// Same skeleton as gemm_wgmma.cuh (block tile WG_BM (128) x BN (128), 384 threads, TMA ring of
+// STAGES stages of A (128 rows x 32 fp32) and B (BN rows x 32 fp32), both K-major, 128-byte
+// swizzle, loaded as exact fp32: the host's tensor maps do not round to TF32 here), with the
+// split done in shared memory and registers, so no extra pass over global memory:
+//   warpgroup 0, warp 0, one thread: the TMA loads (as gemm_wgmma.cuh);
+//   b_hi is the B tile itself (the tensor cores truncate fp32 to TF32); b_lo goes to a second
+//     ring of LO slots (same swizzled layout), written by X3_SPLITTERS threads (warps 1-3 of
+//     warpgroup 0 and every consumer thread), each slot released to the consumers by lo_full;
+//   warpgroups 1, 2 (consumers, 64 rows each): load their A fragments from shared memory into
+//     registers, split them there, and issue the three wgmmas per k-step with A from registers
+//     (wgmma_tile_ra). While k-tile kt's wgmmas run they load and split kt + 1's A fragments;
+//     their share of kt + 1's b_lo comes first (before kt's wgmmas are issued: a consumer then
+//     has no wgmma in flight when it fences its shared-memory writes; measured faster).
+// Barriers per stage: full[s] (TMA bytes), empty[s] (8 consumer warps); per lo slot: lo_full[j]
+// (the 11 splitting warps), lo_empty[j] (8 consumer warps).
+//
+// Promotion: the tensor cores' accumulation is not fp32's (H100: summing all of K in the wgmma
+// accumulators gave 5-25x torch fp32's error, growing with K: 3.3e-5 at K = 4096 against
+// torch's 2.7e-6), so every X3_PROMOTE_EVERY k-tiles the wgmmas' partial sum (started fresh
+// with scale-d = 0) is added to the running fp32 sum with add.rn.
+//
+// Registers: a consumer holds the sum and the partial (BN / 2 each) plus two sets of 32 A
+// registers (hi and lo of 4 k-steps: the current k-tile's, live until its wgmmas are waited
+// for, and the next one's); setmaxnreg moves registers from warpgroup 0 (which needs few) to
+// the consumers. Hence BN = 128 only.
+#pragma once
+#include "gemm_wgmma.cuh"
+
+#if !defined(X3_SMEM_BYTES)
+#error "gemm_tf32x3.cuh: the host passes X3_SMEM_BYTES (-D)"
+#endif
+
+// Tuned on H100 (4096^3 and 1024 x 8192 x 8192, benchmarks/results/probe_tf32x3_h100_session5.log):
+//   X3_LO: b_lo slots; 3 with the early split share ran 1.33 / 1.39 ms, 2 ran 1.43 / 1.42 ms.
+//   X3_PROMOTE_EVERY: k-tiles per promotion; 2 ran 3 % faster than 1 (half the add.rn) with
+//     the error still 0.3x torch fp32's at the benchmark shapes.
+#define X3_LO 3
+#define X3_PROMOTE_EVERY 2
+
+// Ring geometry per tile width: stages of A (16 KB) + B (BN x 128 bytes), and LO slots of
+// b_lo (BN x 128 bytes), in the host's budget X3_SMEM_BYTES after up to 1 KB aligning the
+// rings to 1024 bytes (the swizzle atom) and 16 bytes of mbarriers per stage and per slot.
+template <int BN> struct X3Ring {
+  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES, LO = X3_LO;
+  static constexpr int STAGES = (X3_SMEM_BYTES - 1024 - LO * (B_BYTES + 16)) / (STAGE_BYTES + 16);
+  static_assert(STAGES >= 2, "gemm_tf32x3.cuh: X3_SMEM_BYTES holds fewer than 2 stages");
+};
+
+// Register budgets after setmaxnreg (multiples of 8): 128 x 40 + 256 x 232 = 64512 of the
+// SM's 65536, so both fit at one block per SM; the launch allocates 168 a thread (384 threads).
+#define X3_PRODUCER_REGS 40
+// Threads splitting b_lo: warps 1-3 of warpgroup 0 and both consumer warpgroups (the split is
+// work the tensor cores wait for: with the 3 warps alone and the first, heavier split, 4096^3
+// took 2.1 ms, with no split at all 1.04 ms; with all of them 1.82 ms).
+#define X3_SPLITTERS (WG_THREADS - 32)
+#define X3_CONSUMER_REGS 232
+
+// x = hi + lo (approximately), both read by the tensor cores as TF32 (which truncate the low
+// 13 bits of what they are given: benchmarks/results/probe_tf32_h200_run6.log):
+//   hi: x truncated to TF32 (never rounds up, so never overflows to inf). For B the tensor
+//       cores truncate the tile in place; A's is explicit (it sits in registers).
+//   lo: the remainder r = x - hi (exact in fp32, same sign as x) rounded to the nearest TF32:
+//       hi + lo is x to within 2^-22 |x| (unbiased; truncating lo instead made the error of
+//       all-positive inputs grow with K); the error table is in
+//       benchmarks/results/probe_tf32x3_h100_session5.log.
+// The split is ALU work the tensor cores wait for, so its common path is 5 instructions (and,
+// sub, compare, add, and: tf32_rem, tf32_special, tf32_round); the rest is rare ("special": the
+// remainder computed with denormals flushed is +-0, inf or NaN, i.e. x is zero, subnormal, a
+// TF32 number, +-inf or NaN, or r is subnormal) and done exactly by tf32_fix:
+//   lo = +-2^-126 with x's sign where r = 0 for a nonzero x, or x is +-inf or NaN: a_lo * b_hi
+//       then never computes 0 * inf = NaN where torch's a * b is +-inf (its magnitude,
+//       < 2^-126 |b|, is below any fp32 sum it joins);
+//   hi = a NaN that survives truncation for a NaN x (a payload only in the low 13 bits would
+//       read as inf);
+//   a subnormal x becomes hi = lo = +-2^-126: the tensor cores read subnormals as zero, and
+//       inf * x must stay inf (the absolute error, < 2^-125 |b| a product, is below fp32's
+//       resolution of any sum larger than ~2^-101 |b|).
+__device__ __forceinline__ float tf32_rem(u32 u, u32 hi) {
+  float r;
+  asm("sub.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(__uint_as_float(u)), "f"(__uint_as_float(hi)));
+  return r;
+}
+// r is +-0 or NaN (never inf: |r| < 2^-10 |x| for a finite x)
+__device__ __forceinline__ bool tf32_special(float rem) { return !(fabsf(rem) > 0.f); }
+// A normal r rounded to the nearest TF32, ties away from zero (cvt.rna's rounding in two
+// integer instructions); +-0 stays +-0 and a quiet NaN stays NaN, so tf32_special still holds.
+__device__ __forceinline__ u32 tf32_round(u32 r) { return (r + 0x1000u) & 0xffffe000u; }
+__device__ __forceinline__ void tf32_fix(u32 u, u32& hi, u32& lo) {
+  const u32 mag = u & 0x7fffffffu, tiny = (u & 0x80000000u) | 0x00800000u;
+  float r;   // the exact remainder (no flush)
+  asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(__uint_as_float(u)), "f"(__uint_as_float(u & 0xffffe000u)));
+  hi = mag > 0x7f800000u ? 0x7fffe000u : mag != 0u && mag < 0x00800000u ? tiny : u & 0xffffe000u;
+  lo = mag == 0u ? 0u : mag < 0x00800000u || mag >= 0x7f800000u || r == 0.f ? tiny : __float_as_uint(r);
+}
+
+// The b_lo of one B tile (at b, BN x 128 swizzled bytes; b_lo to l at the same offsets: the
+// split is elementwise) by X3_SPLITTERS threads, this one of rank `rank`; then the fence that
+// makes these generic-proxy writes visible to the wgmmas (async proxy) that read them. b_hi is
+// b itself, except that a group holding a NaN or a subnormal gets its b_hi written back.
+template <int B_BYTES>
+__device__ __forceinline__ void x3_split_b(u32 b, u32 l, int rank) {
+#pragma unroll 1
+  for (int v = rank; v < B_BYTES / 16; v += X3_SPLITTERS) {
+    u32 x[4], r[4];
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
+                 : "r"(b + 16 * v) : "memory");
+    bool special = false;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float rf = tf32_rem(x[q], x[q] & 0xffffe000u);
+      special |= tf32_special(rf);
+      r[q] = tf32_round(__float_as_uint(rf));
+    }
+    if (special) {
+      u32 h[4];
+      bool rewrite = false;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        h[q] = x[q];
+        if (tf32_special(__uint_as_float(r[q]))) tf32_fix(x[q], h[q], r[q]);
+        rewrite |= (h[q] & 0xffffe000u) != (x[q] & 0xffffe000u);   // NaN or subnormal
+      }
+      if (rewrite)
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(b + 16 * v), "r"(h[0]), "r"(h[1]), "r"(h[2]),
+                     "r"(h[3]) : "memory");
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(l + 16 * v), "r"(r[0]), "r"(r[1]), "r"(r[2]),
+                 "r"(r[3]) : "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// A consumer thread's A fragments of one k-tile (BK / 8 k-steps), split: the tile's rows
+// 16 warp + g and + 8 (at a = the stage's A tile + row (16 warp + g) x 128 + 4 t); k-step kk
+// takes columns 8 kk + t (16-byte group 2 kk, stored at group (2 kk) ^ g by the swizzle, g
+// being both rows' index mod 8) and 8 kk + t + 4 (group 2 kk + 1).
+template <int BK>
+__device__ __forceinline__ void x3_load_a(u32 a, int g, u32 (&hi)[BK / 8][4], u32 (&lo)[BK / 8][4]) {
+  u32 x[BK / 8][4];
+  bool special = false;
+#pragma unroll
+  for (int kk = 0; kk < BK / 8; ++kk) {
+    const u32 p0 = a + ((u32)((2 * kk) ^ g) << 4), p1 = a + ((u32)((2 * kk + 1) ^ g) << 4);
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][0]) : "r"(p0) : "memory");
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][1]) : "r"(p0 + 8 * 128) : "memory");
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][2]) : "r"(p1) : "memory");
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][3]) : "r"(p1 + 8 * 128) : "memory");
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      hi[kk][q] = x[kk][q] & 0xffffe000u;
+      const float r = tf32_rem(x[kk][q], hi[kk][q]);
+      special |= tf32_special(r);
+      lo[kk][q] = tf32_round(__float_as_uint(r));
+    }
+  }
+  if (special) {
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (tf32_special(__uint_as_float(lo[kk][q]))) tf32_fix(x[kk][q], hi[kk][q], lo[kk][q]);
+  }
+}
+
+// A consumer's share of k-tile kt's b_lo (B tile at b), once slot kt % LO is free.
+template <int B_BYTES, int LO>
+__device__ __forceinline__ void x3_split_share(int kt, u32 b, u32 lo_ring, u32 lo_full, u32 lo_empty, int rank, int lane) {
+  const int j = kt % LO;
+  if (kt >= LO) mbar_wait(lo_empty + 8 * j, ((kt / LO) - 1) & 1);
+  x3_split_b<B_BYTES>(b, lo_ring + j * B_BYTES, rank);
+  __syncwarp();
+  if (lane == 0) mbar_arrive(lo_full + 8 * j);
+}
+
+// One consumer k-tile: this thread's share of k-tile kt + 1's b_lo; the 3 BK / 8 wgmmas of
+// k-tile kt from (hi, lo) into part, and meanwhile kt + 1's A fragments into (nhi, nlo); then
+// the stage and b_lo slot released and, every X3_PROMOTE_EVERY k-tiles, part added to acc.
+template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int B_BYTES>
+__device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g, u32 full, u32 empty,
+                                         u32 lo_full, u32 lo_empty, int rank, int lane, const u32 (&hi)[BK / 8][4],
+                                         const u32 (&lo)[BK / 8][4], u32 (&nhi)[BK / 8][4], u32 (&nlo)[BK / 8][4],
+                                         float* acc, float* part) {
+  const int s = kt % STAGES, j = kt % LO;
+  const u32 b_tile = ring + s * STAGE_BYTES + WG_A_BYTES, l_tile = lo_ring + j * B_BYTES;
+  const bool fresh = kt % X3_PROMOTE_EVERY == 0;   // part starts over at this k-tile
+  if (kt + 1 < ktiles) {
+    const int s1 = (kt + 1) % STAGES;
+    mbar_wait(full + 8 * s1, ((kt + 1) / STAGES) & 1);
+    x3_split_share<B_BYTES, LO>(kt + 1, ring + s1 * STAGE_BYTES + WG_A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+  }
+  mbar_wait(lo_full + 8 * j, (kt / LO) & 1);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BK / 8; ++kk) {
+    const u64 dh = wg_desc(b_tile + kk * 32, 16, 1024), dl = wg_desc(l_tile + kk * 32, 16, 1024);
+    wgmma_tile_ra<BN>(part, lo[kk], dh, kk > 0 || !fresh);   // a fresh part: the product (no zeroing)
+    wgmma_tile_ra<BN>(part, hi[kk], dl, 1);
+    wgmma_tile_ra<BN>(part, hi[kk], dh, 1);
+  }
+  wgmma_commit();
+  if (kt + 1 < ktiles) {
+    const int s1 = (kt + 1) % STAGES;   // loaded: waited for above
+    x3_load_a<BK>(ring + s1 * STAGE_BYTES + a_row, g, nhi, nlo);
+  }
+  wgmma_wait<0>();   // (hi, lo), the stage and the slot are free again
+  if (lane == 0) {
+    mbar_arrive(empty + 8 * s);
+    mbar_arrive(lo_empty + 8 * j);
+  }
+  if ((kt + 1) % X3_PROMOTE_EVERY == 0 || kt + 1 == ktiles) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = add_exact(acc[i], part[i]);
+  }
+}
+
+template <int BN, class Out, class Epi>
+__device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* bmap,
+                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, int M, int N,
+                                                  int k0, int K, const Epi& epi) {
+  constexpr int BK = 32;   // fp32 values of K per k-tile: one 128-byte swizzled row
+  constexpr int STAGES = X3Ring<BN>::STAGES, LO = X3Ring<BN>::LO;
+  constexpr int STAGE_BYTES = X3Ring<BN>::STAGE_BYTES, B_BYTES = X3Ring<BN>::B_BYTES;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const u32 lo_ring = ring + STAGES * STAGE_BYTES;
+  const u32 bars = lo_ring + LO * B_BYTES;
+  // full[s], empty[s], lo_full[j], lo_empty[j]
+  const u32 full = bars, empty = bars + 8 * STAGES, lo_full = bars + 16 * STAGES, lo_empty = lo_full + 8 * LO;
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int m0 = blockIdx.y * WG_BM, n0 = blockIdx.x * BN;
+  const int ktiles = (K + BK - 1) / BK;
+
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, 8);
+    }
+#pragma unroll
+    for (int j = 0; j < LO; ++j) {
+      mbar_init(lo_full + 8 * j, X3_SPLITTERS / 32);
+      mbar_init(lo_empty + 8 * j, 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(X3_PRODUCER_REGS));
+    if (warp == 0) {
+      if (lane == 0) {
+        for (int kt = 0; kt < ktiles; ++kt) {
+          const int s = kt % STAGES;
+          if (kt >= STAGES) mbar_wait(empty + 8 * s, ((kt / STAGES) - 1) & 1);
+          const u32 a_dst = ring + s * STAGE_BYTES;
+          mbar_expect_tx(full + 8 * s, STAGE_BYTES);
+          const int k = k0 + kt * BK;
+          tma_load_2d(a_dst, amap, k, m0, full + 8 * s);
+          tma_load_2d(a_dst + WG_A_BYTES, bmap, k, n0, full + 8 * s);
+        }
+      }
+      return;
+    }
+    // Splitter warps: their share of every k-tile's b_lo (X3_SPLITTERS: rank = tid - 32).
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const int s = kt % STAGES, j = kt % LO;
+      mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+      if (kt >= LO) mbar_wait(lo_empty + 8 * j, ((kt / LO) - 1) & 1);
+      x3_split_b<B_BYTES>(ring + s * STAGE_BYTES + WG_A_BYTES, lo_ring + j * B_BYTES, tid - 32);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(lo_full + 8 * j);
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(X3_CONSUMER_REGS));
+  // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of the block tile.
+  const int c = wg - 1, g = lane >> 2, t = lane & 3;
+  float acc[BN / 2], part[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+  const u32 a_row = (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
+  // Two sets of A registers: k-tile kt + 1's are loaded and split while kt's wgmmas run.
+  u32 hi0[BK / 8][4], lo0[BK / 8][4], hi1[BK / 8][4], lo1[BK / 8][4];
+  const int rank = tid - 32;   // in the b_lo split
+  if (ktiles > 0) {
+    mbar_wait(full, 0);
+    x3_load_a<BK>(ring + a_row, g, hi0, lo0);
+    x3_split_share<B_BYTES, LO>(0, ring + WG_A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+  }
+  for (int kt = 0; kt < ktiles; kt += 2) {
+    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES>(kt, ktiles, ring, lo_ring, a_row, g, full, empty, lo_full,
+                                                      lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc, part);
+    if (kt + 1 < ktiles)
+      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES>(kt + 1, ktiles, ring, lo_ring, a_row, g, full, empty, lo_full,
+                                                        lo_empty, rank, lane, hi1, lo1, hi0, lo0, acc, part);
+  }
+  wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+}

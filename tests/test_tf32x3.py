@@ -1,0 +1,153 @@
+"""algo="tf32x3" (fp32 on the Hopper tensor cores as three TF32 products): its error against
+an fp64 reference next to torch fp32's on the same inputs, NaN / inf placement as torch fp32's,
+split-K, tall and odd shapes; and the models that use it. (Shapes, strides, K = 0 and both
+epilogues against the rounding bound: test_matmul.py and test_linear_relu_div.py, which run
+every algo.)"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+from conftest import HOPPER, require_algo
+from cupy_ops.models import linear_relu_div, matmul
+from cupy_ops.ops import gemm
+from test_matmul import assert_gemm_close, linear_planned, matmul_planned, roundoff
+
+pytestmark = pytest.mark.gpu
+
+
+def max_rel_err(c, ref):
+    """The error measure of the benchmarks: max |C - ref| / max |ref|."""
+    return ((c.double() - ref).abs().max() / ref.abs().max()).item()
+
+
+def torch_fp32(a, b):
+    """torch's own fp32 product (TF32 off, as torch's default)."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+@pytest.mark.parametrize("fill", ["randn", "rand"])
+@pytest.mark.parametrize("M, K, N", [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 8192, 8192)], ids=str)
+def test_error_is_at_most_torch_fp32s(M, K, N, fill, cuda):
+    """At the benchmark shapes (KernelBench's among them), against fp64: no more error than
+    torch fp32 on the same inputs (randn, and KernelBench's torch.rand), for matmul and the
+    fused linear_relu_div. (Not at every shape: where cuBLAS splits a long K over a small
+    output its fp32 error drops below 3xTF32's floor, bounded in the next test.)"""
+    require_algo("tf32x3")
+    torch.manual_seed(0)
+    gen = getattr(torch, fill)
+    a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
+    ref = a.double() @ b.double()
+    ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), ref), max_rel_err(torch_fp32(a, b), ref)
+    assert ours <= theirs, f"tf32x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+    w, bias = b.t().contiguous(), gen(N, device=cuda)
+    ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        theirs = max_rel_err(torch.relu(F.linear(a, w, bias)) / 2, ref)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    ours = max_rel_err(cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="tf32x3"), ref)
+    assert ours <= theirs, f"linear: tf32x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+
+
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (127, 129, 131), (129, 4097, 3), (256, 4096, 384)],
+                         ids=str)
+def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, cuda):
+    """Where K is small (or cuBLAS splits it) torch fp32 is nearly exact; 3xTF32 keeps 22 of
+    the 24 bits of each operand: its error stays within 2^-18 of the largest output
+    (documented in matmul's docstring)."""
+    require_algo("tf32x3")
+    torch.manual_seed(1)
+    for gen in (torch.randn, torch.rand):
+        a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
+        assert max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), a.double() @ b.double()) <= 2.0**-18
+
+
+def test_nan_and_inf_land_where_torch_fp32_puts_them(cuda):
+    """Special values the split must not turn into NaN (0 * inf from a zero remainder) or lose:
+    +-inf, NaN (also one whose payload sits only in the bits TF32 drops), +-0, subnormals,
+    TF32-exact values (remainder 0) meeting inf, whole rows of -0.0."""
+    require_algo("tf32x3")
+    torch.manual_seed(0)
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
+                             2.0**-126, 1e30], device=cuda)
+    low_nan = torch.tensor([0x7F800001], dtype=torch.int32, device=cuda).view(torch.float32)
+    for trial in range(8):
+        a, b = torch.randn(129, 257, device=cuda), torch.randn(257, 131, device=cuda)
+        for t in (a, b):
+            idx = torch.randint(0, t.numel(), (60,), device=cuda)
+            t.view(-1)[idx] = specials[torch.randint(0, len(specials), (60,), device=cuda)]
+        if trial % 2:
+            a[3] = 1.0                      # TF32-exact: remainder 0
+            b[:, 5] = float("inf")
+            a[7] = -0.0
+            b[11, 9] = low_nan
+            a[10, :] = 1e-40                # subnormals meeting inf
+            b[:, 12] = float("-inf")
+        ref, got = torch_fp32(a, b), cupy_ops.matmul(a, b, algo="tf32x3")
+        assert torch.equal(ref.isnan(), got.isnan()), f"trial {trial}: NaN placement differs"
+        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), \
+            f"trial {trial}: inf placement or sign differs"
+        absprod = a.double().abs() @ b.double().abs()   # the scale of each output's rounding
+        fin = ref.isfinite() & absprod.isfinite()
+        assert ((got[fin].double() - ref[fin].double()).abs() <= 2.0**-17 * absprod[fin] + 1e-30).all()
+    a = torch.full((64, 64), -0.0, device=cuda)
+    assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="tf32x3"),
+                       torch.zeros(64, 40, device=cuda))
+
+
+def test_split_k_and_tall_shapes(cuda):
+    """Small outputs with long K (split-K: slices summed in order, then the epilogue) and tall
+    M, against the rounding bound; the split result is deterministic."""
+    require_algo("tf32x3")
+    torch.manual_seed(0)
+    M, K, N = 200, 3000, 136
+    a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+    bias = torch.randn(N, device=cuda)
+    assert cupy_ops.gemm_plan(a, b, algo="tf32x3").slices > 1
+    first = cupy_ops.matmul(a, b, algo="tf32x3")
+    assert torch.equal(first, cupy_ops.matmul(a, b, algo="tf32x3"))
+    for split in (True, False):
+        assert_gemm_close(matmul_planned(a, b, algo="tf32x3", split_k=split), a, b,
+                          operand_roundoff=roundoff("tf32x3", torch.float32))
+        lin = linear_planned(a, b.t(), bias, 2.0, algo="tf32x3", split_k=split)
+        ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+        absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+        tol = (2 * roundoff("tf32x3", torch.float32) + (K + 1) * 2.0**-24 * 1.01) * absprod + 2.0**-23 * ref.abs()
+        assert ((lin.double() - ref).abs() <= tol).all()
+    tall_a, tall_b = torch.randn(20000, 96, device=cuda), torch.randn(96, 24, device=cuda)
+    assert_gemm_close(cupy_ops.matmul(tall_a, tall_b, algo="tf32x3"), tall_a, tall_b,
+                      operand_roundoff=roundoff("tf32x3", torch.float32))
+
+
+def test_models_use_tf32x3_for_float32_on_hopper_else_the_previous_path(cuda):
+    """ModelNew (level2/63 and level1/1) take the fused 3xTF32 kernel for float32 on Hopper,
+    cuBLAS + relu_div / "auto" elsewhere and for 16-bit inputs; both pass KernelBench's check."""
+    torch.manual_seed(0)
+    init = [512, 256, 2.0]
+    model = linear_relu_div.ModelNew(*init).to(cuda)
+    x = torch.rand(64, 512, device=cuda)
+    with torch.no_grad():
+        got = model(x)
+        fused = cupy_ops.linear_relu_div(x, model.linear.weight, model.linear.bias, 2.0,
+                                         algo="tf32x3" if HOPPER else "auto")
+        cublas = linear_relu_div.ModelNewCublas.forward(model, x)
+        ref = linear_relu_div.Model.forward(model, x)
+    assert gemm.tf32x3_runs(x) == HOPPER and not gemm.tf32x3_runs(x.cpu()) and not gemm.tf32x3_runs(x.half())
+    assert torch.equal(got, fused if HOPPER else cublas)
+    assert torch.allclose(got, ref, atol=1e-4, rtol=1e-4)
+    with torch.no_grad():
+        xh, mh = x.to(torch.bfloat16), linear_relu_div.ModelNew(*init).to(cuda, torch.bfloat16)
+        assert torch.equal(mh(xh), linear_relu_div.ModelNewCublas.forward(mh, xh))
+    a, b = torch.rand(300, 200, device=cuda), torch.rand(200, 100, device=cuda)
+    expect = cupy_ops.matmul(a, b, algo="tf32x3" if HOPPER else "auto")
+    assert torch.equal(matmul.ModelNew()(a, b), expect)
+    assert torch.equal(matmul.ModelNew("naive")(a, b), cupy_ops.matmul(a, b, algo="naive"))
+    assert torch.allclose(matmul.ModelNew()(a, b), matmul.Model()(a, b), atol=1e-4, rtol=1e-4)
