@@ -88,3 +88,34 @@ def test_relu_model_at_full_kernelbench_size(cuda):
     x = torch.rand(relu.batch_size, relu.dim, device=cuda) - 0.5   # negatives too, unlike torch.rand
     got = relu.ModelNew()(x)
     assert torch.equal(got, relu.Model()(x))
+
+
+class _Exact(matmul.Model):
+    """matmul rounded once from float64: more accurate than torch fp32, another summation."""
+
+    def forward(self, A, B):
+        return torch.matmul(A.double(), B.double()).float()
+
+
+class _Off(matmul.Model):
+    """torch's product plus an error larger than torch's own."""
+
+    def forward(self, A, B):
+        return torch.matmul(A, B) + 1e-3
+
+
+def test_kernelbench_check_takes_a_more_accurate_gemm_and_refuses_a_worse_one(cuda):
+    """kernelbench.run: rand trials are KernelBench's allclose; the randn trial also passes a
+    result no farther from float64 than torch's (a GEMM summed in another order), not one
+    that is farther."""
+    from cupy_ops.bench import kernelbench
+
+    def make_inputs(fill, seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return [fill(256, 2048, device="cuda", generator=g), fill(2048, 256, device="cuda", generator=g)]
+
+    results = {r.variant: r for r in kernelbench.run(matmul, {"exact": _Exact, "off": _Off}, make_inputs=make_inputs,
+                                                     init_inputs=[], dtype=torch.float32, trials=1, runs=3,
+                                                     log=lambda *a, **k: None)}
+    assert results["exact"].passed, results["exact"].failures
+    assert not results["off"].passed and any("float64" in f for f in results["off"].failures)

@@ -1,9 +1,13 @@
 """Check and time a KernelBench problem module (``cupy_ops.models.*``) the KernelBench way.
 
 Correctness: ``torch.manual_seed(42)`` before building each model (so ``ModelNew`` must create
-its parameters as ``Model`` does), then trials on KernelBench's ``torch.rand`` inputs and on
-``torch.randn`` inputs (negatives, which a copy cannot pass for ReLU), each compared with
-``torch.allclose(atol=rtol=tol)``. Timing: CUDA events, warm-up, L2 flush, median; torch
+its parameters as ``Model`` does), then trials on KernelBench's ``torch.rand`` inputs, each
+compared with ``torch.allclose(atol=rtol=tol)`` (KernelBench's check), and one on ``torch.randn``
+inputs (negatives, which a copy cannot pass for ReLU), which passes when allclose holds or,
+failing that, when the result is no farther from ``Model`` run in float64 than ``Model``'s own
+result is (a GEMM that sums in another order than cuBLAS differs from torch by both results'
+rounding errors; at K = 4096 with outputs near zero that exceeds 1e-4 even for a more accurate
+result). Timing: CUDA events, warm-up, L2 flush, median; torch
 eager (``Model``) timed in the same process on the same inputs.
 """
 from __future__ import annotations
@@ -61,6 +65,7 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
         for i, (kind, fill, seed) in enumerate(checks):
             inputs = make_inputs(fill, seed)
             expected = ref(*inputs)
+            exact = None   # Model in float64, made when a randn result misses allclose
             for name, m in models.items():
                 got = m(*inputs)
                 r = results[name]
@@ -71,11 +76,21 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
                 err = (got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max().item() \
                     if got.numel() else 0.0
                 r.max_abs_error = max(r.max_abs_error, err)
-                if not torch.allclose(got, expected, atol=tol, rtol=tol):
-                    r.passed = False
+                if torch.allclose(got, expected, atol=tol, rtol=tol):
+                    continue
+                if kind == "randn" and dtype != torch.float64:
+                    if exact is None:
+                        exact = build(problem.Model, init_inputs, torch.float64)(*[x.double() for x in inputs])
+                    ours, torchs = _max_err(got, exact), _max_err(expected, exact)
+                    if ours <= torchs:
+                        continue
+                    r.failures.append(f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}, and "
+                                      f"{ours:.3g} from the float64 result against torch's {torchs:.3g}")
+                else:
                     r.failures.append(f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}")
+                r.passed = False
             log(f"  correctness {i + 1}/{len(checks)} ({kind}) done", file=sys.stderr)
-            del inputs, expected
+            del inputs, expected, exact
 
         inputs = make_inputs(torch.rand, 3000)
         for name, model in [("torch eager", ref)] + list(models.items()):
@@ -83,6 +98,13 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
             results[name].stats = time_cuda(lambda: model(*inputs), warmup=warmup, runs=runs,
                                             max_seconds=max_seconds)
     return list(results.values())
+
+
+def _max_err(got: torch.Tensor, exact: torch.Tensor) -> float:
+    """max |got - exact| (NaN where exact is not NaN counts as inf)."""
+    if not got.numel():
+        return 0.0
+    return (got.double() - exact).abs().nan_to_num(nan=float("inf")).max().item()
 
 
 def format_table(results: list[Result], title: str) -> str:
