@@ -1,7 +1,8 @@
 // The Hopper GEMM kernels (compiled for sm_90a only; cupy_ops/ops/gemm_plan.py picks them on
 // compute capability 9.0), for matmul (EPI = EpiNone) and linear_relu_div (EpiBiasReluScale):
-// wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh). a_map covers A (M, K) row-major; b_map covers B as (N, K)
-// K-major, or (B_NMAJOR, 16-bit T only) as (K, N) row-major. c row-major (M, N), ldc.
+// wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh). a_map covers A (M, K)
+// row-major; b_map covers B as (N, K) K-major, or (B_NMAJOR, 16-bit T only) as (K, N)
+// row-major. c row-major (M, N), ldc.
 // Dynamic shared memory: WG_SMEM_BYTES; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, WG_BM)).
 #include "gemm_wgmma.cuh"
 #include "gemm_tf32x3.cuh"

@@ -79,9 +79,9 @@ template <int BN> struct X3Ring {
 //       < 2^-126 |b|, is below any fp32 sum it joins);
 //   hi = a NaN that survives truncation for a NaN x (a payload only in the low 13 bits would
 //       read as inf);
-//   a subnormal x becomes hi = lo = +-2^-126: the tensor cores read subnormals as zero, and
-//       inf * x must stay inf (the absolute error, < 2^-125 |b| a product, is below fp32's
-//       resolution of any sum larger than ~2^-101 |b|).
+//   a subnormal x becomes hi = lo = +-2^-126 (x ~= +-2^-125): the tensor cores read subnormals
+//       as zero, and inf * x must stay inf; the absolute error, < 2^-125 |b| a product, is
+//       twice what flushing x to zero would leave (and the test bounds it so).
 __device__ __forceinline__ float tf32_rem(u32 u, u32 hi) {
   float r;
   asm("sub.rn.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(__uint_as_float(u)), "f"(__uint_as_float(hi)));

@@ -76,8 +76,9 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(cuda):
     TF32-exact values (remainder 0) meeting inf, whole rows of -0.0."""
     require_algo("tf32x3")
     torch.manual_seed(0)
+    # no products past fp32's range: where a sum of such overflows depends on the summation order
     specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
-                             2.0**-126, 1e30], device=cuda)
+                             2.0**-126, 1e15], device=cuda)
     low_nan = torch.tensor([0x7F800001], dtype=torch.int32, device=cuda).view(torch.float32)
     for trial in range(8):
         a, b = torch.randn(129, 257, device=cuda), torch.randn(257, 131, device=cuda)
@@ -95,9 +96,19 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(cuda):
         assert torch.equal(ref.isnan(), got.isnan()), f"trial {trial}: NaN placement differs"
         assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), \
             f"trial {trial}: inf placement or sign differs"
-        absprod = a.double().abs() @ b.double().abs()   # the scale of each output's rounding
+        # both within their rounding bounds of the exact result: torch's fp32 gamma_K, 3xTF32's
+        # 2^-18, plus 2^-125 |b| per subnormal a (and |a| per subnormal b): 3xTF32 holds those as
+        # +-2^-125 (the tensor cores read subnormals as zero; documented in matmul's docstring)
+        absprod = a.double().abs() @ b.double().abs()
+        sub_a = ((a != 0) & (a.abs() < 2.0**-126)).double()
+        sub_b = ((b != 0) & (b.abs() < 2.0**-126)).double()
+        subs = sub_a @ b.double().abs().nan_to_num(posinf=0) + a.double().abs().nan_to_num(posinf=0) @ sub_b
         fin = ref.isfinite() & absprod.isfinite()
-        assert ((got[fin].double() - ref[fin].double()).abs() <= 2.0**-17 * absprod[fin] + 1e-30).all()
+        tol = (a.shape[1] * 2.0**-24 * 1.01 + 2.0**-18) * absprod[fin] + 2.0**-125 * subs[fin] + 1e-30
+        err = (got[fin].double() - ref[fin].double()).abs()
+        w = int((err - tol).argmax())
+        assert (err <= tol).all(), (f"trial {trial}: got {got[fin][w].item()!r}, torch {ref[fin][w].item()!r}, "
+                                    f"sum|ab| {absprod[fin][w].item()!r}")
     a = torch.full((64, 64), -0.0, device=cuda)
     assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="tf32x3"),
                        torch.zeros(64, 40, device=cuda))

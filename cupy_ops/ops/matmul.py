@@ -24,11 +24,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
             kernel is ``"wgmma"`` (wgmma + TMA) on Hopper, ``"tc"`` (mma.sync) elsewhere; both
             can be asked for by name (``"wgmma"`` on compute capability 9.0 only). ``"tf32x3"``
             (float32, compute capability 9.0): fp32 accuracy on the tensor cores, each operand
-            split into two TF32 numbers and three TF32 products summed (max error against fp64
-            at most torch fp32's at the benchmark shapes, 1024^3 to 4096^3; at any shape within
-            2^-18 of the largest output, where torch's can be smaller at small K; NaN and inf where torch fp32 puts them; subnormal
-            inputs count as +-2^-126; ~1.8-2x torch fp32's speed on an H100 at 4096^3). ``"naive"``: the reference kernel, one thread per output
-            element. ``cupy_ops.gemm_plan(a, b)`` says which kernel a call takes.
+            split into two TF32 numbers and three TF32 products summed: max error against fp64
+            at most torch fp32's at the benchmark shapes (1024^3 to 4096^3), and within 2^-18
+            of the largest output at any shape (torch's is smaller at small K); NaN and inf
+            where torch fp32 puts them; a subnormal input counts as +-2^-125 (tensor cores
+            cannot hold it); ~1.8x torch fp32's speed on an H100 at 4096^3. ``"naive"``: the
+            reference kernel, one thread per output element. ``cupy_ops.gemm_plan(a, b)`` says
+            which kernel a call takes.
     Returns:
         A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
     Raises:
