@@ -167,6 +167,9 @@ def test_tf32x3_plan():
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     assert gplan(2048, 2048, 2048, algo="tf32x3").slices == 1                # 256 tiles
     assert gplan(1024, 1024, 1024, algo="tf32x3", split_k=False).slices == 1
+    assert gplan(1024, 1024, 1024, algo="tf32x3", tile_n=128).tile == (128, 128)
+    with pytest.raises(ValueError, match=r"tile_n must be one of \(128,\) for algo='tf32x3', got 256"):
+        gplan(1024, 1024, 1024, algo="tf32x3", tile_n=256)
     p = gplan(64, 0, 64, algo="tf32x3")
     assert p.family == "tc" and "K == 0" in str(p)
     assert gemm_plan.runs_sm90a((9, 0)) and not gemm_plan.runs_sm90a((10, 0)) and not gemm_plan.runs_sm90a((8, 9))

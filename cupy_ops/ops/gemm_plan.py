@@ -338,6 +338,8 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
 def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if K == 0:
         return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+    if opts.get("tile_n") not in (None,) + X3_TILE_NS:   # an override this family cannot honour
+        raise ValueError(f"tile_n must be one of {X3_TILE_NS} for algo='tf32x3', got {opts['tile_n']!r}")
     bk, bn = WG_BK[torch.float32], X3_TILE_NS[0]
     pa, pb = tc_operand(a), tc_operand(b.T)   # TF32 reads both operands K-major
     slices, kslice = (wgmma_split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
