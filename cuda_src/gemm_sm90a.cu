@@ -3,28 +3,31 @@
 // wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh). a_map covers A (M, K)
 // row-major; b_map covers B as (N, K) K-major, or (B_NMAJOR, 16-bit T only) as (K, N)
 // row-major. c row-major (M, N), ldc.
-// Dynamic shared memory: WG_SMEM_BYTES; block WG_THREADS; grid (cdiv(N, BN), cdiv(M, WG_BM)).
+// Dynamic shared memory: WG_SMEM_BYTES (X3_SMEM_BYTES for tf32x3); block WG_THREADS.
 #include "gemm_wgmma.cuh"
 #include "gemm_tf32x3.cuh"
 #include "gemm_epilogue.cuh"
 
-template <class T, bool B_NMAJOR, int BN, class EPI>
-__global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma(const __grid_constant__ TmaMap a_map,
-                                                            const __grid_constant__ TmaMap b_map,
-                                                            typename Traits<T>::Bits* c, i64 ldc, int M, int N, int K,
-                                                            const typename Traits<T>::Bits* bias, double scale) {
-  gemm_wgmma_block<T, B_NMAJOR, BN, T>(&a_map, &b_map, c, ldc, M, N, 0, K, Epilogue<T, EPI>(bias, scale));
+// gemm_wgmma.cuh gemm_wgmma_tiles: clusters of CM CTAs (2: sharing the B tile), the grid CM x
+// the clusters that run at once (persistent) or x the units (one per cluster); `group`:
+// cluster rows per WgWalk group.
+template <class T, bool B_NMAJOR, int BN, int CM, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+    gemm_wgmma(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
+               typename Traits<T>::Bits* c, i64 ldc, int M, int N, int K, int group,
+               const typename Traits<T>::Bits* bias, double scale) {
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, T>(&a_map, &b_map, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
 }
 
-// Split-K partial products: block z multiplies K range [z kslice, (z + 1) kslice) into the
-// z-th (M, N) fp32 slice of ws (summed by gemm_splitk_reduce of gemm.cu, with the epilogue).
-template <class T, bool B_NMAJOR, int BN>
-__global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_partial(const __grid_constant__ TmaMap a_map,
-                                                                    const __grid_constant__ TmaMap b_map, float* ws,
-                                                                    int M, int N, int K, int kslice) {
-  const int k0 = blockIdx.z * kslice;
-  gemm_wgmma_block<T, B_NMAJOR, BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N,
-                                           M, N, k0, min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0));
+// Split-K partial products: the units of K slice z (the range [z kslice, (z + 1) kslice))
+// go into the z-th (M, N) fp32 slice of ws (summed by gemm_splitk_reduce of gemm.cu, with the
+// epilogue).
+template <class T, bool B_NMAJOR, int BN, int CM>
+__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+    gemm_wgmma_partial(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, float* ws,
+                       int M, int N, int K, int kslice, int group) {
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws), N, (i64)M * N, M, N, K,
+                                               kslice, group, Epilogue<float, EpiNone>(nullptr, 1.0));
 }
 
 // fp32 C = epilogue(A @ B) in three TF32 products (gemm_tf32x3.cuh); maps as for gemm_wgmma<float>

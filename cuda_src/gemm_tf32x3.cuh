@@ -53,14 +53,10 @@ template <int BN> struct X3Ring {
   static_assert(STAGES >= 2, "gemm_tf32x3.cuh: X3_SMEM_BYTES holds fewer than 2 stages");
 };
 
-// Register budgets after setmaxnreg (multiples of 8): 128 x 40 + 256 x 232 = 64512 of the
-// SM's 65536, so both fit at one block per SM; the launch allocates 168 a thread (384 threads).
-#define X3_PRODUCER_REGS 40
 // Threads splitting b_lo: warps 1-3 of warpgroup 0 and both consumer warpgroups (the split is
 // work the tensor cores wait for: with the 3 warps alone and the first, heavier split, 4096^3
 // took 2.1 ms, with no split at all 1.04 ms; with all of them 1.82 ms).
 #define X3_SPLITTERS (WG_THREADS - 32)
-#define X3_CONSUMER_REGS 232
 
 // x = hi + lo (approximately), both read by the tensor cores as TF32 (which truncate the low
 // 13 bits of what they are given: benchmarks/results/probe_tf32_h200_run6.log):
@@ -253,7 +249,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
   __syncthreads();
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(X3_PRODUCER_REGS));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
     if (warp == 0) {
       if (lane == 0) {
         for (int kt = 0; kt < ktiles; ++kt) {
@@ -280,7 +276,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(X3_CONSUMER_REGS));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
   // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of the block tile.
   const int c = wg - 1, g = lane >> 2, t = lane & 3;
   float acc[BN / 2], part[BN / 2];

@@ -7,30 +7,43 @@
 // tensor maps the host encodes (cupy_ops/ops/tma.py); the tensor map zero-fills the tile
 // parts past M, N and K, so any shape works and the epilogue masks the stores.
 //
-// Block tile WG_BM (128) x BN x 128 bytes of K (BN = 256, or 128 for grids too small to fill
-// the GPU: the host picks, cupy_ops/ops/gemm_plan.py wgmma_tile_n), WG_THREADS (384: 3
-// warpgroups), warp-specialized:
+// Block tile WG_BM (128) x BN x 128 bytes of K (BN = 256; 128 or 64 for grids too small to
+// fill the GPU: the host picks, cupy_ops/ops/gemm_plan.py wgmma_tile_n), WG_THREADS (384: 3
+// warpgroups), warp-specialized, registers moved by setmaxnreg from the producer to the
+// consumers:
 //   warpgroup 0: one thread issues the TMA loads of a ring of stages (as many as the host's
-//     shared-memory budget WG_SMEM_BYTES holds: 4 at BN = 256, 6 at BN = 128);
+//     shared-memory budget WG_SMEM_BYTES holds after the epilogue buffers: 4 at BN = 256, 6
+//     at BN = 128, 7 at BN = 64);
 //   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
-//     flight while it waits for the next tile.
+//     flight while it waits for the next tile; then the epilogue, staged through a 4 KB
+//     shared-memory buffer per warp into whole 16-byte row segments (wg_store_tile_staged).
 // Stages are handed over with mbarriers: full[s] (the TMA transaction count completes it),
-// empty[s] (each of the 8 consumer warps arrives once its wgmmas that read the stage are done).
-// Shared memory: WG_SMEM_BYTES (dynamic: the host raises the kernel's limit). 128-byte
-// swizzle on both sides (TMA writes it, the wgmma descriptors read it): conflict-free
-// without padding.
+// empty[s] (each consumer warp arrives once its wgmmas that read the stage are done).
+// One kernel, two grids (gemm_wgmma_tiles): one CTA (cluster) per output tile, or persistent,
+// a CTA per SM walking tiles (the ring runs on across tiles, so the next tile's loads overlap
+// this one's epilogue); and clusters of 1 or 2 CTAs, a pair sharing each B tile by TMA
+// multicast (each loads half). Shared memory: WG_SMEM_BYTES (dynamic: the host raises the
+// kernel's limit). 128-byte swizzle on both sides (TMA writes it, the wgmma descriptors read
+// it): conflict-free without padding.
 #pragma once
 #include "common.cuh"
 #include "wgmma_ops.cuh"
 
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
 // sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
-#if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES)
-#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS and WG_SMEM_BYTES (-D)"
+#if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES and WG_EPI_BYTES (-D)"
 #endif
+static_assert(WG_EPI_BYTES == 8 * 4096, "gemm_wgmma.cuh: one 4 KB epilogue chunk per consumer warp");
 static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and 2 consumer warpgroups of 64 rows");
 #define WG_A_BYTES (WG_BM * 128)
+// Register budgets after setmaxnreg (multiples of 8), for both Hopper kernels: 128 x 40 +
+// 256 x 232 = 64512 of the SM's 65536, so both fit at one block per SM; the launch allocates
+// 168 a thread (384 threads), which left the persistent kernel's 128 accumulators, its
+// staging epilogue and its tile walk 8 bytes of spills.
+#define WG_PRODUCER_REGS 40
+#define WG_CONSUMER_REGS 232
 
 // Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as the
 // host's budget holds after up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte
@@ -38,7 +51,7 @@ static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and
 // (16 bytes) per stage.
 template <int BN> struct WgRing {
   static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES;
-  static constexpr int STAGES = (WG_SMEM_BYTES - 1024) / (STAGE_BYTES + 16);
+  static constexpr int STAGES = (WG_SMEM_BYTES - WG_EPI_BYTES - 1024) / (STAGE_BYTES + 16);
   static_assert(STAGES >= 2, "gemm_wgmma.cuh: WG_SMEM_BYTES holds fewer than 2 stages");
 };
 
@@ -87,6 +100,14 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// Pins the accumulator registers at this point: the compiler sees them read and rewritten
+// here, so it neither moves an ordinary read of them (the epilogue's) above a wgmma_wait nor
+// a write (zeroing) below the next wgmma. Without it ptxas serialized the wgmmas of the fp32
+// variants (warning C7514; TF32 4096^3 0.77x torch against 0.85x, H100, session 6).
+template <int N> __device__ __forceinline__ void acc_fence(float* acc) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
 
 // Two adjacent outputs (n, n + 1) of row `row`: one 4- or 8-byte store when both exist and
 // the address is aligned for it (ldc even: C is a fresh torch tensor, 256-byte aligned).
@@ -128,79 +149,244 @@ __device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<
   }
 }
 
-// T: operand type; Out: output type (T, or float for split-K partial products); the K range
-// multiplied is [k0, k0 + K) of the tensor maps' K (k0 a multiple of the k-tile).
-template <class T, bool B_NMAJOR, int BN, class Out, class Epi>
-__device__ __forceinline__ void gemm_wgmma_block(const TmaMap* amap, const TmaMap* bmap, typename Traits<Out>::Bits* __restrict__ C,
-                                           i64 ldc, int M, int N, int k0, int K, const Epi& epi) {
+
+// The same epilogue through shared memory: warp w's 16 rows go, a chunk of 256 bytes of
+// columns at a time, into its own 4 KB buffer `buf` (16 rows x 256 bytes, 16-byte units
+// XOR-swizzled by row so the fragment's 4- and 8-byte writes do not share banks), then out as
+// 16-byte row segments: each store instruction writes two whole 256-byte row pieces, where the
+// fragment's own stores scatter 8 rows x 16 bytes. Rows or segments past M / N, and a C whose
+// rows are not 16-byte aligned, go element by element. The buffer is the warp's alone:
+// __syncwarp orders its writes and reads.
+template <class Out, int BN, class Epi>
+__device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename Traits<Out>::Bits* __restrict__ C,
+                                                     i64 ldc, int M, int N, int m0, int n0, int warp, int lane,
+                                                     u32 buf, const Epi& epi) {
+  typedef typename Traits<Out>::Bits Bits;
+  constexpr int ES = (int)sizeof(Bits), PER16 = 16 / ES;                 // bytes, elements per 16-byte unit
+  constexpr int CW = (256 / ES < BN) ? 256 / ES : BN, CHUNKS = BN / CW;  // columns per chunk, chunks
+  constexpr int UNITS = CW * ES / 16;                                   // 16-byte units per chunk row
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = ((reinterpret_cast<u64>(C) | (u64)(ldc * ES)) & 15) == 0;
+#pragma unroll
+  for (int ch = 0; ch < CHUNKS; ++ch) {
+    __syncwarp();   // the previous chunk's reads are done
+#pragma unroll
+    for (int jl = 0; jl < CW / 8; ++jl) {
+      const int j = ch * (CW / 8) + jl, n = n0 + 8 * j + 2 * t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
+        const u32 addr = buf + r * 256 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
+        // columns past N get 0, not epi(): the fused epilogue reads bias[n]
+        const Bits b0 = from_acc<Out>(n < N ? epi(acc[4 * j + 2 * h], n) : 0.f);
+        const Bits b1 = from_acc<Out>(n + 1 < N ? epi(acc[4 * j + 2 * h + 1], n + 1) : 0.f);
+        if constexpr (ES == 2) {
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0 | ((u32)b1 << 16)) : "memory");
+        } else {
+          asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"((u32)b0), "r"((u32)b1) : "memory");
+        }
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int it = 0; it < 16 * UNITS / 32; ++it) {   // 32 / UNITS rows per instruction
+      const int idx = it * 32 + lane, r = idx / UNITS, u = idx % UNITS;
+      u32 v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3) : "r"(buf + r * 256 + ((u ^ (r & 7)) << 4)) : "memory");
+      const int m = m0 + warp * 16 + r, n = n0 + ch * CW + u * PER16;
+      if (m >= M || n >= N) continue;
+      Bits* dst = C + (i64)m * ldc + n;
+      if (vec && n + PER16 <= N) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(v0, v1, v2, v3);
+      } else {
+        const u32 w[4] = {v0, v1, v2, v3};
+#pragma unroll
+        for (int e = 0; e < PER16; ++e) {
+          if (n + e < N) dst[e] = (Bits)(ES == 2 ? (w[e / 2] >> (16 * (e & 1))) : w[e]);
+        }
+      }
+    }
+  }
+}
+
+// --- clusters (CM = 2: two CTAs on neighbouring SMs share each B tile) ---------------------
+
+__device__ __forceinline__ u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster's CTAs: memory operations before it (shared memory of either
+// CTA, mbarrier inits) are visible to every thread of the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared-memory offset as `bar` in the cluster's CTA `cta`.
+// Default semantics (release at CTA scope): the arriving warp publishes nothing (its wgmmas
+// only read the stage, and have completed), and .release.cluster costs a memory barrier per
+// arrive (H100: 39 % of the consumers' stall cycles, the kernel 1.4x slower;
+// benchmarks/results/ncu_wgmma_cluster_h100_session6.txt).
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
+  asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+// tma_load_2d into the same shared-memory offset of every CTA in `mask`, completing each
+// one's mbarrier at `bar`'s offset by the box's bytes.
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaMap* map, int c0, int c1, u32 bar, u16 mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+}
+
+// The order in which a persistent grid walks the output. A unit is one cluster's work: CM
+// vertically adjacent WG_BM x BN tiles (a "cluster row") of one split-K slice. Units are
+// numbered slice by slice, and within a slice in groups of `group` cluster rows, column by
+// column inside a group: the units in flight at once (consecutive numbers, one per cluster)
+// then cover a compact block of A's rows and B's columns, which stays in L2.
+struct WgWalk {
+  int rows, cols, group;   // cluster rows, tile columns, cluster rows per group
+  __device__ __forceinline__ void unit(int u, int& row, int& col, int& z) const {
+    const int per_slice = rows * cols;
+    z = u / per_slice;
+    const int r = u - z * per_slice, first = r / (group * cols) * group, size = min(group, rows - first);
+    const int w = r - first * cols;
+    row = first + w % size;
+    col = w / size;
+  }
+};
+
+// One consumer warp is done reading a stage: its lane c arrives on the stage's empty barrier
+// in cluster CTA c (the stage's B half that CTA multicast is then free to be overwritten).
+template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lane) {
+  if constexpr (CM == 1) {
+    if (lane == 0) mbar_arrive(bar);
+  } else {
+    if (lane < CM) mbar_arrive_cluster(bar, lane);
+  }
+}
+
+// The persistent GEMM: CTA (rank r of cluster q) computes units q, q + clusters, ... of the
+// WgWalk over K slice z: the K range [z kslice, min((z + 1) kslice, K)) (a multiple of the
+// k-tile; kslice = K: no split) into C + z slice_stride (Out: T, or float for split-K partial
+// products). The TMA ring and its mbarrier phases run on across units, so the producer loads
+// the next unit's first stages while the consumers store the last one. Clusters of CM = 2:
+// the pair takes tile rows 2 row + r of one column and shares the B tile: each CTA loads its
+// A tile and half of B, multicast to both. A stage is refilled once the consumer warps of
+// both CTAs released it (empty counts 8 CM arrivals). (Pairs sharing A instead, along N,
+// measured slower at every shape: benchmarks/results/tune_wgmma_share_a_*_h100_session6.log.)
+template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi>
+__device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap,
+                                                 typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
+                                                 int M, int N, int K, int kslice, int group, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
+  static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs");
+  static_assert(BN / CM >= 64, "each CTA of a cluster loads whole 64-column boxes of B");
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
   constexpr int STAGES = WgRing<BN>::STAGES, STAGE_BYTES = WgRing<BN>::STAGE_BYTES;
+  constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const u32 bars = ring + STAGES * STAGE_BYTES;   // full[s] at bars + 8 s, empty[s] after them
+  const u32 epi_buf = (bars + 16 * STAGES + 15u) & ~15u;   // WG_EPI_BYTES: 4 KB per consumer warp
   const int tid = threadIdx.x, wg = tid >> 7;
-  const int m0 = blockIdx.y * WG_BM, n0 = blockIdx.x * BN;
-  const int ktiles = (K + BK - 1) / BK;
+  const WgWalk walk{(M + WG_BM * CM - 1) / (WG_BM * CM), (N + BN - 1) / BN, group};
+  const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
+  const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM;
 
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 1);                       // the producer's arrive.expect_tx
-      mbar_init(bars + 8 * (STAGES + s), 8);         // one arrive per consumer warp
+      mbar_init(bars + 8 * s, 1);                    // the producer's arrive.expect_tx
+      mbar_init(bars + 8 * (STAGES + s), 8 * CM);    // one arrive per consumer warp of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  if constexpr (CM > 1) cluster_sync();   // the peer's barriers exist before anything reaches them
+  else __syncthreads();
 
   if (wg == 0) {
-    // Producer: a single thread. Stage s is refilled once both consumer warpgroups released it.
+    // Producer: a single thread.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
     if (tid == 0) {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % STAGES;
-        if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
-        const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
-        mbar_expect_tx(full, STAGE_BYTES);
-        const int k = k0 + kt * BK;
-        tma_load_2d(a_dst, amap, k, m0, full);
-        if constexpr (B_NMAJOR) {
-          // four boxes of 64 columns x 64 rows of K: 8 KB each, one swizzle atom column
+      int it = 0;   // stage use count, across units
+      for (int u = blockIdx.x / CM; u < units; u += clusters) {
+        int row, col, z;
+        walk.unit(u, row, col, z);
+        const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
+        const int ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+          const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
+          mbar_expect_tx(full, STAGE_BYTES);   // A + the whole B tile (half of it from the peer)
+          const int k = k0 + kt * BK;
+          constexpr u16 ALL = (1u << CM) - 1;
+          tma_load_2d(a_dst, amap, k, m0, full);
+          if constexpr (B_NMAJOR) {
+            // boxes of 64 columns x 64 rows of K: 8 KB each, one swizzle atom column
 #pragma unroll
-          for (int i = 0; i < BN / 64; ++i) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, k, full);
-        } else {
-          tma_load_2d(b_dst, bmap, k, n0, full);
+            for (int j = 0; j < B_ROWS / 64; ++j) {
+              const int i = rank * (B_ROWS / 64) + j;
+              if constexpr (CM == 1) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, k, full);
+              else tma_load_2d_multicast(b_dst + i * 8192, bmap, n0 + 64 * i, k, full, ALL);
+            }
+          } else {
+            const u32 dst = b_dst + rank * B_ROWS * 128;
+            if constexpr (CM == 1) tma_load_2d(dst, bmap, k, n0, full);
+            else tma_load_2d_multicast(dst, bmap, k, n0 + rank * B_ROWS, full, ALL);
+          }
         }
       }
     }
-    return;
-  }
-
-  // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of the block tile.
-  const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
-  float acc[BN / 2];
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
+    // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of each tile.
+    const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+    int it = 0;
+    for (int u = blockIdx.x / CM; u < units; u += clusters) {
+      int row, col, z;
+      walk.unit(u, row, col, z);
+      const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
+      const int ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+      float acc[BN / 2];
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int s = kt % STAGES;
-    mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
-    const u32 a_tile = ring + s * STAGE_BYTES + c * 64 * 128, b_tile = ring + s * STAGE_BYTES + WG_A_BYTES;
-    wgmma_fence();
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      acc_fence<BN / 2>(acc);
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+        const u32 a_tile = ring + s * STAGE_BYTES + c * 64 * 128, b_tile = ring + s * STAGE_BYTES + WG_A_BYTES;
+        wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / KSTEP; ++kk) {
-      // K-major: the k-step is KSTEP_BYTES further along each 128-byte row (the swizzle is a
-      // function of the address, so offsetting the start address is exact); 8-row groups are
-      // 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
-      // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
-      const u64 da = wg_desc(a_tile + kk * KSTEP_BYTES, 16, 1024);
-      const u64 db = B_NMAJOR ? wg_desc(b_tile + kk * KSTEP * 128, 8192, 1024) : wg_desc(b_tile + kk * KSTEP_BYTES, 16, 1024);
-      wgmma_tile<T, B_NMAJOR, BN>(acc, da, db);
+        for (int kk = 0; kk < BK / KSTEP; ++kk) {
+          // K-major: the k-step is KSTEP_BYTES further along each 128-byte row (the swizzle is
+          // a function of the address, so offsetting the start address is exact); 8-row groups
+          // are 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
+          // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
+          const u64 da = wg_desc(a_tile + kk * KSTEP_BYTES, 16, 1024);
+          const u64 db = B_NMAJOR ? wg_desc(b_tile + kk * KSTEP * 128, 8192, 1024)
+                                  : wg_desc(b_tile + kk * KSTEP_BYTES, 16, 1024);
+          wgmma_tile<T, B_NMAJOR, BN>(acc, da, db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
+        if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
+      }
+      wgmma_wait<0>();
+      acc_fence<BN / 2>(acc);
+      release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
+      wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane,
+                                    epi_buf + (c * 4 + warp) * 4096, epi);
     }
-    wgmma_commit();
-    wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
-    if (kt > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
   }
-  wgmma_wait<0>();
-  wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+  // No CTA of a cluster leaves while its peer may still multicast into its shared memory or
+  // arrive on its barriers. (The barrier is .aligned: warp 0 reconverges with its producer
+  // lane first.)
+  if constexpr (CM > 1) {
+    __syncwarp();
+    cluster_sync();
+  }
 }

@@ -102,7 +102,8 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)   # comments may sit anywhere
     code = re.sub(r"//[^\n]*", " ", code)
     m = re.search(r"(template\s*<([^<>]*)>\s*)?"
-                  r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+                  r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+"
+                  r"(?:(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))*\)\s*)*"
                   + re.escape(name) + r"\s*\(", code)
     if m is None:
         raise ValueError(f"no `__global__ void {name}(...)` found in the kernel source")

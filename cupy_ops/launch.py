@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 import warnings
 
@@ -46,7 +47,7 @@ class KernelHandle:
     """
 
     __slots__ = ("fn", "ptr", "device", "pack", "nargs", "name", "_tls", "smem_limit", "offsets", "nbytes",
-                 "pinned", "__weakref__")
+                 "pinned", "resident", "__weakref__")
 
     def __init__(self, fn, device: int, signature, name: str):
         for kind in signature:
@@ -64,6 +65,7 @@ class KernelHandle:
         self._tls = threading.local()     # argument buffers are per thread: launches may race
         self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
         self.pinned = False               # launched into a CUDA graph: never unloaded (see retire)
+        self.resident: dict[tuple, int] = {}   # resident_clusters' answers by (cluster, block, smem)
 
     def allow_shared_memory(self, nbytes: int) -> None:
         """Let launches use ``nbytes`` of dynamic shared memory (above the 48 KB default)."""
@@ -253,3 +255,46 @@ def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
 
         runtime.free(0)  # this thread has no current CUDA context yet: make the device's current
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h): the launch that cuOccupancyMaxActiveClusters asks about."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+_max_active_clusters = None
+
+
+def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> int:
+    """How many clusters of ``cluster`` CTAs of ``h`` (a kernel compiled with that cluster
+    size, ``__cluster_dims__``), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic
+    shared memory, run on its device at once (cuOccupancyMaxActiveClusters; cached on the
+    handle). A persistent grid larger than this would run its last clusters after the first
+    ones finished: twice the time. CuPy binds no cluster call, so libcuda is called through
+    ctypes (as ops/tma.py does). Raises ``RuntimeError`` with the driver's code if it fails."""
+    global _max_active_clusters
+    key = (cluster, tuple(block), shared_mem)
+    n = h.resident.get(key)
+    if n is not None:
+        return n
+    if shared_mem > h.smem_limit:
+        h.allow_shared_memory(shared_mem)
+    if _max_active_clusters is None:
+        lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+        fn = lib.cuOccupancyMaxActiveClusters
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)]
+        _max_active_clusters = fn
+    cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, None, 0)
+    out = ctypes.c_int(0)
+    with torch.cuda.device(h.device):
+        rc = _max_active_clusters(ctypes.byref(out), h.ptr, ctypes.byref(cfg))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed (CUresult {rc}) for {h.name} on cuda:{h.device} "
+                           f"(cluster {cluster}, block {tuple(block)}, {shared_mem} bytes of shared memory)")
+    h.resident[key] = n = out.value
+    return n

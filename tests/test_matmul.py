@@ -205,21 +205,29 @@ def test_tensor_core_operand_transpose(dtype, cuda):
             assert torch.equal(buf[:, k:], torch.zeros_like(buf[:, k:]))
 
 
-@pytest.mark.parametrize("bn", [128, 256])
+# (tile width, CTAs per cluster, persistent): every compiled Hopper variant, both grid kinds
+WGMMA_VARIANTS = [(64, 1, False), (64, 1, True), (128, 1, False), (128, 2, True), (128, 2, False),
+                  (256, 1, False), (256, 1, True), (256, 2, True)]
+
+
+@pytest.mark.parametrize("bn, cluster, persistent", WGMMA_VARIANTS, ids=str)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_both_tile_widths(bn, dtype, cuda):
-    """Each compiled block-tile width of the Hopper kernel, whatever the shape table would
-    pick: tails in M, N and K, row-major (N-major) and K-major b, the fused epilogue."""
+def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda):
+    """Each compiled variant of the Hopper kernel, whatever the shape tables would pick: tails
+    in M, N and K, row-major (N-major) and K-major b, the fused epilogue; an odd number of tile
+    rows (a cluster's second CTA past M) and a single one; a persistent grid that walks
+    several tiles per cluster (4100 x 4100: 33 x 17 wide tiles for 132 SMs)."""
     require_algo("wgmma")
     torch.manual_seed(0)
-    for M, K, N in [(300, 200, 520), (129, 64, 256), (8, 1000, 24)]:
+    kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
+    for M, K, N in [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)]:
         a = torch.randn(M, K, device=cuda).to(dtype)
         b = torch.randn(K, N, device=cuda).to(dtype)
         for bb in (b, b.t().contiguous().t()):
-            got = matmul_planned(a, bb, algo="wgmma", tile_n=bn, split_k=False)
+            got = matmul_planned(a, bb, **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
         bias = torch.randn(N, device=cuda).to(dtype)
-        got = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", tile_n=bn, split_k=False)
+        got = linear_planned(a, b.t(), bias, 2.0, **kw)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
@@ -259,11 +267,12 @@ def test_wgmma_split_k(dtype, cuda):
     b = torch.randn(K, N, device=cuda).to(dtype)
     bias = torch.randn(N, device=cuda).to(dtype)
     assert cupy_ops.gemm_plan(a, b, algo="wgmma").slices > 1
-    for split in (True, False):
+    # split, split in clusters of 2 (a persistent grid over the slices), unsplit
+    for kw in (dict(split_k=True), dict(split_k=True, cluster=2, persistent=True), dict(split_k=False)):
         for bb in (b, b.t().contiguous().t()):
-            got = matmul_planned(a, bb, algo="wgmma", split_k=split)
+            got = matmul_planned(a, bb, algo="wgmma", **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
-        lin = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", split_k=split)
+        lin = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", **kw)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = ((2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod

@@ -138,16 +138,50 @@ def test_an_algo_that_cannot_take_the_problem_is_a_value_error(algo, dtype, dev,
 
 
 def test_hopper_tile_width_and_split_k_follow_the_tables():
-    p = gplan(4096, 4096, 4096, torch.bfloat16)
-    assert (p.tile, p.slices, p.grid) == ((128, 256), 1, (16, 32, 1))
-    assert p.kernel == "gemm_wgmma<bf16, true, 256, EpiNone>" and p.b.prep == "n-major" and p.a.prep == "as is"
-    p = gplan(1024, 1024, 1024, torch.bfloat16)                  # 0.24 waves of wide tiles
-    assert p.tile == (128, 128) and p.slices == 1                # 64 tiles: more than a quarter wave
+    p = gplan(4096, 4096, 4096, torch.bfloat16)                  # 512 wide tiles: clusters of 2, persistent
+    assert (p.tile, p.slices, p.grid, p.cluster, p.persistent) == ((128, 256), 1, (132, 1, 1), 2, True)
+    assert p.kernel == "gemm_wgmma<bf16, true, 256, 2, EpiNone>" and p.b.prep == "n-major" and p.a.prep == "as is"
+    assert p.group == gemm_plan.WG_GROUP and "persistent, cluster 2" in str(p)
+    p = gplan(2048, 2048, 2048, torch.bfloat16)                  # 0.97 waves of wide tiles: one CTA per tile
+    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (128, 1, 1))
+    p = gplan(1024, 1024, 1024, torch.bfloat16)                  # 64 tiles of 128 x 128: under half a wave
+    assert p.tile == (128, 64) and p.slices == 1 and p.grid == (128, 1, 1)   # 64-wide: one wave
+    assert p.kernel == "gemm_wgmma<bf16, true, 64, 1, EpiNone>" and not p.persistent
     p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")   # 16 tiles: split K in 2
-    assert (p.slices, p.kslice) == (2, 512) and p.grid == (8, 2, 2)
-    assert p.kernel == "gemm_wgmma_partial<bf16, true, 128>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
+    assert (p.slices, p.kslice, p.grid, p.tile) == (2, 512, (32, 1, 1), (128, 128))
+    assert p.kernel == "gemm_wgmma_partial<bf16, true, 128, 1>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
     assert forced.tile == (128, 256) and forced.slices == 1
+
+
+def test_hopper_clusters_and_persistent_grid():
+    """Clusters of 2 from a wave of tiles on, run persistent (one cluster per 2 SMs at most, the
+    runner lowers it to the clusters that fit); overrides for tuning; 128 x 64 tiles only in
+    clusters of 1 (each CTA of a pair loads whole 64-column boxes of B)."""
+    p = gplan(1024, 8192, 8192, torch.float32, tf32=True)       # 8 x 32 wide tiles
+    assert (p.cluster, p.persistent, p.grid, p.kernel) == (2, True, (132, 1, 1), "gemm_wgmma<float, false, 256, 2, EpiNone>")
+    assert gemm_plan.wgmma_walk(1024, 8192, 256, 1, 2, 132) == (132, 4 * 32)
+    assert gemm_plan.wgmma_walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)        # 3 tile rows: 2 cluster rows
+    assert gemm_plan.wgmma_walk(1024, 1024, 128, 3, 1, 132) == (132, 8 * 8 * 3)    # split-K slices are units
+    p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1)
+    assert (p.cluster, p.persistent, p.grid) == (1, False, (512, 1, 1))
+    p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1, persistent=True, group=3)
+    assert (p.persistent, p.grid, p.group) == (True, (132, 1, 1), 3)
+    p = gplan(4096, 4096, 4096, torch.bfloat16, persistent=False)
+    assert (p.cluster, p.grid) == (2, (512, 1, 1))
+    assert gplan(64, 4096, 4096, torch.bfloat16).cluster == 1   # one tile row: no pair to share B
+    with pytest.raises(ValueError, match=r"cluster=2 needs tile_n >= 128 .*got tile_n=64"):
+        gplan(4096, 4096, 4096, torch.bfloat16, cluster=2, tile_n=64)
+    with pytest.raises(ValueError, match=r"cluster must be one of \(1, 2\), got 4"):
+        gplan(4096, 4096, 4096, torch.bfloat16, cluster=4)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match=r"group must be an int >= 1, got"):
+            gplan(4096, 4096, 4096, torch.bfloat16, group=bad)
+    # every variant a plan can name is registered (the offline check compiles them all)
+    names = set(gemm_plan.variants()["gemm_sm90a.cu"])
+    for kw in ({}, {"cluster": 1}, {"tile_n": 64}, {"tile_n": 128, "cluster": 2}, {"tile_n": 256, "cluster": 2}):
+        for M in (256, 1024, 4096):
+            assert gplan(M, 1024, 1024, torch.bfloat16, **kw).kernel in names
 
 
 def test_tf32x3_plan():
@@ -193,7 +227,7 @@ def test_operand_preparation():
     # linear_relu_div: b = weight.T of a row-major weight, read in place (K-major)
     w = rowmajor(100, 200, torch.bfloat16)
     p = gplan(300, 200, 100, torch.bfloat16, b=w.T, epi="EpiBiasReluScale")
-    assert p.b.prep == "as is" and p.kernel == "gemm_wgmma<bf16, false, 128, EpiBiasReluScale>"
+    assert p.b.prep == "as is" and p.kernel == "gemm_wgmma<bf16, false, 128, 1, EpiBiasReluScale>"
     # rows that do not start on 16-byte boundaries (x[:, 1:]) are copied for the tensor cores
     a = Matrix(300, 199, 200, 1, 2, False)
     assert gplan(300, 199, 100, torch.bfloat16, a=a).a.prep == "k-major copy"

@@ -68,18 +68,22 @@ _PLAN_CACHE_LIMIT = 4096
 
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
-             tile_n: int | None = None, split_k: bool = True) -> GemmPlan:
+             tile_n: int | None = None, split_k: bool = True, cluster: int | None = None,
+             group: int | None = None, persistent: bool | None = None) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
-    ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n`` and
-    ``split_k`` override its tables. Raises ``ValueError`` when ``algo`` cannot take them."""
+    ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
+    ``split_k``, ``cluster``, ``group`` and ``persistent`` override its tables
+    (``gemm_plan.plan``). Raises
+    ``ValueError`` when ``algo`` cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tile_n, split_k)
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent)
     p = _plans.get(key)
     if p is None:
         p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
-                           device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k)
+                           device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k,
+                           cluster=cluster, group=group, persistent=persistent)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
@@ -162,26 +166,50 @@ def _run_tc(p, a, b, c, bias, scale):
                   (a2.data_ptr(), p.a.ld, bt.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, bias, scale), p.smem)
 
 
-def _run_wgmma(p, a, b, c, bias, scale):
-    """The Hopper kernels, wgmma and tf32x3 alike (tf32x3 reads the fp32 values unrounded)."""
+def _maps(p, a, b):
+    """``(a_map, b_map, keep)``: the TMA maps of the Hopper kernels' operands (tf32x3 reads the
+    fp32 values unrounded; a K-major B tile is loaded in ``p.cluster`` parts, one per CTA of a
+    cluster) and the prepared operands they point into, which the caller holds until the
+    kernel is launched (freed earlier, their memory could be handed out again before the
+    kernel reads it)."""
     (M, K), N = a.shape, b.shape[1]
-    device = c.get_device()
     exact = p.family == "tf32x3"
     a2 = tc_operand(a, p.a)
     a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM, exact=exact)
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
-        b_map = tma.tensor_map(b, N, K, p.b.ld, 64, p.bk)
-    else:
-        bt = tc_operand(b.t(), p.b)
-        b_map = tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1], exact=exact)
+        return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
+    bt = tc_operand(b.t(), p.b)
+    return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
+
+
+def _run_wgmma(p, a, b, c, bias, scale):
+    """The Hopper kernel; persistent: as many clusters as run at once (at most the plan's)."""
+    (M, K), N = a.shape, b.shape[1]
+    h = _handle(p.kernel, c.get_device())
+    a_map, b_map, keep = _maps(p, a, b)
+    grid = p.grid
+    if p.persistent:
+        grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(_handle(p.kernel, device), p.grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice),
-                      p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice, p.group), p.smem)
         _reduce(p, ws, c, bias, scale)
-        return
-    launch.launch(_handle(p.kernel, device), p.grid, p.block,
-                  (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+    else:
+        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, p.group, bias, scale), p.smem)
+    del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
-_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma, "tf32x3": _run_wgmma}
+def _run_tf32x3(p, a, b, c, bias, scale):
+    (M, K), N = a.shape, b.shape[1]
+    h = _handle(p.kernel, c.get_device())
+    a_map, b_map, keep = _maps(p, a, b)
+    if p.slices > 1:
+        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, p.grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice), p.smem)
+        _reduce(p, ws, c, bias, scale)
+    else:
+        launch.launch(h, p.grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+    del keep
+
+
+_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma, "tf32x3": _run_tf32x3}

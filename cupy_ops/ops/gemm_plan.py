@@ -35,11 +35,15 @@ TC_THREADS = 128         # 4 warps of 64 x 64
 TC_SMEM_BYTES = 61440    # 3 cp.async stages of (128 + 128) rows x 80 bytes (docs/tuning.md, tc run 4)
 WG_BM = 128              # block tile of gemm_wgmma.cuh: 128 x BN
 WG_THREADS = 384         # 3 warpgroups: producer + 2 consumers
-WG_TILE_NS = (128, 256)  # compiled tile widths BN
+WG_TILE_NS = (64, 128, 256)  # compiled tile widths BN (64: clusters of 1 only, see variants)
 # Shared memory of gemm_wgmma.cuh: a ring of 192 KB of stages (4 x 48 KB at BN = 256, 6 x 32 KB
-# at BN = 128), 16 bytes of mbarriers per stage, 1 KB of alignment slack; the kernel derives
-# its stage count from this budget.
-WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024
+# at BN = 128, 7 x 24 KB at BN = 64), 16 bytes of mbarriers per stage, 1 KB of alignment slack;
+# the kernel derives its stage count from this budget. Then the epilogue's staging buffers,
+# 4 KB per consumer warp: H100, session 6 (benchmarks/results/tune_wgmma_epilogue_h100_session6.log),
+# bf16 4096^3 0.88x -> 0.97x torch, 2048^3 0.79x -> 0.99x against each thread storing its
+# accumulator fragment directly (8 rows x 16 bytes per store instruction).
+WG_EPI_BYTES = 8 * 4096
+WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024 + WG_EPI_BYTES
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -54,7 +58,7 @@ REDUCE_THREADS = 256
 
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
-SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES,
+SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
                  "X3_SMEM_BYTES": X3_SMEM_BYTES}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
@@ -70,6 +74,24 @@ WGMMA_WIDE_MIN_WAVES = 0.5
 # slices) lost (0.69x -> 0.58x): at ~10 us a call the workspace and second launch cost more.
 WG_SPLIT_MAX_WAVES = 0.25
 WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a Hopper split-K slice gets
+# 128 x 64 tiles below half a wave of 128 x 128 ones (above the split-K share). H100, session 6
+# (benchmarks/results/tune_wgmma_small_h100_session6.log, CUDA-graph times alike): 1024^3 (64
+# tiles) bf16 0.63x -> 0.75x torch, TF32 0.67x -> 0.75x; 1024 x 4096 x 1024 0.57x -> 0.71x;
+# at 128 tiles (2048 x 1024 x 1024) 64-wide lost (0.75x -> 0.60x).
+WG_NARROW_MAX_WAVES = 0.5
+# The Hopper kernel's clusters: 2 CTAs (the pair shares each B tile, multicast by the TMA: a
+# third less load traffic per CTA) from WG_CLUSTER_MIN_WAVES waves of tiles on, run as a
+# persistent grid; 1 below, one CTA per tile. H100, session 6 (benchmarks/results/
+# tune_wgmma_persistent_h100_session6_run2.log, fragment-store epilogue): at 4096^3 bf16 /
+# TF32 cluster 2 persistent 0.89x / 0.85x torch against 0.84x / 0.79x for 1 CTA per tile;
+# at 1024^3 (0.48 waves of 128 x 128) 0.61x against 0.69x; clusters of 1 ran persistent
+# 0.76x against 0.84x at 4096^3 (so persistent only with clusters). With the staged epilogue
+# (tune_wgmma_epilogue_h100_session6.log) bf16 4096^3 0.97x against 0.92x, TF32 0.85x / 0.82x.
+WG_CLUSTERS = (1, 2)
+WG_CLUSTER_MIN_WAVES = 1.0
+# Tile-walk group height in cluster rows (WgWalk): 8 and 4 within 1 % at 4096^3 and 8192^3
+# (same runs).
+WG_GROUP = 8
 # The same for the 3xTF32 kernel (three times the work per tile, so splitting pays sooner).
 # H100, session 5 (benchmarks/results/probe_tf32x3_h100_session5.log): 1024^3 (64 tiles, 0.48
 # waves) split in 2 ran 0.0426 ms against 0.0584 unsplit (matmul; linear 0.0383 vs 0.0591);
@@ -160,10 +182,15 @@ class GemmPlan:
     reduce: str | None = None    # the split-K reduction (applies the epilogue)
     reduce_grid: tuple[int, int, int] = (1, 1, 1)
     bk: int = 0                  # Hopper kernel: K per tile (the TMA box)
+    cluster: int = 1             # Hopper kernel: CTAs per cluster (2: a pair sharing the B tile)
+    group: int = 1               # ... cluster rows per group of its tile walk (WgWalk)
+    persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
         split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
+        if self.family == "wgmma":
+            split += f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}"
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -292,9 +319,13 @@ def _tc(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts, notes=()) -> GemmP
 
 def wgmma_tile_n(M: int, N: int, sm_count: int) -> int:
     """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
-    WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks)."""
-    blocks = cdiv(M, WG_BM) * cdiv(N, 256)
-    return 256 if blocks >= WGMMA_WIDE_MIN_WAVES * sm_count else 128
+    WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
+    blocks fill more than the split-K share (WG_SPLIT_MAX_WAVES) but less than
+    WG_NARROW_MAX_WAVES of the SMs."""
+    if cdiv(M, WG_BM) * cdiv(N, 256) >= WGMMA_WIDE_MIN_WAVES * sm_count:
+        return 256
+    blocks = cdiv(M, WG_BM) * cdiv(N, 128)
+    return 64 if WG_SPLIT_MAX_WAVES * sm_count < blocks < WG_NARROW_MAX_WAVES * sm_count else 128
 
 
 def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
@@ -313,6 +344,15 @@ def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
     return cdiv(K, kslice), kslice
 
 
+def wgmma_walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int) -> tuple[int, int]:
+    """``(grid, units)`` of the Hopper kernel: ``units`` (clusters' work items: ``cluster``
+    tiles of a column of one K slice) and a persistent grid of ``cluster`` CTAs per cluster,
+    at most one cluster per unit and per ``cluster`` SMs (the runner lowers it to the clusters
+    the device runs at once)."""
+    units = cdiv(cdiv(M, WG_BM), cluster) * cdiv(N, bn) * slices
+    return cluster * min(units, sm_count // cluster), units
+
+
 def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
         return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
@@ -326,13 +366,24 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     else:
         pb, n_major = tc_operand(b.T), False
     slices, kslice = wgmma_split(M, N, K, bn, bk, dev.sm_count) if opts.get("split_k", True) else (1, K)
-    grid = (cdiv(N, bn), cdiv(M, WG_BM), slices)
-    common = dict(grid=grid, block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES, a=pa, b=pb, tile=(WG_BM, bn), bk=bk)
+    tiles = cdiv(M, WG_BM) * cdiv(N, bn) * slices
+    wide = tiles >= WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, WG_BM) > 1
+    cluster = opts.get("cluster") or (2 if wide else 1)
+    if cluster * 64 > bn:
+        raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
+                         f"of B), got tile_n={bn}")
+    group = opts.get("group") or WG_GROUP
+    persistent = opts.get("persistent")
+    persistent = cluster > 1 if persistent is None else persistent
+    grid, units = wgmma_walk(M, N, bn, slices, cluster, dev.sm_count)
+    common = dict(grid=(grid if persistent else cluster * units, 1, 1), block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES,
+                  a=pa, b=pb, tile=(WG_BM, bn), bk=bk, cluster=cluster, group=group, persistent=persistent)
     if slices > 1:
-        return GemmPlan("wgmma", f"gemm_wgmma_partial<{T}, {_tf(n_major)}, {bn}>", "gemm_sm90a.cu", slices=slices,
-                        kslice=kslice, reduce=f"gemm_splitk_reduce<{T}, {epi}>", reduce_grid=_reduce_grid(M * N),
-                        **common)
-    return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+        return GemmPlan("wgmma", f"gemm_wgmma_partial<{T}, {_tf(n_major)}, {bn}, {cluster}>", "gemm_sm90a.cu",
+                        slices=slices, kslice=kslice, reduce=f"gemm_splitk_reduce<{T}, {epi}>",
+                        reduce_grid=_reduce_grid(M * N), **common)
+    return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cluster}, {epi}>", "gemm_sm90a.cu", kslice=K,
+                    **common)
 
 
 def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
@@ -357,18 +408,28 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 
 
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
-         algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True) -> GemmPlan:
+         algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
+         cluster: int | None = None, group: int | None = None, persistent: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
-    allows TF32 for fp32 matmuls now. ``tile_n`` (128 or 256) and ``split_k=False`` override
-    the Hopper kernel's tile table and the split-K tables (for tuning and tests).
-    Raises ``ValueError`` when an explicit ``algo`` cannot take the problem."""
+    allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
+    ``cluster`` (1 or 2), ``group`` (>= 1) and ``persistent`` (False: one cluster per unit of
+    work, the hardware scheduling them) override the Hopper kernel's tables (for tuning and
+    tests).
+    Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
+    is out of range."""
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     if tile_n is not None and tile_n not in WG_TILE_NS:
         raise ValueError(f"tile_n must be one of {WG_TILE_NS}, got {tile_n!r}")
+    if cluster is not None and cluster not in WG_CLUSTERS:
+        raise ValueError(f"cluster must be one of {WG_CLUSTERS}, got {cluster!r}")
+    if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
+        raise ValueError(f"group must be an int >= 1, got {group!r}")
     family = choose(algo, M, N, K, dtype, dev, tf32)
-    return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev, {"tile_n": tile_n, "split_k": split_k})
+    return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
+                            {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
+                             "persistent": persistent})
 
 
 def variants() -> dict[str, list[str]]:
@@ -384,8 +445,10 @@ def variants() -> dict[str, list[str]]:
         T = CUDA_NAMES[dt]
         gemm += [f"gemm_tc<{T}, {e}>" for e in EPILOGUES] + [f"gemm_splitk_reduce<{T}, {e}>" for e in EPILOGUES]
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
-            sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {e}>" for bn in WG_TILE_NS for e in EPILOGUES]
-            sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128>")
+            for cl in WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
+                sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cl}, {e}>" for bn in WG_TILE_NS
+                          for e in EPILOGUES if cl * 64 <= bn]
+                sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128, {cl}>")
     sm90a += [f"gemm_tf32x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
     sm90a += [f"gemm_tf32x3_partial<{bn}>" for bn in X3_TILE_NS]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}
