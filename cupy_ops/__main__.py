@@ -1,4 +1,4 @@
-"""Command line of cupy_ops (no GPU needed for either command):
+"""Command line of cupy_ops (no GPU needed for any command):
 
   python -m cupy_ops info
       versions (cupy_ops, Python, torch and its CUDA, CuPy, NVRTC, driver), the GPUs and their
@@ -12,10 +12,16 @@
       one; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
       ``cupy_ops.Kernel`` would). Default architectures: sm_80 and sm_90. Exits 1 if any
       variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
+
+  python -m cupy_ops warm [--capability 9.0 ...] [--jobs N]
+      compiles every built-in kernel variant this machine's GPUs (or the compute capabilities
+      given) would launch into the kernel cache, in N processes, so no first call waits for
+      NVRTC. Prints what it compiled and what was cached already; exits 1 if a variant fails.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -35,22 +41,16 @@ def _nvrtc_version():
         return None
 
 
-def _kernel_names(path: Path) -> list[str]:
-    code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", path.read_text(), flags=re.S)
-    names = re.findall(r"__global__\s+void\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?(\w+)\s*\(", code)
-    return list(dict.fromkeys(names))
-
-
 def _user_sources(paths, name):
     """``[(label, compile function for an arch)]`` of the kernels in the user's files."""
-    from .kernel import Kernel
+    from .kernel import Kernel, kernel_names
 
     jobs = []
     for path in paths:
         path = Path(path)
         if not path.is_file():
             raise SystemExit(f"error: {path} is not a file")
-        names = [name] if name else _kernel_names(path)
+        names = [name] if name else kernel_names(path.read_text())
         if not names:
             raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
         for n in names:
@@ -152,6 +152,39 @@ def _info(args) -> int:
     return 0
 
 
+def _warm(args) -> int:
+    from .warm import warm
+
+    if _nvrtc_version() is None:
+        return 2
+    caps = args.capability
+    if not caps:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("error: no CUDA GPU here to read the compute capability from; pass --capability, "
+                             "e.g. --capability 9.0")
+        caps = [tuple(torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())]
+    t0 = time.perf_counter()
+    results = warm(caps, args.jobs)
+    failed = [r for r in results if r.error]
+    for r in failed:
+        print(f"FAILED {r.source} {r.expr} ({r.arch}): {r.error}", file=sys.stderr)
+    fresh = sum(1 for r in results if not r.cached and not r.error)
+    cpu = sum(r.seconds for r in results if not r.cached)
+    print(f"{len(results)} kernel variants for compute capability {', '.join('%d.%d' % c for c in dict.fromkeys(caps))}: "
+          f"{fresh} compiled ({cpu:.0f} s of NVRTC), {len(results) - fresh - len(failed)} already cached, "
+          f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {args.jobs} processes")
+    return 1 if failed else 0
+
+
+def _capability(value: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", value)
+    if not m:
+        raise argparse.ArgumentTypeError(f"--capability must look like 9.0 or 8.6, got {value!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
 def _arch(value: str) -> str:
     if not re.fullmatch(r"sm_\d{2,3}a?", value):
         raise argparse.ArgumentTypeError(f"--arch must look like sm_80 or sm_90, got {value!r}")
@@ -168,9 +201,16 @@ def main(argv=None) -> int:
     p.add_argument("--name", help="the __global__ kernel of PATH.cu to build (default: every one in the file)")
     p.add_argument("--arch", action="append", type=_arch,
                    help="target architecture, repeatable (default: sm_80 and sm_90)")
+    p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
+    p.add_argument("--capability", action="append", type=_capability,
+                   help="compute capability to build for, repeatable (default: this machine's GPUs)")
+    p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1),
+                   help="compiling processes (default: the CPU count, at most 8)")
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)
+    if args.command == "warm":
+        return _warm(args)
     args.arch = args.arch or ["sm_80", "sm_90"]
     return _compile(args)
 

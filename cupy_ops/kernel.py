@@ -91,6 +91,22 @@ def _split_params(text: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
+# `__global__ void`, then any launch attributes (`__launch_bounds__(...)`,
+# `__cluster_dims__(...)`), then the kernel's name: the one pattern that finds a kernel.
+KERNEL_HEAD = (r"__global__\s+void\s+"
+               r"(?:(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))*\)\s*)*")
+
+
+def strip_comments(code: str) -> str:
+    """CUDA C ``code`` with its comments blanked (they may sit anywhere in a signature)."""
+    return re.sub(r"//[^\n]*", " ", re.sub(r"/\*.*?\*/", " ", code, flags=re.S))
+
+
+def kernel_names(code: str) -> list[str]:
+    """The names of the ``__global__`` kernels defined in ``code``, in order, once each."""
+    return list(dict.fromkeys(re.findall(KERNEL_HEAD + r"(\w+)\s*\(", strip_comments(code))))
+
+
 def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, str, str]]]:
     """Find ``__global__ void name(...)`` in ``code``: ``(template_param, [(kind, pname, ctype)])``.
 
@@ -99,12 +115,9 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     name of a single type parameter (``template <class T>``), or None. Raises ``ValueError``
     when the kernel is not found or a parameter has a type that cannot be passed from Python.
     """
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)   # comments may sit anywhere
-    code = re.sub(r"//[^\n]*", " ", code)
-    m = re.search(r"(template\s*<([^<>]*)>\s*)?"
-                  r"(?:extern\s+\"C\"\s+)?__global__\s+void\s+"
-                  r"(?:(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))*\)\s*)*"
-                  + re.escape(name) + r"\s*\(", code)
+    code = strip_comments(code)
+    m = re.search(r"(template\s*<([^<>]*)>\s*)?(?:extern\s+\"C\"\s+)?" + KERNEL_HEAD + re.escape(name) + r"\s*\(",
+                  code)
     if m is None:
         raise ValueError(f"no `__global__ void {name}(...)` found in the kernel source")
     template = None

@@ -161,3 +161,42 @@ def test_a_cupy_for_another_cuda_major_than_torchs_is_named(monkeypatch):
     assert nvrtc.cuda_mismatch() is None
     monkeypatch.setattr(torch.version, "cuda", None)      # a CPU-only torch: nothing to match
     assert nvrtc.cuda_mismatch() is None
+
+
+def test_warm_fills_the_kernel_cache_for_a_capability(tmp_path, monkeypatch):
+    """``warm --capability`` compiles what a GPU of that capability would launch (the sm_90a
+    sources only for 9.0), into the cache a first launch reads; a second run finds it all."""
+    from cupy_ops.warm import _one, jobs_for
+
+    hopper, ampere = jobs_for([(9, 0)]), jobs_for([(8, 0)])
+    assert {arch for name, _, arch in hopper if name == "gemm_sm90a.cu"} == {"sm_90a"}
+    assert {arch for name, _, arch in hopper if name == "relu.cu"} == {"sm_90"}
+    assert not [j for j in ampere if j[0] == "gemm_sm90a.cu"] and ("relu.cu", "relu<float>", "sm_80") in ampere
+    assert len(jobs_for([(9, 0), (9, 0)])) == len(hopper)
+    env = {"CUPY_CACHE_DIR": str(tmp_path)}
+    proc = cli("cupy_ops", "warm", "--capability", "8.0", "--jobs", "2", env=env)
+    assert proc.returncode == 0, proc.stderr
+    n = len(ampere)
+    assert f"{n} kernel variants for compute capability 8.0: {n} compiled" in proc.stdout, proc.stdout
+    proc = cli("cupy_ops", "warm", "--capability", "8.0", "--jobs", "2", env=env)
+    assert f"0 compiled (0 s of NVRTC), {n} already cached, 0 failed" in proc.stdout, proc.stdout
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
+    assert _one(("relu.cu", "relu<float>", "sm_80")).cached   # the CLI's child processes wrote it
+
+
+def test_warm_without_a_gpu_or_with_a_bad_capability_is_one_sentence():
+    proc = cli("cupy_ops", "warm")
+    assert proc.returncode != 0 and "pass --capability, e.g. --capability 9.0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = cli("cupy_ops", "warm", "--capability", "9")
+    assert proc.returncode == 2 and "--capability must look like 9.0 or 8.6, got '9'" in proc.stderr
+
+
+def test_kernel_names_see_launch_attributes():
+    from cupy_ops.kernel import kernel_names, parse_signature
+
+    code = ("/* __global__ void hidden(int) */ template <int C> __global__ void __cluster_dims__(C, 1, 1)\n"
+            "__launch_bounds__(128, 1) a(float* x) {}\n__global__ void b(int n) {}\n"
+            "__global__ void __launch_bounds__(64) a(float* x);")
+    assert kernel_names(code) == ["a", "b"]
+    assert parse_signature(code, "a")[1] == [("ptr", "x", "float*")]

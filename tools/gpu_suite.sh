@@ -17,6 +17,9 @@ what=${*:-all}
 rc=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
+# every kernel variant compiled up front, in parallel: a fresh machine otherwise spends most of
+# a full pytest in NVRTC, one variant at a time (session 6: past the 10-minute limit)
+python3 -m cupy_ops warm --jobs 16 || rc=1
 for step in $what; do
   case $step in
     tests|all)
