@@ -61,3 +61,35 @@ def test_tensor_map_rejected_by_the_driver_raises(cuda):
     t = torch.zeros(64, 64, device=cuda, dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cuTensorMapEncodeTiled failed \(CUresult \d+\) for a 64x64"):
         tma.tensor_map(t, 64, 64, 64, 512, 64)   # a box wider than 256 elements
+
+
+def test_launch_config_matches_cuda_h():
+    """The ctypes CUlaunchConfig that cuOccupancyMaxActiveClusters reads: seven unsigned ints,
+    then the stream, the attribute pointer and their count at cuda.h's 64-bit offsets."""
+    import ctypes
+
+    from cupy_ops.launch import _LaunchConfig
+
+    assert ctypes.sizeof(_LaunchConfig) == 56
+    assert [getattr(_LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == \
+        [24, 32, 40, 48]
+
+
+def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda):
+    """A persistent plan's grid is an upper bound: the runner asks the driver how many clusters
+    of the kernel run at once and launches no more (a larger grid would run its last clusters
+    after the first ones: twice the time)."""
+    from cupy_ops import launch
+    from cupy_ops.ops import gemm
+
+    if not gemm.device_info(0).has_wgmma:
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    a = torch.randn(4096, 256, device=cuda, dtype=torch.bfloat16)
+    b = torch.randn(256, 4096, device=cuda, dtype=torch.bfloat16)
+    p = gemm.plan_for(a, b, "EpiNone", "wgmma")
+    assert p.persistent and p.cluster == 2
+    h = gemm._handle(p.kernel, a.get_device())
+    slots = launch.resident_clusters(h, p.cluster, p.block, p.smem)
+    assert 1 <= slots <= gemm.device_info(0).sm_count // 2
+    assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots   # cached on the handle
+    torch.testing.assert_close(cupy_ops.matmul(a, b).float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-1)
