@@ -1,10 +1,10 @@
-"""Experiment (GPU, Hopper): the persistent Hopper kernel's cluster size (1: each CTA loads
-its whole B tile; 2: a CTA pair shares it by TMA multicast) and tile-walk group height,
-against torch in the same process, with each result's error against an fp32 reference (a
-broken variant shows as a large error, not only as a time). Sets gemm_plan.WG_CLUSTER and
-WG_GROUP.
+"""Experiment (GPU, Hopper): the Hopper kernel's grid (persistent or one cluster per tile),
+cluster size (1: each CTA loads its whole B tile; 2: a CTA pair shares it by TMA multicast),
+tile-walk group height and tile width, against torch in the same process, with each result's
+error against an fp32 reference (a broken variant shows as a large error, not only as a time).
+Set gemm_plan.WG_CLUSTER_MIN_WAVES, WG_GROUP and WG_NARROW_MAX_WAVES (session 6).
 
-    python benchmarks/tune_wgmma_persistent.py | tee benchmarks/results/tune_wgmma_persistent_<gpu>.log
+    python benchmarks/tune_wgmma_persistent.py [c,g,p[,n] ...] [--small] | tee benchmarks/results/tune_wgmma_<what>_<gpu>.log
 """
 import sys
 

@@ -46,9 +46,9 @@ static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and
 #define WG_CONSUMER_REGS 232
 
 // Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as the
-// host's budget holds after up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte
-// swizzle repeats every 1024 bytes; the descriptors assume that base), with 2 mbarriers
-// (16 bytes) per stage.
+// host's budget holds after the epilogue's buffers (WG_EPI_BYTES, placed after the barriers)
+// and up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte swizzle repeats every
+// 1024 bytes; the descriptors assume that base), with 2 mbarriers (16 bytes) per stage.
 template <int BN> struct WgRing {
   static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES;
   static constexpr int STAGES = (WG_SMEM_BYTES - WG_EPI_BYTES - 1024) / (STAGE_BYTES + 16);

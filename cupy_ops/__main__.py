@@ -178,6 +178,12 @@ def _warm(args) -> int:
     return 1 if failed else 0
 
 
+def _jobs(value: str) -> int:
+    if not re.fullmatch(r"\d+", value) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 def _capability(value: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d{1,2})\.(\d)", value)
     if not m:
@@ -204,7 +210,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
     p.add_argument("--capability", action="append", type=_capability,
                    help="compute capability to build for, repeatable (default: this machine's GPUs)")
-    p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=_jobs, default=min(8, os.cpu_count() or 1),
                    help="compiling processes (default: the CPU count, at most 8)")
     args = parser.parse_args(argv)
     if args.command == "info":

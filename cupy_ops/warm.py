@@ -60,7 +60,8 @@ def _one(job) -> Warmed:
 
 def warm(capabilities, workers: int) -> list[Warmed]:
     """Compile every built-in variant for ``capabilities`` into the kernel cache with
-    ``workers`` processes (spawned: none of them touches CUDA). One ``Warmed`` per variant."""
+    ``workers`` (>= 1) processes (spawned: none of them touches CUDA). One ``Warmed`` per
+    variant."""
     jobs = jobs_for(capabilities)
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn")) as ex:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
         return list(ex.map(_one, jobs))

@@ -184,12 +184,15 @@ def test_warm_fills_the_kernel_cache_for_a_capability(tmp_path, monkeypatch):
     assert _one(("relu.cu", "relu<float>", "sm_80")).cached   # the CLI's child processes wrote it
 
 
-def test_warm_without_a_gpu_or_with_a_bad_capability_is_one_sentence():
+def test_warm_without_a_gpu_or_with_bad_arguments_is_one_sentence():
     proc = cli("cupy_ops", "warm")
     assert proc.returncode != 0 and "pass --capability, e.g. --capability 9.0" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = cli("cupy_ops", "warm", "--capability", "9")
     assert proc.returncode == 2 and "--capability must look like 9.0 or 8.6, got '9'" in proc.stderr
+    for bad in ("0", "-2", "two"):
+        proc = cli("cupy_ops", "warm", "--capability", "9.0", "--jobs", bad)
+        assert proc.returncode == 2 and f"--jobs must be an integer >= 1, got '{bad}'" in proc.stderr
 
 
 def test_kernel_names_see_launch_attributes():
