@@ -1,10 +1,14 @@
 """Experiment (GPU, Hopper): the Hopper kernel's grid (persistent or one cluster per tile),
 cluster size (1: each CTA loads its whole B tile; 2: a CTA pair shares it by TMA multicast),
-tile-walk group height and tile width, against torch in the same process, with each result's
-error against an fp32 reference (a broken variant shows as a large error, not only as a time).
-Set gemm_plan.WG_CLUSTER_MIN_WAVES, WG_GROUP and WG_NARROW_MAX_WAVES (session 6).
+tile-walk group height, tile width and epilogue stores (the threads' or the TMA's), against
+torch in the same process, with each result's error against an fp32 reference (a broken
+variant shows as a large error, not only as a time). Set gemm_plan.WG_CLUSTER_MIN_WAVES,
+WG_GROUP and WG_NARROW_MAX_WAVES (session 6) and the TMA stores (session 7).
 
-    python benchmarks/tune_wgmma_persistent.py [c,g,p[,n] ...] [--small] | tee benchmarks/results/tune_wgmma_<what>_<gpu>.log
+    python benchmarks/tune_wgmma_persistent.py [c,g,p[,n[,s]] ...] [--small] | tee benchmarks/results/tune_wgmma_<what>_<gpu>.log
+
+Each field is an int or "-" for the plan's own table: c cluster, g group, p persistent (0/1),
+n tile width, s TMA stores (0/1).
 """
 import sys
 
@@ -15,14 +19,16 @@ from cupy_ops.bench.env import describe, environment
 from cupy_ops.bench.timing import time_cuda
 from cupy_ops.ops import gemm
 
-# (cluster, group, persistent, tile_n; 0: the plan's table); "c,g,p[,n]" arguments replace them,
-# and "--small" runs the small shapes only, also timed inside a CUDA graph (no host overhead).
+# (cluster, group, persistent, tile_n, tma_store; None: the plan's table); "c,g,p[,n[,s]]"
+# arguments replace them, and "--small" runs the small shapes only, also timed inside a CUDA
+# graph (no host overhead).
 ARGS = [x for x in sys.argv[1:] if not x.startswith("--")]
 SMALL = "--small" in sys.argv
-CONFIGS = [(1, 8, 0, 0), (2, 8, 1, 0), (2, 4, 1, 0)]
+CONFIGS = [(None,) * 4 + (False,), (None,) * 5]
 if ARGS:
-    CONFIGS = [tuple(map(int, c.split(","))) + (0,) * (4 - len(c.split(","))) for c in ARGS]
-NAMES = [f"cl{c} g{g}" + ("" if q else " np") + (f" n{n}" if n else "") for c, g, q, n in CONFIGS]
+    CONFIGS = [tuple(None if f == "-" else int(f) for f in c.split(",")) + (None,) * (5 - len(c.split(",")))
+               for c in ARGS]
+NAMES = ["".join(f"{k}{'-' if v is None else v}" for k, v in zip(("c", " g", " p", " n", " s"), c)) for c in CONFIGS]
 CASES = [("bf16", "mm", 4096, 4096, 4096), ("fp16", "mm", 4096, 4096, 4096), ("tf32", "mm", 4096, 4096, 4096),
          ("bf16", "mm", 8192, 8192, 8192), ("bf16", "mm", 1024, 1024, 1024), ("tf32", "mm", 1024, 1024, 1024),
          ("bf16", "lin", 1024, 8192, 8192), ("tf32", "lin", 1024, 8192, 8192), ("bf16", "lin", 256, 1024, 1024)]
@@ -72,10 +78,11 @@ for dname, op, M, K, N in CASES:
     err_t = (fn_t().double() - ref).abs().max().item() / scale
     c = torch.empty(M, N, device="cuda", dtype=dtype)
     cells = []
-    for cl, grp, pers, bn in CONFIGS:
+    for cl, grp, pers, bn, st in CONFIGS:
         try:
-            p = gemm.plan_for(a, bb, epi, "wgmma", cluster=cl, group=grp, persistent=bool(pers),
-                              tile_n=bn or None)
+            p = gemm.plan_for(a, bb, epi, "wgmma", cluster=cl, group=grp,
+                              persistent=None if pers is None else bool(pers), tile_n=bn,
+                              tma_store=None if st is None else bool(st))
         except ValueError:   # a combination the plan refuses (clusters of 2 on 64-wide tiles)
             cells.append("-")
             continue

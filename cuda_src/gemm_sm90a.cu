@@ -10,13 +10,16 @@
 
 // gemm_wgmma.cuh gemm_wgmma_tiles: clusters of CM CTAs (2: sharing the B tile), the grid CM x
 // the clusters that run at once (persistent) or x the units (one per cluster); `group`:
-// cluster rows per WgWalk group.
+// cluster rows per WgWalk group. tma_store != 0: c_map covers c (16-row x 128-byte boxes,
+// 128-byte swizzle; ldc 16-byte aligned) and the epilogue stores through the TMA; 0: c_map
+// is not read and the epilogue stores with the threads.
 template <class T, bool B_NMAJOR, int BN, int CM, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
     gemm_wgmma(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
-               typename Traits<T>::Bits* c, i64 ldc, int M, int N, int K, int group,
-               const typename Traits<T>::Bits* bias, double scale) {
-  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, T>(&a_map, &b_map, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
+               const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
+               int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, T>(&a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K,
+                                           group, Epilogue<T, EPI>(bias, scale));
 }
 
 // Split-K partial products: the units of K slice z (the range [z kslice, (z + 1) kslice))
@@ -26,8 +29,8 @@ template <class T, bool B_NMAJOR, int BN, int CM>
 __global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
     gemm_wgmma_partial(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, float* ws,
                        int M, int N, int K, int kslice, int group) {
-  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws), N, (i64)M * N, M, N, K,
-                                               kslice, group, Epilogue<float, EpiNone>(nullptr, 1.0));
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, float>(&a_map, &b_map, nullptr, reinterpret_cast<u32*>(ws), N, (i64)M * N,
+                                               M, N, K, kslice, group, Epilogue<float, EpiNone>(nullptr, 1.0));
 }
 
 // fp32 C = epilogue(A @ B) in three TF32 products (gemm_tf32x3.cuh); maps as for gemm_wgmma<float>

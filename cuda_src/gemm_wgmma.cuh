@@ -210,6 +210,73 @@ __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename 
   }
 }
 
+// --- TMA stores ------------------------------------------------------------------------------
+
+// Stores the box at `src` (shared memory, the map's swizzle) to the map's box at (c0 =
+// innermost coordinate, c1); the parts past the matrix are not written. The copy runs
+// asynchronously, tracked in the issuing thread's bulk async-group.
+__device__ __forceinline__ void tma_store_2d(const TmaMap* map, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// The issuing thread's committed stores have read their shared memory (it may be rewritten).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// ... and have completed.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// This thread's shared-memory writes are visible to the TMA unit (the async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// The epilogue through shared memory and TMA stores (C's rows 16-byte aligned: the host
+// passes `cmap`, a tensor map of C with 16-row x 128-byte boxes and the 128-byte swizzle).
+// Warp w's 16 rows (from `m0`) go out a box of 128 bytes of columns at a time, two boxes per
+// round in its 4 KB buffer `buf` (1024-byte aligned), laid out as the TMA's swizzle expects:
+// 16-byte unit u of row r at u ^ (r & 7), which also keeps the fragment's 4- and 8-byte
+// writes conflict-free. Lane 0 hands each filled buffer to the TMA unit, which clips rows and
+// columns past M and N, and the warp goes on (to the next round or the next tile's main
+// loop); before the buffer is written again lane 0 waits until the TMA has read it.
+template <class Out, int BN, class Epi>
+__device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap* cmap, int N, int m0, int n0,
+                                                  int lane, u32 buf, const Epi& epi) {
+  typedef typename Traits<Out>::Bits Bits;
+  constexpr int ES = (int)sizeof(Bits), BOXC = 128 / ES;   // bytes per element, columns per box
+  constexpr int BOXES = BN / BOXC, PER_ROUND = BOXES < 2 ? BOXES : 2;
+  static_assert(WG_EPI_BYTES / 8 == 2 * 2048, "two 16 x 128-byte boxes per consumer warp");
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int b0 = 0; b0 < BOXES; b0 += PER_ROUND) {
+    if (lane == 0) bulk_wait_read();   // the buffer's previous stores (this tile's or the last one's)
+    __syncwarp();
+#pragma unroll
+    for (int bi = 0; bi < PER_ROUND; ++bi) {
+#pragma unroll
+      for (int jl = 0; jl < BOXC / 8; ++jl) {
+        const int j = (b0 + bi) * (BOXC / 8) + jl, n = n0 + 8 * j + 2 * t;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
+          const u32 addr = buf + bi * 2048 + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
+          // columns past N get 0, not epi(): the fused epilogue reads bias[n] (the TMA drops them)
+          const Bits b0v = from_acc<Out>(n < N ? epi(acc[4 * j + 2 * h], n) : 0.f);
+          const Bits b1v = from_acc<Out>(n + 1 < N ? epi(acc[4 * j + 2 * h + 1], n + 1) : 0.f);
+          if constexpr (ES == 2) {
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0v | ((u32)b1v << 16)) : "memory");
+          } else {
+            asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"((u32)b0v), "r"((u32)b1v) : "memory");
+          }
+        }
+      }
+    }
+    fence_proxy_async();
+    __syncwarp();
+    if (lane == 0) {
+#pragma unroll
+      for (int bi = 0; bi < PER_ROUND; ++bi) tma_store_2d(cmap, buf + bi * 2048, n0 + (b0 + bi) * BOXC, m0);
+      bulk_commit();
+    }
+  }
+}
+
 // --- clusters (CM = 2: two CTAs on neighbouring SMs share each B tile) ---------------------
 
 __device__ __forceinline__ u32 cluster_rank() {
@@ -277,7 +344,7 @@ template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lan
 // both CTAs released it (empty counts 8 CM arrivals). (Pairs sharing A instead, along N,
 // measured slower at every shape: benchmarks/results/tune_wgmma_share_a_*_h100_session6.log.)
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi>
-__device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap,
+__device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
                                                  int M, int N, int K, int kslice, int group, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
@@ -289,12 +356,21 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  const u32 bars = ring + STAGES * STAGE_BYTES;   // full[s] at bars + 8 s, empty[s] after them
-  const u32 epi_buf = (bars + 16 * STAGES + 15u) & ~15u;   // WG_EPI_BYTES: 4 KB per consumer warp
+  // the epilogue's buffers (WG_EPI_BYTES, 4 KB per consumer warp) right after the ring: 1024-byte
+  // aligned, as the TMA's 128-byte swizzle of a store's source needs
+  const u32 epi_buf = ring + STAGES * STAGE_BYTES;
+  const u32 bars = epi_buf + WG_EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
   const WgWalk walk{(M + WG_BM * CM - 1) / (WG_BM * CM), (N + BN - 1) / BN, group};
   const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
   const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM;
+  // unit u -> this CTA's tile origin (m0, n0), K slice z, its first k (k0) and k-tiles (>= 1)
+  auto unit_of = [&](int u, int& m0, int& n0, int& z, int& k0, int& ktiles) {
+    int row, col;
+    walk.unit(u, row, col, z);
+    m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
+    ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+  };
 
   if (tid == 0) {
 #pragma unroll
@@ -313,10 +389,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     if (tid == 0) {
       int it = 0;   // stage use count, across units
       for (int u = blockIdx.x / CM; u < units; u += clusters) {
-        int row, col, z;
-        walk.unit(u, row, col, z);
-        const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
-        const int ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+        int m0, n0, z, k0, ktiles;
+        unit_of(u, m0, n0, z, k0, ktiles);
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
@@ -347,10 +421,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
     int it = 0;
     for (int u = blockIdx.x / CM; u < units; u += clusters) {
-      int row, col, z;
-      walk.unit(u, row, col, z);
-      const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
-      const int ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+      int m0, n0, z, k0, ktiles;
+      unit_of(u, m0, n0, z, k0, ktiles);
       float acc[BN / 2];
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
@@ -378,9 +450,12 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
       wgmma_wait<0>();
       acc_fence<BN / 2>(acc);
       release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
-      wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane,
-                                    epi_buf + (c * 4 + warp) * 4096, epi);
+      const u32 buf = epi_buf + (c * 4 + warp) * 4096;
+      if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, N, m0 + c * 64 + warp * 16, n0, lane, buf, epi);
+      else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi);
     }
+    // the TMA has read (and written) the last stores before the shared memory goes away
+    if (cmap != nullptr && lane == 0) bulk_wait();
   }
   // No CTA of a cluster leaves while its peer may still multicast into its shared memory or
   // arrive on its barriers. (The barrier is .aligned: warp 0 reconverges with its producer

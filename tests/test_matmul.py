@@ -234,6 +234,34 @@ def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda
         assert ((got.double() - ref).abs() <= tol).all()
 
 
+@pytest.mark.parametrize("bn, cluster, persistent", WGMMA_VARIANTS, ids=str)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_wgmma_tma_stores_equal_the_threads_stores(bn, cluster, persistent, dtype, cuda):
+    """The epilogue's two store paths write the same bits (same accumulation, same epilogue),
+    for plain and fused outputs, and the TMA stores write nothing past M x N: rows and columns
+    past the matrix (tails in both, a tile row past M, one row of 16-row boxes partly past M)
+    are clipped, and the rows after C in the same allocation keep their sentinel."""
+    require_algo("wgmma")
+    torch.manual_seed(0)
+    kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
+    for M, K, N in [(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104)]:
+        a = torch.randn(M, K, device=cuda).to(dtype)
+        b = torch.randn(K, N, device=cuda).to(dtype)
+        bias = torch.randn(N, device=cuda).to(dtype)
+        for epi, bb, extra in (("EpiNone", b, ()), ("EpiBiasReluScale", b.t().contiguous().t(), (bias, 0.5))):
+            outs = []
+            for tma_store in (True, False):
+                p = gemm.plan_for(a, bb, epi, tma_store=tma_store, **kw)
+                assert p.tma_store == tma_store
+                big = torch.full((M + 40, N), float("nan"), dtype=dtype, device=cuda)
+                gemm.run(p, a, bb, big[:M], *extra)
+                assert big[M:].isnan().all(), f"stores past row {M} ({p})"
+                outs.append(big[:M])
+            assert torch.equal(outs[0], outs[1]), f"{epi} M={M} K={K} N={N}"
+            if epi == "EpiNone":
+                assert_gemm_close(outs[0], a, bb, operand_roundoff=roundoff("wgmma", dtype))
+
+
 @pytest.mark.parametrize("M, K, N", [(64, 4097, 33), (256, 1024, 1024), (129, 300, 250)])
 def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     """The SIMT kernel's split-K (small grids: slices of K into a workspace, summed in order)

@@ -184,6 +184,25 @@ def test_hopper_clusters_and_persistent_grid():
             assert gplan(M, 1024, 1024, torch.bfloat16, **kw).kernel in names
 
 
+def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
+    """TMA stores where C's rows (N elements) are a multiple of 16 bytes and C is the output
+    (not split-K's partial products); the threads' stores otherwise, or when asked."""
+    p = gplan(4096, 4096, 4096, torch.bfloat16)
+    assert p.tma_store and "TMA stores" in str(p)
+    assert not gplan(4096, 4096, 4100, torch.bfloat16).tma_store          # 8200-byte rows
+    assert gplan(4096, 4096, 4100, tf32=True).tma_store                    # 16400-byte rows
+    assert not gplan(4096, 4096, 4097, tf32=True).tma_store
+    p = gplan(256, 1024, 1024, torch.bfloat16)                             # split K
+    assert p.slices > 1 and not p.tma_store
+    p = gplan(4096, 4096, 4096, torch.bfloat16, tma_store=False)
+    assert not p.tma_store and "thread stores" in str(p)
+    assert gplan(4096, 4096, 4096, torch.bfloat16, tma_store=True).tma_store
+    with pytest.raises(ValueError, match=r"tma_store=True needs C's rows a multiple of 16 bytes .*N = 4100 elements "
+                                         r"of 2 bytes, 1 K slices"):
+        gplan(4096, 4096, 4100, torch.bfloat16, tma_store=True)
+    assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store            # tf32x3: the threads' stores
+
+
 def test_tf32x3_plan():
     """3xTF32: asked for by name only ("auto" follows torch's switches); 128 x 128 tiles, both
     operands K-major (TF32 reads K-major only), the whole shared-memory budget; split-K up to

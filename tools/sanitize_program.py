@@ -43,17 +43,22 @@ for dtype in DTYPES:
             cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
             calls += 4
-        if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K
+        if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K,
+            # both epilogue stores (the TMA's where C's rows allow it, and the threads')
             for bn, cluster, persistent, split in [(64, 1, False, False), (64, 1, True, False), (128, 2, True, False),
                                                    (128, 2, True, True), (128, 1, False, True), (256, 2, True, False),
                                                    (256, 1, True, False), (256, 1, False, False)]:
                 for M, K, N in [(129, 65, 33), (300, 130, 520), (1, 600, 300)]:
                     a = torch.randn(M, K, device="cuda").to(dtype)
                     for b in (torch.randn(K, N, device="cuda").to(dtype), torch.randn(N, K, device="cuda").to(dtype).t()):
-                        p = gemm.plan_for(a, b, algo="wgmma", tile_n=bn, cluster=cluster, persistent=persistent,
-                                          split_k=split)
-                        gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype))
-                        calls += 1
+                        for store in (True, False):
+                            try:
+                                p = gemm.plan_for(a, b, algo="wgmma", tile_n=bn, cluster=cluster,
+                                                  persistent=persistent, split_k=split, tma_store=store)
+                            except ValueError:   # no TMA store for this C (rows, split-K)
+                                continue
+                            gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype))
+                            calls += 1
         if algo == "tf32x3":   # the split's rare path: TF32-exact values, +-inf, NaN, subnormals
             a = torch.randn(129, 300, device="cuda")
             a[::3] = 1.0

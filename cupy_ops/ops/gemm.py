@@ -5,7 +5,7 @@ and launches, for matmul and linear_relu_div alike.
     print(p)                           # "wgmma: gemm_wgmma<bf16, true, 256, EpiNone>, ..."
     run(p, a, b, c)                    # c = a @ b
 
-``plan_for`` takes the plan's overrides (``tile_n``, ``split_k``) for tuning; ``run`` launches
+``plan_for`` takes the plan's overrides (``tile_n``, ``split_k``, ...) for tuning; ``run`` launches
 any plan made for tensors of the same shapes and layouts.
 """
 from __future__ import annotations
@@ -69,21 +69,21 @@ _PLAN_CACHE_LIMIT = 4096
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
              tile_n: int | None = None, split_k: bool = True, cluster: int | None = None,
-             group: int | None = None, persistent: bool | None = None) -> GemmPlan:
+             group: int | None = None, persistent: bool | None = None, tma_store: bool | None = None) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
-    ``split_k``, ``cluster``, ``group`` and ``persistent`` override its tables
+    ``split_k``, ``cluster``, ``group``, ``persistent`` and ``tma_store`` override its tables
     (``gemm_plan.plan``). Raises
     ``ValueError`` when ``algo`` cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent)
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store)
     p = _plans.get(key)
     if p is None:
         p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
                            device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k,
-                           cluster=cluster, group=group, persistent=persistent)
+                           cluster=cluster, group=group, persistent=persistent, tma_store=tma_store)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
@@ -182,34 +182,32 @@ def _maps(p, a, b):
     return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
 
 
-def _run_wgmma(p, a, b, c, bias, scale):
-    """The Hopper kernel; persistent: as many clusters as run at once (at most the plan's)."""
+_NO_MAP = bytes(128)   # the c_map argument when the kernel stores C with its threads (not read)
+
+
+def _run_hopper(p, a, b, c, bias, scale):
+    """The Hopper kernels ("wgmma", "tf32x3"): TMA maps of the operands, and of C where the
+    plan stores it through the TMA; the persistent grid lowered to the clusters that run at
+    once (at most the plan's); split-K into an fp32 workspace that the reduction sums."""
     (M, K), N = a.shape, b.shape[1]
     h = _handle(p.kernel, c.get_device())
     a_map, b_map, keep = _maps(p, a, b)
     grid = p.grid
     if p.persistent:
         grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
+    walk = (p.group,) if p.family == "wgmma" else ()   # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice, p.group), p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk, p.smem)
         _reduce(p, ws, c, bias, scale)
+    elif p.family == "wgmma":
+        c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), gemm_plan.WG_STORE_ROWS, exact=True)
+                 if p.tma_store else _NO_MAP)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
+                                         bias, scale), p.smem)
     else:
-        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, p.group, bias, scale), p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
     del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
-def _run_tf32x3(p, a, b, c, bias, scale):
-    (M, K), N = a.shape, b.shape[1]
-    h = _handle(p.kernel, c.get_device())
-    a_map, b_map, keep = _maps(p, a, b)
-    if p.slices > 1:
-        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice), p.smem)
-        _reduce(p, ws, c, bias, scale)
-    else:
-        launch.launch(h, p.grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
-    del keep
-
-
-_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_wgmma, "tf32x3": _run_tf32x3}
+_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_hopper, "tf32x3": _run_hopper}

@@ -44,6 +44,13 @@ WG_TILE_NS = (64, 128, 256)  # compiled tile widths BN (64: clusters of 1 only, 
 # accumulator fragment directly (8 rows x 16 bytes per store instruction).
 WG_EPI_BYTES = 8 * 4096
 WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024 + WG_EPI_BYTES
+# The TMA store box of C (tma_store plans): a consumer warp's 16 rows of the wgmma accumulator
+# fragment x 128 bytes of columns (the 128-byte swizzle's width), two boxes per warp buffer.
+# H100, session 7 (benchmarks/results/tune_wgmma_tma_store_h100_session7.log): against the
+# threads' stores from the same buffers, fused bf16 layer 1024 x 8192 x 8192 0.96x -> 0.99x
+# torch, matmul within 1 % (bf16 4096^3 0.98x both; a build without any epilogue ran no
+# faster: probe_epilogue_waves_h100_session7.log).
+WG_STORE_ROWS = 16
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -185,12 +192,14 @@ class GemmPlan:
     cluster: int = 1             # Hopper kernel: CTAs per cluster (2: a pair sharing the B tile)
     group: int = 1               # ... cluster rows per group of its tile walk (WgWalk)
     persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
+    tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
         split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
         if self.family == "wgmma":
-            split += f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}"
+            split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
+                      f"{'TMA' if self.tma_store else 'thread'} stores")
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -353,6 +362,18 @@ def wgmma_walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int
     return cluster * min(units, sm_count // cluster), units
 
 
+def wgmma_tma_store(N: int, itemsize: int, slices: int, override: bool | None = None) -> bool:
+    """Whether the Hopper kernel's epilogue stores C through the TMA: where a tensor map of
+    C exists (its rows, N elements, a multiple of 16 bytes: C is a fresh contiguous tensor) and
+    C is the output (split-K's partial products keep the threads' stores). ``override``
+    False: the threads' stores (tuning); True where impossible: ValueError."""
+    possible = slices == 1 and (N * itemsize) % 16 == 0
+    if override and not possible:
+        raise ValueError(f"tma_store=True needs C's rows a multiple of 16 bytes and no split-K; got N = {N} "
+                         f"elements of {itemsize} bytes, {slices} K slices")
+    return possible and override is not False
+
+
 def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
         return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
@@ -376,6 +397,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     persistent = opts.get("persistent")
     persistent = cluster > 1 if persistent is None else persistent
     grid, units = wgmma_walk(M, N, bn, slices, cluster, dev.sm_count)
+    tma_store = wgmma_tma_store(N, a.itemsize, slices, opts.get("tma_store"))
     common = dict(grid=(grid if persistent else cluster * units, 1, 1), block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES,
                   a=pa, b=pb, tile=(WG_BM, bn), bk=bk, cluster=cluster, group=group, persistent=persistent)
     if slices > 1:
@@ -383,7 +405,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
                         slices=slices, kslice=kslice, reduce=f"gemm_splitk_reduce<{T}, {epi}>",
                         reduce_grid=_reduce_grid(M * N), **common)
     return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cluster}, {epi}>", "gemm_sm90a.cu", kslice=K,
-                    **common)
+                    tma_store=tma_store, **common)
 
 
 def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
@@ -409,13 +431,14 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
          algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
-         cluster: int | None = None, group: int | None = None, persistent: bool | None = None) -> GemmPlan:
+         cluster: int | None = None, group: int | None = None, persistent: bool | None = None,
+         tma_store: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
-    ``cluster`` (1 or 2), ``group`` (>= 1) and ``persistent`` (False: one cluster per unit of
-    work, the hardware scheduling them) override the Hopper kernel's tables (for tuning and
-    tests).
+    ``cluster`` (1 or 2), ``group`` (>= 1), ``persistent`` (False: one cluster per unit of
+    work, the hardware scheduling them) and ``tma_store`` (False: the threads store C) override
+    the Hopper kernel's tables (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
     if epilogue not in EPILOGUES:
@@ -429,7 +452,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
                             {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
-                             "persistent": persistent})
+                             "persistent": persistent, "tma_store": tma_store})
 
 
 def variants() -> dict[str, list[str]]:

@@ -18,7 +18,8 @@ import torch
 # and our mma.sync kernel (cvt.rna) do; as FLOAT32 (7) the tensor cores would truncate the raw
 # fp32 bits instead, twice the error and biased (benchmarks/results/probe_tf32_h200_run6.log, H200: with FLOAT32
 # all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did). The 3xTF32
-# kernel needs the exact fp32 values (it splits them itself): ``exact=True`` loads FLOAT32.
+# kernel needs the exact fp32 values (it splits them itself): ``exact=True`` loads FLOAT32, and
+# so does a map of an output (the Hopper kernel's TMA stores of C write the fp32 values as they are).
 _DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}
 _FLOAT32 = 7
 _SWIZZLE_128B = 3            # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
@@ -47,9 +48,10 @@ def _encoder():
 def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
                exact: bool = False) -> bytes:
     """The tensor map of the matrix at ``t.data_ptr()``: ``outer`` rows of ``inner``
-    contiguous elements, rows ``ld`` elements apart, loaded in boxes of ``box_inner`` x
-    ``box_outer`` with the 128-byte swizzle. Parts of a box past the matrix read as zero.
-    float32 is rounded to TF32 on the way unless ``exact``.
+    contiguous elements, rows ``ld`` elements apart, loaded or stored in boxes of
+    ``box_inner`` x ``box_outer`` with the 128-byte swizzle. Parts of a box past the matrix
+    read as zero (loads) and are not written (stores). float32 is rounded to TF32 on the way
+    (loads) unless ``exact``.
 
     Raises ``RuntimeError`` with the driver's error code if the driver rejects the map.
     """
