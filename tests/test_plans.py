@@ -184,6 +184,23 @@ def test_hopper_clusters_and_persistent_grid():
             assert gplan(M, 1024, 1024, torch.bfloat16, **kw).kernel in names
 
 
+def test_hopper_wide_grids_are_chosen_by_whole_waves():
+    """From a wave of 128 x 256 tiles on, the tile width and cluster that finish first counting
+    whole waves (WG_WIDE_SPEEDS): a last wave of 0.12 costs a whole one."""
+    assert gemm_plan.wgmma_wide(4096, 4096, 132) == (256, 2)     # 256 pairs / 66: 3.9 waves
+    assert gemm_plan.wgmma_wide(4224, 4096, 132) == (256, 1)     # 272 pairs: 5 waves; 528 tiles / 132: 4.0
+    assert gemm_plan.wgmma_wide(4352, 4096, 132) == (256, 2)     # 4.1 waves either way: pairs are faster
+    assert gemm_plan.wgmma_wide(3072, 3072, 132) == (128, 2)     # 2.2 -> 3 waves, 128-wide 4.4 -> 5 half waves
+    assert gemm_plan.wgmma_wide(128, 65536, 132) == (256, 1)     # one tile row: no pair
+    assert gemm_plan.wgmma_wide(2048, 2048, 132) is None         # under a wave: the tile_n table
+    p = gplan(4224, 4096, 4096, torch.bfloat16)
+    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (528, 1, 1))
+    p = gplan(3072, 4096, 3072, torch.bfloat16)
+    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 128), 2, True, (132, 1, 1))
+    p = gplan(4224, 4096, 4096, torch.bfloat16, tile_n=256)     # an override: the old rule (clusters from a wave)
+    assert p.cluster == 2
+
+
 def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
     """TMA stores where C's rows (N elements) are a multiple of 16 bytes and C is the output
     (not split-K's partial products); the threads' stores otherwise, or when asked."""

@@ -87,8 +87,9 @@ WG_SPLIT_MIN_KTILES = 8   # smallest K range (in k-tiles) a Hopper split-K slice
 # at 128 tiles (2048 x 1024 x 1024) 64-wide lost (0.75x -> 0.60x).
 WG_NARROW_MAX_WAVES = 0.5
 # The Hopper kernel's clusters: 2 CTAs (the pair shares each B tile, multicast by the TMA: a
-# third less load traffic per CTA) from WG_CLUSTER_MIN_WAVES waves of tiles on, run as a
-# persistent grid; 1 below, one CTA per tile. H100, session 6 (benchmarks/results/
+# third less load traffic per CTA) run as a persistent grid, considered from
+# WG_CLUSTER_MIN_WAVES waves of tiles on (where WG_WIDE_SPEEDS picks by whole waves); 1 below,
+# one CTA per tile. H100, session 6 (benchmarks/results/
 # tune_wgmma_persistent_h100_session6_run2.log, fragment-store epilogue): at 4096^3 bf16 /
 # TF32 cluster 2 persistent 0.89x / 0.85x torch against 0.84x / 0.79x for 1 CTA per tile;
 # at 1024^3 (0.48 waves of 128 x 128) 0.61x against 0.69x; clusters of 1 ran persistent
@@ -96,6 +97,15 @@ WG_NARROW_MAX_WAVES = 0.5
 # (tune_wgmma_epilogue_h100_session6.log) bf16 4096^3 0.97x against 0.92x, TF32 0.85x / 0.82x.
 WG_CLUSTERS = (1, 2)
 WG_CLUSTER_MIN_WAVES = 1.0
+# From a wave of 128 x 256 tiles on, the tile width and cluster are chosen per shape by whole
+# waves: (tile width, CTAs per cluster, speed per unit of output area at whole waves relative
+# to the first), the one that finishes first wins, counting a last wave partly filled as a
+# whole one (wgmma_wide). H100, session 7 (benchmarks/sweep_waves.py; bf16, K = 4096;
+# benchmarks/results/sweep_waves_h100_session7.log): one CTA per 128 x 256 tile ran 0.93-0.98x the speed of persistent clusters
+# of 2 at equal waves, 128 x 128 tiles in clusters of 2 0.83-0.87x; at 4224 x 4096 (5 waves of
+# clusters against 4.0 of single CTAs) single CTAs ran 0.206 ms against 0.348, at 3072^2 (2.18
+# waves of 128 x 256 pairs) 128-wide pairs 0.142 ms against 0.151, at 2304 x 4096 0.141 / 0.154.
+WG_WIDE_SPEEDS = ((256, 2, 1.0), (256, 1, 0.95), (128, 2, 0.85))
 # Tile-walk group height in cluster rows (WgWalk): 8 and 4 within 1 % at 4096^3 and 8192^3
 # (same runs).
 WG_GROUP = 8
@@ -337,6 +347,25 @@ def wgmma_tile_n(M: int, N: int, sm_count: int) -> int:
     return 64 if WG_SPLIT_MAX_WAVES * sm_count < blocks < WG_NARROW_MAX_WAVES * sm_count else 128
 
 
+def wgmma_wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
+    """``(tile width, cluster)`` for outputs of at least WG_CLUSTER_MIN_WAVES waves of 128 x 256
+    tiles (None below): the WG_WIDE_SPEEDS entry with the least time, taken as whole waves of
+    its units (``cluster`` tiles) over the clusters that fit (``sm_count // cluster``) times
+    the tile area over its speed. Clusters of 2 need two tile rows."""
+    rows = cdiv(M, WG_BM)
+    if rows * cdiv(N, 256) < WG_CLUSTER_MIN_WAVES * sm_count:
+        return None
+    best = None
+    for bn, cluster, speed in WG_WIDE_SPEEDS:
+        if cluster > 1 and rows == 1:
+            continue
+        waves = cdiv(cdiv(rows, cluster) * cdiv(N, bn), sm_count // cluster)
+        cost = waves * bn / 256 / speed
+        if best is None or cost < best[0]:
+            best = (cost, bn, cluster)
+    return best[1], best[2]
+
+
 def wgmma_split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
                 max_waves: float = WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
     """``(slices, kslice)``: split-K for 128 x 128 tiles (``bn`` 128) that fill at most
@@ -378,7 +407,9 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
         return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
     T, bk = CUDA_NAMES[dtype], WG_BK[dtype]
-    bn = opts.get("tile_n") or wgmma_tile_n(M, N, dev.sm_count)
+    # by whole waves where neither the tile width nor the cluster is overridden
+    model = None if opts.get("tile_n") or opts.get("cluster") else wgmma_wide(M, N, dev.sm_count)
+    bn = opts.get("tile_n") or (model[0] if model else wgmma_tile_n(M, N, dev.sm_count))
     pa = tc_operand(a)
     # a row-major B (matmul's b) is read in place, N-major, through the instruction's
     # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
@@ -389,7 +420,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     slices, kslice = wgmma_split(M, N, K, bn, bk, dev.sm_count) if opts.get("split_k", True) else (1, K)
     tiles = cdiv(M, WG_BM) * cdiv(N, bn) * slices
     wide = tiles >= WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, WG_BM) > 1
-    cluster = opts.get("cluster") or (2 if wide else 1)
+    cluster = opts.get("cluster") or (model[1] if model else 2 if wide else 1)
     if cluster * 64 > bn:
         raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
                          f"of B), got tile_n={bn}")
