@@ -101,10 +101,11 @@ WG_CLUSTER_MIN_WAVES = 1.0
 # waves: (tile width, CTAs per cluster, speed per unit of output area at whole waves relative
 # to the first), the one that finishes first wins, counting a last wave partly filled as a
 # whole one (wgmma_wide). H100, session 7 (benchmarks/sweep_waves.py; bf16, K = 4096;
-# benchmarks/results/sweep_waves_h100_session7.log): one CTA per 128 x 256 tile ran 0.93-0.98x the speed of persistent clusters
-# of 2 at equal waves, 128 x 128 tiles in clusters of 2 0.83-0.87x; at 4224 x 4096 (5 waves of
-# clusters against 4.0 of single CTAs) single CTAs ran 0.206 ms against 0.348, at 3072^2 (2.18
-# waves of 128 x 256 pairs) 128-wide pairs 0.142 ms against 0.151, at 2304 x 4096 0.141 / 0.154.
+# benchmarks/results/sweep_waves_h100_session7.log): one CTA per 128 x 256 tile ran 0.92-0.98x
+# the speed of persistent clusters of 2 at equal waves, 128 x 128 tiles in clusters of 2
+# 0.85-0.87x; at 4224 x 4096 (5 waves of clusters against 4.0 of single CTAs) single CTAs ran
+# 0.195 ms against 0.225, at 3072^2 (2.18 waves of 128 x 256 pairs) 128-wide pairs 0.141 ms
+# against 0.151, at 2304 x 4096 0.144 against 0.155.
 WG_WIDE_SPEEDS = ((256, 2, 1.0), (256, 1, 0.95), (128, 2, 0.85))
 # Tile-walk group height in cluster rows (WgWalk): 8 and 4 within 1 % at 4096^3 and 8192^3
 # (same runs).
