@@ -210,6 +210,15 @@ WGMMA_VARIANTS = [(64, 1, False), (64, 1, True), (128, 1, False), (128, 2, True)
                   (256, 1, False), (256, 1, True), (256, 2, True)]
 
 
+def wgmma_cases(shapes, dtype, cuda):
+    """(M, K, N, a, b) for each shape: seeded randn operands of ``dtype`` (skips without a
+    Hopper GPU)."""
+    require_algo("wgmma")
+    torch.manual_seed(0)
+    for M, K, N in shapes:
+        yield M, K, N, torch.randn(M, K, device=cuda).to(dtype), torch.randn(K, N, device=cuda).to(dtype)
+
+
 @pytest.mark.parametrize("bn, cluster, persistent", WGMMA_VARIANTS, ids=str)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda):
@@ -217,12 +226,8 @@ def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda
     in M, N and K, row-major (N-major) and K-major b, the fused epilogue; an odd number of tile
     rows (a cluster's second CTA past M) and a single one; a persistent grid that walks
     several tiles per cluster (4100 x 4100: 33 x 17 wide tiles for 132 SMs)."""
-    require_algo("wgmma")
-    torch.manual_seed(0)
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
-    for M, K, N in [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)]:
-        a = torch.randn(M, K, device=cuda).to(dtype)
-        b = torch.randn(K, N, device=cuda).to(dtype)
+    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)], dtype, cuda):
         for bb in (b, b.t().contiguous().t()):
             got = matmul_planned(a, bb, **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
@@ -241,12 +246,8 @@ def test_wgmma_tma_stores_equal_the_threads_stores(bn, cluster, persistent, dtyp
     for plain and fused outputs, and the TMA stores write nothing past M x N: rows and columns
     past the matrix (tails in both, a tile row past M, one row of 16-row boxes partly past M)
     are clipped, and the rows after C in the same allocation keep their sentinel."""
-    require_algo("wgmma")
-    torch.manual_seed(0)
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
-    for M, K, N in [(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104)]:
-        a = torch.randn(M, K, device=cuda).to(dtype)
-        b = torch.randn(K, N, device=cuda).to(dtype)
+    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104)], dtype, cuda):
         bias = torch.randn(N, device=cuda).to(dtype)
         for epi, bb, extra in (("EpiNone", b, ()), ("EpiBiasReluScale", b.t().contiguous().t(), (bias, 0.5))):
             outs = []
