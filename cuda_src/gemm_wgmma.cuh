@@ -16,8 +16,10 @@
 //     at BN = 128, 7 at BN = 64);
 //   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
-//     flight while it waits for the next tile; then the epilogue, staged through a 4 KB
-//     shared-memory buffer per warp into whole 16-byte row segments (wg_store_tile_staged).
+//     flight while it waits for the next tile; then the epilogue, through a 4 KB
+//     shared-memory buffer per warp: stored by the TMA where C has a tensor map
+//     (wg_store_tile_tma), else by the threads in whole 16-byte row segments
+//     (wg_store_tile_staged).
 // Stages are handed over with mbarriers: full[s] (the TMA transaction count completes it),
 // empty[s] (each consumer warp arrives once its wgmmas that read the stage are done).
 // One kernel, two grids (gemm_wgmma_tiles): one CTA (cluster) per output tile, or persistent,
@@ -46,7 +48,7 @@ static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and
 #define WG_CONSUMER_REGS 232
 
 // Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as the
-// host's budget holds after the epilogue's buffers (WG_EPI_BYTES, placed after the barriers)
+// host's budget holds after the epilogue's buffers (WG_EPI_BYTES, placed after the ring)
 // and up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte swizzle repeats every
 // 1024 bytes; the descriptors assume that base), with 2 mbarriers (16 bytes) per stage.
 template <int BN> struct WgRing {
