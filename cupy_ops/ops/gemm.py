@@ -2,7 +2,7 @@
 and launches, for matmul and linear_relu_div alike.
 
     p = plan_for(a, b)                 # which kernel "auto" picks for these tensors, and why
-    print(p)                           # "wgmma: gemm_wgmma<bf16, true, 256, EpiNone>, ..."
+    print(p)                           # "wgmma: gemm_wgmma<bf16, true, 256, 2, EpiNone>, ..."
     run(p, a, b, c)                    # c = a @ b
 
 ``plan_for`` takes the plan's overrides (``tile_n``, ``split_k``, ...) for tuning; ``run`` launches
