@@ -360,7 +360,7 @@ def wgmma_wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
     for bn, cluster, speed in WG_WIDE_SPEEDS:
         if cluster > 1 and rows == 1:
             continue
-        waves = cdiv(cdiv(rows, cluster) * cdiv(N, bn), sm_count // cluster)
+        waves = cdiv(wgmma_walk(M, N, bn, 1, cluster, sm_count)[1], sm_count // cluster)
         cost = waves * bn / 256 / speed
         if best is None or cost < best[0]:
             best = (cost, bn, cluster)
