@@ -110,6 +110,7 @@ __device__ __forceinline__ float add_exact(float a, float b) {
   asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
+__device__ __forceinline__ double add_exact(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ float fma_exact(float a, float b, float c) {
   float r;
   asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));

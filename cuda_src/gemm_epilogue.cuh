@@ -2,9 +2,8 @@
 // output column n before the store. The host names one by its tag, the last template argument
 // of every GEMM kernel (cupy_ops/ops/gemm_plan.py EPILOGUES); every kernel takes the same
 // two arguments for it, (bias, scale), unused by EpiNone. epi(v, n) = epi.apply(v,
-// epi.column(n)): a kernel whose stores are asm statements with a memory clobber (which the
-// compiler may not move a load across) reads a batch of columns' parameters first and then
-// applies them (gemm_wgmma.cuh; one load each otherwise waits on the store before it).
+// epi.column(n)): the Hopper kernels read a round of columns' parameters first, cooperatively
+// (gemm_wgmma.cuh epi_columns), then apply them; COLUMNS says whether there are any to read.
 #pragma once
 #include "common.cuh"
 
@@ -16,6 +15,7 @@ template <class T, class Tag> struct Epilogue;
 template <class T>
 struct Epilogue<T, EpiNone> {
   typedef typename Traits<T>::Acc Acc;
+  static constexpr bool COLUMNS = false;
   __device__ __forceinline__ Epilogue(const typename Traits<T>::Bits*, double) {}
   __device__ __forceinline__ Acc column(i64) const { return Acc(0); }
   __device__ __forceinline__ Acc apply(Acc v, Acc) const { return v; }
@@ -28,14 +28,18 @@ template <class T>
 struct Epilogue<T, EpiBiasReluScale> {
   typedef typename Traits<T>::Bits Bits;
   typedef typename Traits<T>::Acc Acc;
+  static constexpr bool COLUMNS = true;
   const Bits* bias;
   Acc scale;
   __device__ __forceinline__ Epilogue(const Bits* b, double s) : bias(b), scale((Acc)s) {}
-  // column n's bias (0 without one: apply does not add it, so -0.0 stays -0.0 as in torch)
-  __device__ __forceinline__ Acc column(i64 n) const { return bias ? to_acc<T>(bias[n]) : Acc(0); }
+  // column n's bias; -0.0 without one (nn.Linear(bias=False)): x + -0.0 is x for every x,
+  // -0.0 and NaN included, so apply adds unconditionally (no branch per value) and torch's
+  // -0.0 stays -0.0
+  __device__ __forceinline__ Acc column(i64 n) const { return bias ? to_acc<T>(bias[n]) : -Acc(0); }
   __device__ __forceinline__ Acc apply(Acc v, Acc b) const {
-    if (bias) v += b;
-    v = to_acc<T>(from_acc<T>(v));  // torch rounds the Linear output to the dtype first
+    // torch rounds the Linear output to the dtype first; the add keeps denormals (the kernels
+    // build with -ftz=true)
+    v = to_acc<T>(from_acc<T>(add_exact(v, b)));
     const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(v)));
     return mul_exact(r, scale);
   }

@@ -234,6 +234,8 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
   const int ktiles = (K + BK - 1) / BK;
 
   if (tid == 0) {
+    tma_prefetch_map(amap);
+    tma_prefetch_map(bmap);
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full + 8 * s, 1);

@@ -75,12 +75,25 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Waits until the barrier's phase of this parity has completed. try_wait with a suspend-time
+// hint (ns, an upper bound: the warp is woken when the phase completes): the waiting warp
+// sleeps instead of spinning through issue slots the other warps need. Without it the 1024^3
+// bf16 kernel executed 2.0M instructions against cuBLAS's 0.84M (ncu_1024_h100_session7.txt);
+// with it 1024^3 0.80x -> 0.85x torch in a scratch build (probe_try_wait_hint_h100_session7.log),
+// 0.79x -> 0.81x in session 8's A/B (probe_epilogue_h100_session8.log); larger shapes unchanged.
+#define WG_WAIT_HINT_NS 10000000u
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   u32 done;
   do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity), "n"(WG_WAIT_HINT_NS) : "memory");
   } while (!done);
+}
+
+// Fetches a tensor map into the TMA unit's descriptor cache ahead of its first use (the first
+// load otherwise waits for it from memory).
+__device__ __forceinline__ void tma_prefetch_map(const TmaMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<u64>(map)) : "memory");
 }
 
 // One TMA tile load: box at (c0 = innermost coordinate, c1) of the map -> shared memory at
@@ -111,14 +124,15 @@ template <int N> __device__ __forceinline__ void acc_fence(float* acc) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-// Two adjacent outputs (n, n + 1) of row `row`: one 4- or 8-byte store when both exist and
-// the address is aligned for it (ldc even: C is a fresh torch tensor, 256-byte aligned).
-template <class T, class Epi>
+// Two adjacent outputs (n, n + 1) of row `row`, values v0, v1 (the epilogue applied): one 4-
+// or 8-byte store when both exist and the address is aligned for it (ldc even: C is a fresh
+// torch tensor, 256-byte aligned).
+template <class T>
 __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n, int N, bool paired, float v0,
-                                           float v1, const Epi& epi) {
+                                           float v1) {
   typedef typename Traits<T>::Bits Bits;
+  const Bits b0 = from_acc<T>(v0), b1 = from_acc<T>(v1);
   if (paired && n + 1 < N) {
-    const Bits b0 = from_acc<T>(epi(v0, n)), b1 = from_acc<T>(epi(v1, n + 1));
     if constexpr (sizeof(Bits) == 2) {
       *reinterpret_cast<u32*>(row + n) = (u32)b0 | ((u32)b1 << 16);
     } else {
@@ -126,8 +140,47 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
       *reinterpret_cast<Pair*>(row + n) = Pair{b0, b1};
     }
   } else {
-    if (n < N) row[n] = from_acc<T>(epi(v0, n));
-    if (n + 1 < N) row[n + 1] = from_acc<T>(epi(v1, n + 1));
+    if (n < N) row[n] = b0;
+    if (n + 1 < N) row[n + 1] = b1;
+  }
+}
+
+// The epilogue's column parameters (the fused epilogue's bias) of a tile BN columns wide from
+// column n0: each lane of a warp loads its share, two adjacent columns per word (word w of
+// lane l: columns n0 + 2 (l + 32 w) + {0, 1}; past N: 0), all loads issued at once, ahead of
+// the tile's last wgmma wait so their latency runs under it; epi_columns then hands each
+// thread the columns of its fragment by shuffles. Loaded by each thread for its own columns,
+// the 2 x 16 loads of a round were issued a few at a time, each batch waited on before the next
+// (the accumulators leave ptxas no registers to keep more in flight): the fused epilogue took
+// ~10 us per 128x256 tile, the fused bf16 layer 0.91x of the plain product (H100, session 8).
+template <int BN> struct EpiShare {
+  static_assert(BN % 64 == 0, "whole words of 32 column pairs");
+  static constexpr int WORDS = BN / 64;
+  float v[WORDS][2];
+};
+template <int BN, class Epi>
+__device__ __forceinline__ void epi_load(EpiShare<BN>& sh, const Epi& epi, int n0, int N, int lane) {
+#pragma unroll
+  for (int w = 0; w < EpiShare<BN>::WORDS; ++w) {
+    const int c = n0 + 2 * (lane + 32 * w);
+    sh.v[w][0] = Epi::COLUMNS && c < N ? epi.column(c) : 0.f;
+    sh.v[w][1] = Epi::COLUMNS && c + 1 < N ? epi.column(c + 1) : 0.f;
+  }
+}
+// col[j][e]: the parameter of column 8 (j0 + j) + 2 t + e of the tile (t = lane % 4: the
+// fragment's column pair), j < J: pair 4 (j0 + j) + t, word (j0 + j) / 8 of lane (4 (j0 + j) + t) % 32.
+template <int J, int BN, class Epi>
+__device__ __forceinline__ void epi_columns(float (*col)[2], const EpiShare<BN>& sh, int j0, int lane) {
+  static_assert(J % 8 == 0, "whole words");
+  const int t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    if constexpr (Epi::COLUMNS) {
+      col[j][0] = __shfl_sync(0xffffffffu, sh.v[(j0 + j) / 8][0], (4 * (j0 + j) + t) & 31);
+      col[j][1] = __shfl_sync(0xffffffffu, sh.v[(j0 + j) / 8][1], (4 * (j0 + j) + t) & 31);
+    } else {
+      col[j][0] = col[j][1] = 0.f;
+    }
   }
 }
 
@@ -138,29 +191,27 @@ template <class Out, int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<Out>::Bits* __restrict__ C, i64 ldc,
                                               int M, int N, int m0, int n0, int warp, int lane, const Epi& epi) {
   typedef typename Traits<Out>::Bits Bits;
+  static_assert(BN % 64 == 0, "whole rounds of 64 columns");
   const int g = lane >> 2, t = lane & 3;
   const bool paired = (ldc & 1) == 0;
+  EpiShare<BN> sh;
+  epi_load<BN>(sh, epi, n0, N, lane);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m0 + warp * 16 + g + 8 * h;
-    if (m >= M) continue;
-    Bits* row = C + (i64)m * ldc;
+  for (int r0 = 0; r0 < BN / 8; r0 += 8) {
+    float col[8][2];
+    epi_columns<8, BN, Epi>(col, sh, r0, lane);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], epi);
-  }
-}
-
-
-// The epilogue parameters of J column pairs (n + 8 j, n + 8 j + 1), those past N left 0: all
-// loads issued before the stores that use them (the stores' asm clobbers memory, so a load
-// placed after one could not move above it: the fused epilogue then waited on each bias load
-// in turn, 13 % of the layer's time; H100, session 7).
-template <int J, class Epi> __device__ __forceinline__ void epi_columns(float (*col)[2], const Epi& epi, int n, int N) {
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + warp * 16 + g + 8 * h;
+      if (m >= M) continue;
+      Bits* row = C + (i64)m * ldc;
 #pragma unroll
-  for (int j = 0; j < J; ++j) {
-    col[j][0] = n + 8 * j < N ? epi.column(n + 8 * j) : 0.f;
-    col[j][1] = n + 8 * j + 1 < N ? epi.column(n + 8 * j + 1) : 0.f;
+      for (int jl = 0; jl < 8; ++jl) {
+        const int j = r0 + jl;
+        store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, epi.apply(acc[4 * j + 2 * h], col[jl][0]),
+                        epi.apply(acc[4 * j + 2 * h + 1], col[jl][1]));
+      }
+    }
   }
 }
 
@@ -174,7 +225,7 @@ template <int J, class Epi> __device__ __forceinline__ void epi_columns(float (*
 template <class Out, int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename Traits<Out>::Bits* __restrict__ C,
                                                      i64 ldc, int M, int N, int m0, int n0, int warp, int lane,
-                                                     u32 buf, const Epi& epi) {
+                                                     u32 buf, const Epi& epi, const EpiShare<BN>& sh) {
   typedef typename Traits<Out>::Bits Bits;
   constexpr int ES = (int)sizeof(Bits), PER16 = 16 / ES;                 // bytes, elements per 16-byte unit
   constexpr int CW = (256 / ES < BN) ? 256 / ES : BN, CHUNKS = BN / CW;  // columns per chunk, chunks
@@ -184,18 +235,18 @@ __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename 
 #pragma unroll
   for (int ch = 0; ch < CHUNKS; ++ch) {
     float col[CW / 8][2];   // the chunk's columns' epilogue parameters, loaded before its stores
-    epi_columns<CW / 8>(col, epi, n0 + ch * CW + 2 * t, N);
+    epi_columns<CW / 8, BN, Epi>(col, sh, ch * (CW / 8), lane);
     __syncwarp();   // the previous chunk's reads are done
 #pragma unroll
     for (int jl = 0; jl < CW / 8; ++jl) {
-      const int j = ch * (CW / 8) + jl, n = n0 + 8 * j + 2 * t;
+      const int j = ch * (CW / 8) + jl;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
         const u32 addr = buf + r * 256 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
-        // columns past N get 0, not epi(): the fused epilogue reads bias[n]
-        const Bits b0 = from_acc<Out>(n < N ? epi.apply(acc[4 * j + 2 * h], col[jl][0]) : 0.f);
-        const Bits b1 = from_acc<Out>(n + 1 < N ? epi.apply(acc[4 * j + 2 * h + 1], col[jl][1]) : 0.f);
+        // (columns past N are computed but not stored)
+        const Bits b0 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], col[jl][0]));
+        const Bits b1 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], col[jl][1]));
         if constexpr (ES == 2) {
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0 | ((u32)b1 << 16)) : "memory");
         } else {
@@ -252,8 +303,8 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // columns past M and N, and the warp goes on (to the next round or the next tile's main
 // loop); before the buffer is written again lane 0 waits until the TMA has read it.
 template <class Out, int BN, class Epi>
-__device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap* cmap, int N, int m0, int n0,
-                                                  int lane, u32 buf, const Epi& epi) {
+__device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap* cmap, int m0, int n0, int lane,
+                                                  u32 buf, const Epi& epi, const EpiShare<BN>& sh) {
   typedef typename Traits<Out>::Bits Bits;
   constexpr int ES = (int)sizeof(Bits), BOXC = 128 / ES;   // bytes per element, columns per box
   constexpr int BOXES = BN / BOXC, PER_ROUND = BOXES < 2 ? BOXES : 2;
@@ -262,22 +313,22 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
 #pragma unroll
   for (int b0 = 0; b0 < BOXES; b0 += PER_ROUND) {
     float col[PER_ROUND * BOXC / 8][2];   // the round's columns' epilogue parameters, before its stores
-    epi_columns<PER_ROUND * BOXC / 8>(col, epi, n0 + b0 * BOXC + 2 * t, N);
+    epi_columns<PER_ROUND * BOXC / 8, BN, Epi>(col, sh, b0 * (BOXC / 8), lane);
     if (lane == 0) bulk_wait_read();   // the buffer's previous stores (this tile's or the last one's)
     __syncwarp();
 #pragma unroll
     for (int bi = 0; bi < PER_ROUND; ++bi) {
 #pragma unroll
       for (int jl = 0; jl < BOXC / 8; ++jl) {
-        const int j = (b0 + bi) * (BOXC / 8) + jl, n = n0 + 8 * j + 2 * t;
+        const int j = (b0 + bi) * (BOXC / 8) + jl;
         const float* cj = col[bi * (BOXC / 8) + jl];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
           const u32 addr = buf + bi * 2048 + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
-          // columns past N get 0, not epi(): the fused epilogue reads bias[n] (the TMA drops them)
-          const Bits b0v = from_acc<Out>(n < N ? epi.apply(acc[4 * j + 2 * h], cj[0]) : 0.f);
-          const Bits b1v = from_acc<Out>(n + 1 < N ? epi.apply(acc[4 * j + 2 * h + 1], cj[1]) : 0.f);
+          // (columns past N are computed; the TMA does not store them)
+          const Bits b0v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], cj[0]));
+          const Bits b1v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], cj[1]));
           if constexpr (ES == 2) {
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0v | ((u32)b1v << 16)) : "memory");
           } else {
@@ -392,6 +443,9 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   };
 
   if (tid == 0) {
+    tma_prefetch_map(amap);
+    tma_prefetch_map(bmap);
+    if (cmap != nullptr) tma_prefetch_map(cmap);
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + 8 * s, 1);                    // the producer's arrive.expect_tx
@@ -466,12 +520,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
         if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
       }
+      EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
+      epi_load<BN>(sh, epi, n0, N, lane);
       wgmma_wait<0>();
       acc_fence<BN / 2>(acc);
       release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
       const u32 buf = epi_buf + (c * 4 + warp) * 4096;
-      if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, N, m0 + c * 64 + warp * 16, n0, lane, buf, epi);
-      else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi);
+      if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
+      else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
     }
     // the TMA has read (and written) the last stores before the shared memory goes away
     if (cmap != nullptr && lane == 0) bulk_wait();

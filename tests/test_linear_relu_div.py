@@ -5,6 +5,8 @@ rounding of the Linear output to the dtype (torch rounds it before the ReLU) and
 result: each one unit roundoff of the dtype. ReLU does not increase errors; the divide is
 exact for the divisors used here (powers of two, and 3 with its fp32 reciprocal).
 """
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -59,6 +61,34 @@ def test_linear_relu_div_strided(algo, dtype, cuda):
     check(x[1:, 2:], w[:, 5:][:, :88], b[::2], 2.0, algo)
     check(x.t().contiguous().t(), w.t().contiguous().t()[:, :90], b[:80], 0.5, algo)
     check(x[:, :80], w[:, :80].t().contiguous().t(), b[:80], 2.0, algo)  # W N-major (transposed copy)
+
+
+# (without a bias the denormal is the product itself: only where CUDA cores form it, as
+# tensor cores may flush one; with a bias it is the epilogue's sum, on every path)
+DENORMAL_CASES = [(algo, dtype, True) for algo, dtype in ALGO_DTYPES] + \
+    [(algo, dtype, False) for algo, dtype in ALGO_DTYPES if algo in ("naive", "simt")]
+
+
+@pytest.mark.parametrize("algo, dtype, with_bias", DENORMAL_CASES, ids=str)
+def test_linear_relu_div_keeps_denormals(algo, dtype, with_bias, cuda):
+    """The epilogue does not flush denormals (the kernels build with -ftz=true), as torch
+    does not: an exact product v = 2^(2e) plus a bias that cancels it down to half the dtype's
+    smallest normal gives that denormal, bit for bit; without a bias (the epilogue adds -0.0)
+    a product of two normals that is that denormal stays it."""
+    require_algo(algo)
+    half_tiny = torch.finfo(dtype).tiny / 2             # a denormal of the dtype
+    if with_bias:
+        e = math.frexp(torch.finfo(dtype).tiny)[1] // 2 + 3   # v = 2^(2e): 64 x the smallest normal
+        x_val, w_val, b = 2.0**e, 2.0**e, torch.full((5,), -(2.0 ** (2 * e) - half_tiny), dtype=dtype, device=cuda)
+        assert b[0].item() == -(2.0 ** (2 * e) - half_tiny)   # representable: the sum is exact
+    else:
+        x_val, w_val, b = 0.125, half_tiny * 8, None
+    x = torch.full((3, 1), x_val, dtype=dtype, device=cuda)
+    w = torch.full((5, 1), w_val, dtype=dtype, device=cuda)
+    exact = torch.full((3, 5), half_tiny, dtype=dtype, device=cuda)
+    assert torch.equal(torch.relu(F.linear(x, w, b)) / 1.0, exact)   # torch's layer: the specification
+    got = cupy_ops.linear_relu_div(x, w, b, 1.0, algo=algo)
+    assert torch.equal(got, exact), f"{got[0, 0].item()!r} != {half_tiny!r}"
 
 
 def test_linear_relu_div_matches_module_at_kernelbench_tolerance(cuda):
