@@ -41,7 +41,7 @@ def main() -> int:
         g = torch.Generator(device="cuda").manual_seed(seed)
         return [fill(args.batch_size, args.in_features, device="cuda", generator=g).to(dtype)]
 
-    variants = {"ModelNew (fused tf32x3 on Hopper fp32, else cuBLAS + relu_div)": problem.ModelNew,
+    variants = {"ModelNew (one fused kernel on Hopper, else cuBLAS + relu_div)": problem.ModelNew,
                 "ModelNewCublas (cuBLAS + fused relu_div)": problem.ModelNewCublas,
                 "ModelNewNaive (naive fused kernel)": problem.ModelNewNaive}
     print(f"linear_relu_div: x ({args.batch_size}, {args.in_features}) -> Linear({args.in_features}, "

@@ -3,6 +3,8 @@ ModelNew's forward equal to Model's."""
 import pytest
 import torch
 
+import cupy_ops
+from conftest import require_algo
 from cupy_ops.models import linear_relu_div, matmul, relu
 
 PAIRS = [(linear_relu_div, cls) for cls in (linear_relu_div.ModelNew, linear_relu_div.ModelNewNaive)]
@@ -64,6 +66,29 @@ def test_relu_and_matmul_forward(dtype, cuda):
     b = torch.rand(80, 72, device=cuda).to(dtype)
     tol = 1e-4 if dtype == torch.float32 else 1e-2
     assert torch.allclose(matmul.ModelNew()(a, b), matmul.Model()(a, b), atol=tol, rtol=tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, algo", [(torch.float32, "tf32x3"), (torch.float16, "auto"),
+                                         (torch.bfloat16, "auto")], ids=str)
+def test_linear_relu_div_model_new_is_one_fused_kernel_on_hopper(dtype, algo, cuda, monkeypatch):
+    """On Hopper ModelNew runs the layer as one fused kernel (not cuBLAS + relu_div) for each
+    dtype: the variant that measured fastest at KernelBench's shape (README)."""
+    require_algo("wgmma")
+    calls = []
+    fused = cupy_ops.linear_relu_div
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("algo"))
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(cupy_ops, "linear_relu_div", spy)
+    monkeypatch.setattr(cupy_ops, "relu_div", lambda *a, **k: pytest.fail("ModelNew took cuBLAS + relu_div"))
+    torch.manual_seed(0)
+    new = linear_relu_div.ModelNew(256, 128, 2.0).to(cuda, dtype)
+    with torch.no_grad():
+        new(torch.randn(32, 256, device=cuda).to(dtype))
+    assert calls == [algo]
 
 
 @pytest.mark.gpu

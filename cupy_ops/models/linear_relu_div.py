@@ -1,8 +1,9 @@
 """KernelBench level2/63: Linear(8192 -> 8192) -> ReLU -> divide by 2.0, batch 1024.
 
 ``ModelNew`` runs the fastest variant that passes KernelBench's check with at most torch fp32's
-error: on Hopper, float32, the whole layer in one fused 3xTF32 kernel; elsewhere
-``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused ReLU-and-divide kernel.
+error: on Hopper the whole layer in one fused kernel (float32: 3xTF32; float16 / bfloat16:
+the wgmma kernel); elsewhere ``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused
+ReLU-and-divide kernel.
 ``ModelNewNaive`` runs the whole layer in the naive fused GEMM kernel.
 Both hold their weights in an ``nn.Linear`` named ``linear``, created first, exactly as
 ``Model`` does: the same seed gives the same weights, and ``state_dict``s are interchangeable.
@@ -11,7 +12,7 @@ import torch
 import torch.nn as nn
 
 import cupy_ops
-from cupy_ops.ops.gemm import tf32x3_runs
+from cupy_ops.ops.gemm import tf32x3_runs, wgmma_runs
 
 batch_size = 1024
 in_features = 8192
@@ -40,14 +41,20 @@ class ModelNew(Model):
     - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
       ``cupy_ops.linear_relu_div(..., algo="tf32x3")``: the GEMM as three TF32 products on the
       tensor cores with bias, ReLU and divide in its epilogue (H100, 1024 x 8192 x 8192: about
-      1.9x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
-    - otherwise (other GPUs, float16 / bfloat16, where cuBLAS's GEMM beats ours):
-      ``ModelNewCublas``'s cuBLAS (``nn.Linear``) + fused ``cupy_ops.relu_div``.
+      1.8x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
+    - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
+      (``algo="auto"``: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
+      1.02x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
+      dtype before the ReLU, as torch's layer does);
+    - otherwise (other GPUs, where cuBLAS's GEMM beats ours): ``ModelNewCublas``'s cuBLAS
+      (``nn.Linear``) + fused ``cupy_ops.relu_div``.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if tf32x3_runs(x) and self.linear.weight.dtype == torch.float32:
-            return cupy_ops.linear_relu_div(x, self.linear.weight, self.linear.bias, self.divisor, algo="tf32x3")
+        w = self.linear.weight
+        if w.dtype == x.dtype and (tf32x3_runs(x) or wgmma_runs(x)):
+            algo = "tf32x3" if x.dtype == torch.float32 else "auto"
+            return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo=algo)
         return ModelNewCublas.forward(self, x)
 
 

@@ -55,6 +55,14 @@ def tf32x3_runs(t: torch.Tensor) -> bool:
     return t.dtype == torch.float32 and t.is_cuda and gemm_plan.runs_sm90a(launch.capability(t.device.index))
 
 
+def wgmma_runs(t: torch.Tensor) -> bool:
+    """Whether the Hopper kernel (``algo="wgmma"``) takes ``t``'s dtype on its device without
+    TF32: float16 / bfloat16 on a GPU of compute capability 9.0. Like ``tf32x3_runs``, reads
+    only the dtype, the device and a cached capability."""
+    return t.dtype in (torch.float16, torch.bfloat16) and t.is_cuda and \
+        gemm_plan.runs_sm90a(launch.capability(t.device.index))
+
+
 def tf32_allowed() -> bool:
     """Whether torch would use TF32 for an fp32 matmul now (the switches torch reads)."""
     return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
