@@ -116,6 +116,7 @@ __device__ __forceinline__ float fma_exact(float a, float b, float c) {
   asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
   return r;
 }
+__device__ __forceinline__ double fma_exact(double a, double b, double c) { return __fma_rn(a, b, c); }
 __device__ __forceinline__ float div_exact(float a, float b) {
   float r;
   asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

@@ -17,7 +17,9 @@ __device__ __forceinline__ void gemm_naive_block(const typename Traits<T>::Bits*
   if (n >= N) return;
   for (i64 m = (i64)blockIdx.y * blockDim.y + threadIdx.y; m < M; m += (i64)gridDim.y * blockDim.y) {
     Acc acc = 0;
-    for (i64 k = 0; k < K; ++k) acc += to_acc<T>(a[m * sam + k * sak]) * to_acc<T>(b[k * sbk + n * sbn]);
+    // fused multiply-add without FTZ (the kernels build with -ftz=true; torch keeps a denormal
+    // product or sum)
+    for (i64 k = 0; k < K; ++k) acc = fma_exact(to_acc<T>(a[m * sam + k * sak]), to_acc<T>(b[k * sbk + n * sbn]), acc);
     c[m * ldc + n] = from_acc<T>(epi(acc, n));
   }
 }
