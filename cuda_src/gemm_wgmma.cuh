@@ -377,6 +377,20 @@ __device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaMap* map
       ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
 }
 
+// A position in the ring of STAGES stages: stage s and the parity of its use count (uses /
+// STAGES, the phase its mbarriers are in), stepped without a division (7 stages at BN = 64:
+// `it % 7` and `it / 7` were ~12 instructions per k-tile on the consumers' path to their wgmmas).
+template <int STAGES> struct RingPos {
+  int s = 0;
+  u32 phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++s == STAGES) {
+      s = 0;
+      phase ^= 1;
+    }
+  }
+};
+
 // The order in which a persistent grid walks the output. A unit is one cluster's work: CM
 // vertically adjacent WG_BM x BN tiles (a "cluster row") of one split-K slice. Units are
 // numbered slice by slice, and within a slice in groups of `group` cluster rows, column by
@@ -460,13 +474,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     // Producer: a single thread.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
     if (tid == 0) {
-      int it = 0;   // stage use count, across units
+      RingPos<STAGES> pos;   // across units
+      int uses = 0;          // of stages so far: from the second round on, a stage is refilled once released
       for (int u = blockIdx.x / CM; u < units; u += clusters) {
         int m0, n0, z, k0, ktiles;
         unit_of(u, m0, n0, z, k0, ktiles);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+        for (int kt = 0; kt < ktiles; ++kt, ++uses, pos.next()) {
+          const int s = pos.s;
+          if (uses >= STAGES) mbar_wait(bars + 8 * (STAGES + s), pos.phase ^ 1);
           const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
           mbar_expect_tx(full, STAGE_BYTES);   // A + the whole B tile (half of it from the peer)
           const int k = k0 + kt * BK;
@@ -492,7 +507,15 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
     // Consumers: warpgroup c = wg - 1 computes rows 64 c .. 64 c + 63 of each tile.
     const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
-    int it = 0;
+    RingPos<STAGES> pos;
+    int prev = 0;   // the stage of the previous k-tile
+    // the warpgroup's A rows and the B tile of stage 0, as wgmma descriptors; a stage, k-step
+    // or atom further is an address further, i.e. a sum in the descriptor's address field
+    // (bits 0-13: shared addresses >> 4, all below 2^18, so no carry leaves the field): a
+    // 32-bit add to the low word
+    const u64 da0 = wg_desc(ring + c * 64 * 128, 16, 1024);
+    const u64 db0 = B_NMAJOR ? wg_desc(ring + WG_A_BYTES, 8192, 1024) : wg_desc(ring + WG_A_BYTES, 16, 1024);
+    auto desc_plus = [](u64 d, u32 bytes) { return (d & ~0xffffffffull) | (u32)((u32)d + (bytes >> 4)); };
     for (int u = blockIdx.x / CM; u < units; u += clusters) {
       int m0, n0, z, k0, ktiles;
       unit_of(u, m0, n0, z, k0, ktiles);
@@ -500,10 +523,10 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       acc_fence<BN / 2>(acc);
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(bars + 8 * s, (it / STAGES) & 1);
-        const u32 a_tile = ring + s * STAGE_BYTES + c * 64 * 128, b_tile = ring + s * STAGE_BYTES + WG_A_BYTES;
+      for (int kt = 0; kt < ktiles; ++kt, pos.next()) {
+        const int s = pos.s;
+        const u32 stage = (u32)(s * STAGE_BYTES);
+        mbar_wait(bars + 8 * s, pos.phase);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / KSTEP; ++kk) {
@@ -511,20 +534,20 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
           // a function of the address, so offsetting the start address is exact); 8-row groups
           // are 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
           // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
-          const u64 da = wg_desc(a_tile + kk * KSTEP_BYTES, 16, 1024);
-          const u64 db = B_NMAJOR ? wg_desc(b_tile + kk * KSTEP * 128, 8192, 1024)
-                                  : wg_desc(b_tile + kk * KSTEP_BYTES, 16, 1024);
+          const u64 da = desc_plus(da0, stage + kk * KSTEP_BYTES);
+          const u64 db = desc_plus(db0, stage + (B_NMAJOR ? kk * KSTEP * 128 : kk * KSTEP_BYTES));
           wgmma_tile<T, B_NMAJOR, BN>(acc, da, db);
         }
         wgmma_commit();
         wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
-        if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
+        if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+        prev = s;
       }
       EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
       epi_load<BN>(sh, epi, n0, N, lane);
       wgmma_wait<0>();
       acc_fence<BN / 2>(acc);
-      release_stage<CM>(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
+      release_stage<CM>(bars + 8 * (STAGES + prev), lane);
       const u32 buf = epi_buf + (c * 4 + warp) * 4096;
       if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
       else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
