@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import cupy_ops
 
 from .env import describe, environment  # noqa: F401  (used by __main__)
-from .timing import Stats, time_cuda
+from .timing import Stats, time_cuda, time_cuda_interleaved
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "tf32": torch.float32}   # tf32: float32 GEMMs with TF32 allowed (torch and cupy_ops alike)
@@ -161,6 +161,9 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
     return row
 
 
+_COPY = object()   # the copy baseline's key among the functions timed together
+
+
 def _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds):
     with torch.no_grad():
         expected = ref()
@@ -169,6 +172,7 @@ def _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds):
         if compile_too:
             torch._dynamo.reset()
             fns["torch.compile"] = torch.compile(ref, dynamic=False)
+        timed = {}
         for name, fn in fns.items():
             v = Variant(name)
             try:
@@ -177,13 +181,30 @@ def _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds):
                     if got.numel() else 0.0
                 v.bitwise_equal = bool(torch.equal(got, expected))
                 del got
-                v.stats = time_cuda(fn, runs=runs, max_seconds=max_seconds)
+                timed[name] = fn
             except Exception as exc:  # noqa: BLE001  (a failing variant is reported, not fatal)
                 v.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             row.variants.append(v)
         del expected
         if copy is not None:
-            row.copy = time_cuda(copy, runs=runs, max_seconds=max_seconds)
+            timed[_COPY] = copy
+        # all variants (and the copy) in interleaved rounds: the ratios of one row are taken
+        # under the same GPU conditions
+        try:
+            stats = time_cuda_interleaved(timed, runs=runs, max_seconds=max_seconds)
+        except Exception:  # noqa: BLE001  (find the variant that fails, time the others)
+            stats = {}
+            for name, fn in timed.items():
+                try:
+                    stats[name] = time_cuda(fn, runs=runs, max_seconds=max_seconds)
+                except Exception as exc:  # noqa: BLE001
+                    stats[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        for v in row.variants:
+            if isinstance(stats.get(v.name), Stats):
+                v.stats = stats[v.name]
+            elif v.name in stats:
+                v.error = stats[v.name]
+        row.copy = stats.get(_COPY) if isinstance(stats.get(_COPY), Stats) else None
 
 
 # GPU work before the first timed case, so that it runs at the clocks the later ones see: a
