@@ -4,6 +4,9 @@
 # JSON and plot) and the first-call figures. Logs go to $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_suite.sh [tests|examples|bench|first_call|all]...
 # Wheels the GPU machine lacks (hypothesis, ...) are installed from ./.whl when it exists.
+# CUPY_OPS_COMMIT names the commit in the result files: set it from your own checkout
+# (CUPY_OPS_COMMIT=$(git rev-parse --short HEAD), expanded before the command is sent), as a
+# synced copy's git metadata may be older than its files (session 8: it said the session start).
 # PYTEST_TARGETS (default: tests) picks what `tests` runs, e.g. half of the files when one call
 # of the device tool (10 minutes) cannot hold the whole suite: on 2 x H100 it took 560 s after
 # the warm step (session 7). The 20 slowest tests are listed at the end of pytest.log.
