@@ -22,6 +22,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
                                            group, Epilogue<T, EPI>(bias, scale));
 }
 
+// fp32 (TF32) C = epilogue(A @ B) for a row-major B (K, N), computed as C^T = B^T A^T
+// (gemm_wgmma.cuh SwapRows): b_map covers B as (K, N) row-major in boxes of 32 x 32, a_map A
+// (M, K) as a K-major B side (boxes of BN / CM rows), c_map c (M, N) in boxes of 32 x 32
+// (128-byte swizzle; ldc = N, 16-byte aligned). The grid walks C^T's tiles (kernel M = N).
+template <int BN, int CM, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+    gemm_wgmma_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map,
+                    const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, const u32* bias,
+                    double scale) {
+  gemm_wgmma_tiles<float, false, BN, CM, float, Epilogue<float, EPI>, true>(
+      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(bias, scale));
+}
+
 // Split-K partial products: the units of K slice z (the range [z kslice, (z + 1) kslice))
 // go into the z-th (M, N) fp32 slice of ws (summed by gemm_splitk_reduce of gemm.cu, with the
 // epilogue).

@@ -34,8 +34,9 @@
 
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
 // sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
-#if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES)
-#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES and WG_EPI_BYTES (-D)"
+#if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES) || \
+    !defined(WG_SWAP_BOX)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES and WG_SWAP_BOX (-D)"
 #endif
 static_assert(WG_EPI_BYTES == 8 * 4096, "gemm_wgmma.cuh: one 4 KB epilogue chunk per consumer warp");
 static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and 2 consumer warpgroups of 64 rows");
@@ -287,8 +288,11 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap* map, u32 src, int c0,
                ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// The issuing thread's committed stores have read their shared memory (it may be rewritten).
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// The issuing thread's committed stores, all but the latest `PENDING` groups, have read their
+// shared memory (it may be rewritten).
+template <int PENDING = 0> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+}
 // ... and have completed.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 // This thread's shared-memory writes are visible to the TMA unit (the async proxy).
@@ -342,6 +346,105 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
     if (lane == 0) {
 #pragma unroll
       for (int bi = 0; bi < PER_ROUND; ++bi) tma_store_2d(cmap, buf + bi * 2048, n0 + (b0 + bi) * BOXC, m0);
+      bulk_commit();
+    }
+  }
+}
+
+// --- swapped operands (TF32 with a row-major B) ----------------------------------------------
+//
+// TF32 wgmmas read shared memory K-major only, and matmul's B (K, N) is N-major: the kernel
+// then computes C^T = B^T A^T (SWAP): its rows are C's columns, its A side B^T, loaded
+// N-major by the TMA (boxes of 32 columns of C x 32 values of K, 128-byte swizzle) and moved
+// into the wgmma's A registers by the consumers (a register operand may have any layout in
+// shared memory), its B side A itself (K-major, as a K-major B). The output tile is stored
+// transposed, through shared memory and the TMA. Without it, B went through a transpose pass
+// first: ~10 % of TF32 4096^3 (docs/tuning.md, session 8).
+//
+// Which C column n each accumulator row holds: any permutation will do (the epilogue stores
+// by it), and this one makes the fragment loads conflict-free. Warp w's row g + 8 i (g = lane
+// / 4, i = 0, 1) of warpgroup c is column 64 c + nloc of the tile, nloc = 32 (w / 2) + nb:
+// box w / 2 of the warpgroup's two, column nb = 8 (w % 2) + 4 i + (g % 4) + 16 (g / 4) of
+// the box, i.e. 16-byte unit nb / 4 = 2 (w % 2) + i + 4 (g / 4), word g % 4. A k-step's
+// register q (i = q % 2, value of K 8 kk + t + 4 (q / 2), t = lane % 4) sits in swizzled unit
+// (nb / 4) ^ (t + 4 (q / 2)): over the warp, units 0-7 (t picks the low two bits, g / 4 the
+// third) x words 0-3, the 32 banks once each.
+static_assert(WG_SWAP_BOX * 4 == 128 && WG_BM == 4 * WG_SWAP_BOX,
+              "SWAP: boxes of 128 bytes (the swizzle's width) of fp32, a k-tile deep; 2 per consumer warpgroup");
+#define WG_SWAP_BOX_BYTES (WG_SWAP_BOX * 128)
+struct SwapRows {
+  int nloc[2];   // the warpgroup-relative C column of this thread's rows g and g + 8
+  u32 base;      // the thread's fragment offset in a stage's A tile, k-step 0, register 0
+  u32 off[4];    // ... plus this for register q (k-step kk: + kk * 1024)
+  __device__ __forceinline__ SwapRows(int c, int warp, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) nloc[i] = 32 * (warp >> 1) + 8 * (warp & 1) + 4 * i + (g & 3) + 16 * (g >> 2);
+    base = (u32)((2 * c + (warp >> 1)) * WG_SWAP_BOX_BYTES + t * 128 + (g & 3) * 4);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int i = q & 1, h = q >> 1;
+      off[q] = (u32)(h * 512 + ((((2 * (warp & 1) + i) ^ t) + 4 * ((g >> 2) ^ h)) << 4));
+    }
+  }
+  // The A fragments of a k-tile's BK / 8 k-steps from the stage's A tile at `a` (+ base).
+  template <int KSTEPS> __device__ __forceinline__ void load(u32 (&fr)[KSTEPS][4], u32 a) const {
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(fr[kk][q]) : "r"(a + kk * 1024 + off[q]) : "memory");
+  }
+};
+
+// The 128 threads of consumer warpgroup c (named barrier 1 + c; 0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_sync(int c) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+}
+
+// The swapped epilogue of warpgroup c's 64 x BN accumulator tile: kernel rows (C columns from
+// n0, order SwapRows) x kernel columns (C rows from m0). rowp[i]: the epilogue parameter of row
+// i's column (its bias). Rounds of 32 C rows: each thread writes its 16 values into one of two
+// 8 KB buffers at `buf` (the warpgroup's 16 KB, 1024-byte aligned) as two TMA boxes of 32 C
+// rows x 32 columns (128-byte swizzle: unit u of row r at u ^ (r % 8)), then one thread hands
+// them to the TMA, which clips what lies past M and N. A buffer is rewritten once the TMA has
+// read it (the issuer waits for all but the latest round, then the warpgroup syncs); the
+// writes are two-way bank conflicted (the fragment's g / 4 and t / 2 select the same swizzle
+// bit), 32 wavefronts a round.
+template <int BN, class Epi>
+__device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const TmaMap* cmap, int n0, int m0, int c,
+                                                       int warp, int lane, u32 buf, const Epi& epi,
+                                                       const SwapRows& rows, const float (&rowp)[2]) {
+  static_assert(BN % 64 == 0, "whole pairs of rounds (the buffers alternate; a tile leaves the first one next)");
+  static_assert(WG_EPI_BYTES / 2 == 2 * 2 * WG_SWAP_BOX_BYTES, "two rounds' buffers per consumer warpgroup");
+  const int t = lane & 3;
+  const bool issuer = warp == 0 && lane == 0;
+#pragma unroll
+  for (int r = 0; r < BN / WG_SWAP_BOX; ++r) {
+    const u32 b = buf + (r & 1) * 2 * WG_SWAP_BOX_BYTES;
+    if (issuer) bulk_wait_read<1>();   // round r - 2's stores (or the last tile's) have read b
+    warpgroup_sync(c);
+#pragma unroll
+    for (int jl = 0; jl < 4; ++jl) {
+      const int j = 4 * r + jl;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int nb = rows.nloc[i] & 31;
+        const u32 col = b + (rows.nloc[i] >> 5) * WG_SWAP_BOX_BYTES + (nb & 3) * 4;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int m = 8 * jl + 2 * t + e;   // the C row within the round
+          const float v = epi.apply(acc[4 * j + 2 * i + e], rowp[i]);
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(col + m * 128 + (((nb >> 2) ^ (m & 7)) << 4)), "f"(v)
+                       : "memory");
+        }
+      }
+    }
+    fence_proxy_async();
+    warpgroup_sync(c);
+    if (issuer) {
+      tma_store_2d(cmap, b, n0, m0 + WG_SWAP_BOX * r);
+      tma_store_2d(cmap, b + WG_SWAP_BOX_BYTES, n0 + WG_SWAP_BOX, m0 + WG_SWAP_BOX * r);
       bulk_commit();
     }
   }
@@ -427,13 +530,18 @@ template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lan
 // A tile and half of B, multicast to both. A stage is refilled once the consumer warps of
 // both CTAs released it (empty counts 8 CM arrivals). (Pairs sharing A instead, along N,
 // measured slower at every shape: benchmarks/results/tune_wgmma_share_a_*_h100_session6.log.)
-template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi>
+// SWAP (TF32 only): the kernel computes C^T (M and N are C^T's: C's N and M; see SwapRows):
+// its A tile comes N-major through the consumers' registers, and cmap (32 x 32 boxes of C) is
+// required.
+template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
                                                  int M, int N, int K, int kslice, int group, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs");
   static_assert(BN / CM >= 64, "each CTA of a cluster loads whole 64-column boxes of B");
+  static_assert(!SWAP || (WgCfg<T>::KSTEP == 8 && !B_NMAJOR && WgCfg<T>::BK == WG_SWAP_BOX),
+                "SWAP: TF32, the kernel's B side K-major, boxes a k-tile deep");
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
   constexpr int STAGES = WgRing<BN>::STAGES, STAGE_BYTES = WgRing<BN>::STAGE_BYTES;
@@ -486,7 +594,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
           mbar_expect_tx(full, STAGE_BYTES);   // A + the whole B tile (half of it from the peer)
           const int k = k0 + kt * BK;
           constexpr u16 ALL = (1u << CM) - 1;
-          tma_load_2d(a_dst, amap, k, m0, full);
+          if constexpr (SWAP) {
+            // B^T's tile N-major: 4 boxes of 32 columns of C (128 bytes) x 32 values of K
+#pragma unroll
+            for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i)
+              tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full);
+          } else {
+            tma_load_2d(a_dst, amap, k, m0, full);
+          }
           if constexpr (B_NMAJOR) {
             // boxes of 64 columns x 64 rows of K: 8 KB each, one swizzle atom column
 #pragma unroll
@@ -516,6 +631,33 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     const u64 da0 = wg_desc(ring + c * 64 * 128, 16, 1024);
     const u64 db0 = B_NMAJOR ? wg_desc(ring + WG_A_BYTES, 8192, 1024) : wg_desc(ring + WG_A_BYTES, 16, 1024);
     auto desc_plus = [](u64 d, u32 bytes) { return (d & ~0xffffffffull) | (u32)((u32)d + (bytes >> 4)); };
+    const SwapRows rows(c, warp, lane);   // (SWAP only)
+    // One k-tile: wait for its stage, (SWAP) load its A fragments into `fr`, issue its
+    // wgmmas, then release the previous k-tile's stage once that one's wgmmas are done. With
+    // SWAP the fragments of consecutive k-tiles alternate between two register sets: a
+    // k-tile's stay in use until its wgmmas are waited for, a k-tile later.
+    auto ktile = [&](float* acc, int kt, u32 (&fr)[BK / KSTEP][4]) {
+      const int s = pos.s;
+      const u32 stage = (u32)(s * STAGE_BYTES);
+      mbar_wait(bars + 8 * s, pos.phase);
+      if constexpr (SWAP) rows.load<BK / KSTEP>(fr, ring + stage + rows.base);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / KSTEP; ++kk) {
+        // K-major: the k-step is KSTEP_BYTES further along each 128-byte row (the swizzle is
+        // a function of the address, so offsetting the start address is exact); 8-row groups
+        // are 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
+        // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
+        const u64 db = desc_plus(db0, stage + (B_NMAJOR ? kk * KSTEP * 128 : kk * KSTEP_BYTES));
+        if constexpr (SWAP) wgmma_tile_ra<BN>(acc, fr[kk], db, 1);
+        else wgmma_tile<T, B_NMAJOR, BN>(acc, desc_plus(da0, stage + kk * KSTEP_BYTES), db);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
+      if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+      prev = s;
+      pos.next();
+    };
     for (int u = blockIdx.x / CM; u < units; u += clusters) {
       int m0, n0, z, k0, ktiles;
       unit_of(u, m0, n0, z, k0, ktiles);
@@ -523,34 +665,37 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       acc_fence<BN / 2>(acc);
-      for (int kt = 0; kt < ktiles; ++kt, pos.next()) {
-        const int s = pos.s;
-        const u32 stage = (u32)(s * STAGE_BYTES);
-        mbar_wait(bars + 8 * s, pos.phase);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / KSTEP; ++kk) {
-          // K-major: the k-step is KSTEP_BYTES further along each 128-byte row (the swizzle is
-          // a function of the address, so offsetting the start address is exact); 8-row groups
-          // are 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
-          // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
-          const u64 da = desc_plus(da0, stage + kk * KSTEP_BYTES);
-          const u64 db = desc_plus(db0, stage + (B_NMAJOR ? kk * KSTEP * 128 : kk * KSTEP_BYTES));
-          wgmma_tile<T, B_NMAJOR, BN>(acc, da, db);
+      u32 fr0[BK / KSTEP][4], fr1[BK / KSTEP][4];
+      int kt = 0;
+      if constexpr (SWAP) {
+        for (; kt + 1 < ktiles; kt += 2) {
+          ktile(acc, kt, fr0);
+          ktile(acc, kt + 1, fr1);
         }
-        wgmma_commit();
-        wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
-        if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + prev), lane);
-        prev = s;
       }
-      EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
-      epi_load<BN>(sh, epi, n0, N, lane);
-      wgmma_wait<0>();
-      acc_fence<BN / 2>(acc);
-      release_stage<CM>(bars + 8 * (STAGES + prev), lane);
-      const u32 buf = epi_buf + (c * 4 + warp) * 4096;
-      if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
-      else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
+      for (; kt < ktiles; ++kt) ktile(acc, kt, fr0);
+      if constexpr (SWAP) {
+        float rowp[2];   // the epilogue parameters of this thread's two rows (C columns)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int n = m0 + c * 64 + rows.nloc[i];
+          rowp[i] = Epi::COLUMNS && n < M ? epi.column(n) : 0.f;
+        }
+        wgmma_wait<0>();
+        acc_fence<BN / 2>(acc);
+        release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+        wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi, rows,
+                                    rowp);
+      } else {
+        const u32 buf = epi_buf + (c * 4 + warp) * 4096;
+        EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
+        epi_load<BN>(sh, epi, n0, N, lane);
+        wgmma_wait<0>();
+        acc_fence<BN / 2>(acc);
+        release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+        if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
+        else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
+      }
     }
     // the TMA has read (and written) the last stores before the shared memory goes away
     if (cmap != nullptr && lane == 0) bulk_wait();

@@ -263,6 +263,63 @@ def test_wgmma_tma_stores_equal_the_threads_stores(bn, cluster, persistent, dtyp
                 assert_gemm_close(outs[0], a, bb, operand_roundoff=roundoff("wgmma", dtype))
 
 
+@pytest.mark.parametrize("bn, cluster, persistent", WGMMA_VARIANTS, ids=str)
+def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
+    """TF32 with a row-major b computed as C^T = B^T A^T (B^T through the wgmma's registers, C
+    stored transposed by the TMA), each compiled variant: against the bound and against the
+    transpose pass's result; tails in M, N (a multiple of 4: C's rows a TMA pitch) and K; one
+    row, one tile row, a cluster's second CTA past N, a persistent walk over several tiles;
+    b with rows offset (b[1:]) or wider apart than N; the fused epilogue (a column-major
+    weight); nothing stored past M x N (the rows after C keep their sentinel)."""
+    kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
+    dtype = torch.float32
+    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100), (1, 33, 4),
+                                      (257, 31, 132)], dtype, cuda):
+        wide = torch.randn(K + 1, N + 12, device=cuda)
+        for bb in (b, wide[1:, :N], wide[:K, 4:N + 4]):
+            p = gemm.plan_for(a, bb, "EpiNone", swap=True, **kw)
+            assert p.swap and p.kernel == f"gemm_wgmma_swap<{bn}, {cluster}, EpiNone>", p
+            big = torch.full((M + 40, N), float("nan"), device=cuda)
+            gemm.run(p, a, bb, big[:M])
+            assert big[M:].isnan().all(), f"stores past row {M} ({p})"
+            assert_gemm_close(big[:M], a, bb, operand_roundoff=roundoff("wgmma", dtype))
+            unswapped = matmul_planned(a, bb, swap=False, **kw)
+            tol = 4 * K * 2.0**-24 * (a.double().abs() @ bb.double().abs()) + 1e-30
+            assert ((big[:M].double() - unswapped.double()).abs() <= tol).all(), "swapped and transposed paths differ"
+        bias = torch.randn(N, device=cuda)
+        p = gemm.plan_for(a, b, "EpiBiasReluScale", swap=True, **kw)   # linear's b = weight.T = b: row-major
+        assert p.swap
+        got = gemm.run(p, a, b, torch.empty(M, N, device=cuda), bias, 0.5)
+        ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+        absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+        tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
+        assert ((got.double() - ref).abs() <= tol).all()
+
+
+def test_wgmma_swapped_tf32_is_what_auto_runs_and_keeps_specials(cuda):
+    """Under torch's TF32 switch, "auto" on Hopper takes the swapped kernel for a row-major b
+    (no transpose pass) and the transpose pass where it cannot (N not a multiple of 4, b's
+    rows off a 16-byte boundary); NaN, inf and -0.0 come out as torch's TF32 matmul gives them."""
+    require_algo("wgmma")
+    old = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        a = torch.randn(192, 96, device=cuda)
+        b = torch.randn(96, 260, device=cuda)
+        assert cupy_ops.gemm_plan(a, b).swap
+        assert not cupy_ops.gemm_plan(a, b[:, :257]).swap and not cupy_ops.gemm_plan(a, b[:, 1:257]).swap
+        a[3, 5], a[7, :] = float("nan"), 0.0
+        b[2, 9], b[:, 11] = float("inf"), -0.0
+        a[10, :] = -0.0
+        got, want = cupy_ops.matmul(a, b), a @ b
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        finite = want.isfinite()
+        assert torch.equal(got[finite].signbit() & (got[finite] == 0), want[finite].signbit() & (want[finite] == 0))
+        assert torch.allclose(got[finite], want[finite], atol=1e-2, rtol=1e-2)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
 @pytest.mark.parametrize("M, K, N", [(64, 4097, 33), (256, 1024, 1024), (129, 300, 250)])
 def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     """The SIMT kernel's split-K (small grids: slices of K into a workspace, summed in order)

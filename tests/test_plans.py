@@ -158,7 +158,7 @@ def test_hopper_clusters_and_persistent_grid():
     """Clusters of 2 from a wave of tiles on, run persistent (one cluster per 2 SMs at most, the
     runner lowers it to the clusters that fit); overrides for tuning; 128 x 64 tiles only in
     clusters of 1 (each CTA of a pair loads whole 64-column boxes of B)."""
-    p = gplan(1024, 8192, 8192, torch.float32, tf32=True)       # 8 x 32 wide tiles
+    p = gplan(1024, 8192, 8192, torch.float32, b=rowmajor(8192, 8192).T, tf32=True)   # 8 x 32 wide tiles
     assert (p.cluster, p.persistent, p.grid, p.kernel) == (2, True, (132, 1, 1), "gemm_wgmma<float, false, 256, 2, EpiNone>")
     assert gemm_plan.wgmma_walk(1024, 8192, 256, 1, 2, 132) == (132, 4 * 32)
     assert gemm_plan.wgmma_walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)        # 3 tile rows: 2 cluster rows
@@ -218,6 +218,40 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
                                          r"of 2 bytes, 1 K slices"):
         gplan(4096, 4096, 4100, torch.bfloat16, tma_store=True)
     assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store            # tf32x3: the threads' stores
+
+
+def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
+    """TF32 reads shared memory K-major only: a row-major b (matmul's) is taken as C^T =
+    B^T A^T (B^T through the wgmma's registers) where B's and C's rows are 16-byte aligned, with
+    C^T's geometry; elsewhere, or where C^T's geometry splits K, or asked, b is transposed."""
+    p = gplan(4096, 4096, 4096, tf32=True)
+    assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
+    assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
+    p = gplan(1024, 4096, 8192, tf32=True)                       # C^T: 8192 x 1024
+    geo = gemm_plan._wgmma_geometry(8192, 1024, 4096, 32, H100, {})
+    assert (p.tile[1], p.cluster, p.grid) == (geo["bn"], geo["cluster"], geo["grid"])
+    assert gplan(1024, 1024, 1024, tf32=True).kernel == "gemm_wgmma_swap<64, 1, EpiNone>"
+    w = rowmajor(8192, 8192)                                     # linear's weight.T of a column-major weight
+    assert gplan(1024, 8192, 8192, b=w, epi="EpiBiasReluScale", tf32=True).kernel == \
+        "gemm_wgmma_swap<256, 2, EpiBiasReluScale>"
+    for b in (rowmajor(4096, 4096, aligned=False), Matrix(4096, 4096, 4097, 1, 4, True)):   # B's rows off 16 bytes
+        assert not gplan(4096, 4096, 4096, b=b, tf32=True).swap
+    p = gplan(4096, 4096, 4094, tf32=True)                       # C's rows off 16 bytes
+    assert not p.swap and p.b.prep == "transpose" and p.kernel == "gemm_wgmma<float, false, 256, 2, EpiNone>"
+    p = gplan(256, 1024, 1024, tf32=True)                        # C^T's 16 tiles split K: transpose instead
+    assert not p.swap and p.slices > 1 and p.b.prep == "transpose"
+    p = gplan(256, 1024, 1024, tf32=True, swap=True)
+    assert p.swap and p.slices == 1
+    assert not gplan(4096, 4096, 4096, tf32=True, swap=False).swap
+    assert not gplan(4096, 4096, 4096, tf32=True, tma_store=False).swap   # the threads' stores: transpose
+    assert not gplan(4096, 4096, 4096, torch.bfloat16).swap             # 16-bit: the transpose bit
+    assert not gplan(4096, 4096, 4096, algo="tf32x3").swap
+    with pytest.raises(ValueError, match=r"swap=True needs float32 operands, a row-major b .*N = 4094"):
+        gplan(4096, 4096, 4094, tf32=True, swap=True)
+    with pytest.raises(ValueError, match=r"swap=True needs float32 .*got torch.bfloat16"):
+        gplan(4096, 4096, 4096, torch.bfloat16, swap=True)
+    with pytest.raises(ValueError, match=r"swap=True with tma_store=False"):
+        gplan(4096, 4096, 4096, tf32=True, swap=True, tma_store=False)
 
 
 def test_tf32x3_plan():

@@ -1,7 +1,8 @@
 """Write cuda_src/wgmma_ops.cuh: the wgmma.mma_async wrappers of gemm_wgmma.cuh and
 gemm_tf32x3.cuh (an m64n256 tile has 128 fp32 accumulator operands per thread: too many to
 write by hand), one per (element type, B layout, tile width) the GEMM plan can launch
-(cupy_ops/ops/gemm_plan.py), and the TF32 form with A in registers per tile width.
+(cupy_ops/ops/gemm_plan.py), and the TF32 form with A in registers per tile width (the
+swapped TF32 kernel's and the 3xTF32 kernel's).
 
 Usage: python tools/gen_wgmma.py   (rewrites cuda_src/wgmma_ops.cuh; a CPU test fails when the
 committed file differs from what this writes)
@@ -73,13 +74,13 @@ def render() -> str:
     sys.path.insert(0, str(ROOT))
     from cupy_ops.ops.gemm_plan import WG_TILE_NS, X3_TILE_NS
 
+    assert set(X3_TILE_NS) <= set(WG_TILE_NS), "tf32x3's tile widths are among the Hopper kernel's"
     parts = [HEADER]
     for n in WG_TILE_NS:
         for ctype, ptype, k in TYPES:
             for trans_b in ((False,) if ptype == "tf32" else (False, True)):
                 parts.append(wrapper(ctype, ptype, k, n, trans_b))
-        if n in X3_TILE_NS:
-            parts.append(wrapper_ra(n))
+        parts.append(wrapper_ra(n))   # gemm_wgmma_swap's (every width) and tf32x3's
     return "\n\n".join(parts) + "\n"
 
 

@@ -51,6 +51,10 @@ WG_SMEM_BYTES = 192 * 1024 + 6 * 16 + 1024 + WG_EPI_BYTES
 # torch, matmul within 1 % (bf16 4096^3 0.98x both; a build without any epilogue ran no
 # faster: probe_epilogue_waves_h100_session7.log).
 WG_STORE_ROWS = 16
+# The swapped TF32 kernel (gemm_wgmma_swap): B's and C's tensor maps in boxes of 32 x 32 fp32
+# (128 bytes, the swizzle's width, by 32 rows: 32 values of K, the k-tile, for B; 32 rows of C
+# per epilogue round).
+WG_SWAP_BOX = 32
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -66,7 +70,7 @@ REDUCE_THREADS = 256
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "X3_SMEM_BYTES": X3_SMEM_BYTES}
+                 "WG_SWAP_BOX": WG_SWAP_BOX, "X3_SMEM_BYTES": X3_SMEM_BYTES}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
@@ -204,13 +208,14 @@ class GemmPlan:
     group: int = 1               # ... cluster rows per group of its tile walk (WgWalk)
     persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
     tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
+    swap: bool = False           # ... computes C^T = B^T A^T (TF32, row-major B): grid, tile and cluster are C^T's
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
         split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
         if self.family == "wgmma":
             split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
-                      f"{'TMA' if self.tma_store else 'thread'} stores")
+                      f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}")
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -404,20 +409,12 @@ def wgmma_tma_store(N: int, itemsize: int, slices: int, override: bool | None = 
     return possible and override is not False
 
 
-def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
-    if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
-        return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
-    T, bk = CUDA_NAMES[dtype], WG_BK[dtype]
+def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
+    """The Hopper kernel's tile width, split-K, cluster and grid for an M x N output (the
+    kernel's: C^T's when it swaps the operands), from the tables or ``opts``' overrides."""
     # by whole waves where neither the tile width nor the cluster is overridden
     model = None if opts.get("tile_n") or opts.get("cluster") else wgmma_wide(M, N, dev.sm_count)
     bn = opts.get("tile_n") or (model[0] if model else wgmma_tile_n(M, N, dev.sm_count))
-    pa = tc_operand(a)
-    # a row-major B (matmul's b) is read in place, N-major, through the instruction's
-    # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
-    if dtype != torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0:
-        pb, n_major = Operand("n-major", False, b.stride0), True
-    else:
-        pb, n_major = tc_operand(b.T), False
     slices, kslice = wgmma_split(M, N, K, bn, bk, dev.sm_count) if opts.get("split_k", True) else (1, K)
     tiles = cdiv(M, WG_BM) * cdiv(N, bn) * slices
     wide = tiles >= WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, WG_BM) > 1
@@ -425,16 +422,62 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if cluster * 64 > bn:
         raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
                          f"of B), got tile_n={bn}")
-    group = opts.get("group") or WG_GROUP
     persistent = opts.get("persistent")
     persistent = cluster > 1 if persistent is None else persistent
     grid, units = wgmma_walk(M, N, bn, slices, cluster, dev.sm_count)
+    return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=opts.get("group") or WG_GROUP,
+                persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
+
+
+def wgmma_swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None) -> bool:
+    """Whether the Hopper kernel computes C^T = B^T A^T (gemm_wgmma_swap): for TF32 with a
+    row-major B (matmul's b), whose tiles its wgmmas cannot read from shared memory (TF32 is
+    K-major only) but can take through registers; instead of a transpose pass over B. Needs B's
+    and C's rows 16-byte aligned (tensor maps of both; the swapped epilogue stores through the
+    TMA). ``override`` False: the transpose pass (tuning, tests); True where impossible:
+    ValueError."""
+    possible = (dtype == torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+                and (N * b.itemsize) % 16 == 0)
+    if override and not possible:
+        raise ValueError(f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
+                         f"from a 16-byte boundary and N a multiple of 4; got {dtype}, b strides "
+                         f"({b.stride0}, {b.stride1}), N = {N}")
+    return possible and override is not False
+
+
+def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
+        return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+    T, bk = CUDA_NAMES[dtype], WG_BK[dtype]
+    pa = tc_operand(a)
+    if opts.get("swap") and opts.get("tma_store") is False:
+        raise ValueError("swap=True with tma_store=False: the swapped kernel stores through the TMA only")
+    # (tma_store=False asks for the threads' stores: the transpose pass then)
+    swap = wgmma_swaps(N, dtype, b, opts.get("swap")) and opts.get("tma_store") is not False
+    # C^T's geometry; where it splits K (small outputs), the transpose pass and the split-K
+    # kernel instead, unless swap=True (then unsplit)
+    geo = _wgmma_geometry(N, M, K, bk, dev, opts) if swap else None
+    if swap and (geo["slices"] == 1 or opts.get("swap")):
+        geo = _wgmma_geometry(N, M, K, bk, dev, dict(opts, split_k=False))
+        bn, cl = geo["bn"], geo["cluster"]
+        return GemmPlan("wgmma", f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", "gemm_sm90a.cu", geo["grid"],
+                        (WG_THREADS, 1, 1), WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (WG_BM, bn),
+                        kslice=K, bk=bk, cluster=cl, group=geo["group"], persistent=geo["persistent"],
+                        tma_store=True, swap=True)
+    # a row-major B (matmul's b) is read in place, N-major, through the instruction's
+    # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
+    if dtype != torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0:
+        pb, n_major = Operand("n-major", False, b.stride0), True
+    else:
+        pb, n_major = tc_operand(b.T), False
+    geo = _wgmma_geometry(M, N, K, bk, dev, opts)
+    bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     tma_store = wgmma_tma_store(N, a.itemsize, slices, opts.get("tma_store"))
-    common = dict(grid=(grid if persistent else cluster * units, 1, 1), block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES,
-                  a=pa, b=pb, tile=(WG_BM, bn), bk=bk, cluster=cluster, group=group, persistent=persistent)
+    common = dict(grid=geo["grid"], block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES, a=pa, b=pb, tile=(WG_BM, bn), bk=bk,
+                  cluster=cluster, group=geo["group"], persistent=geo["persistent"])
     if slices > 1:
         return GemmPlan("wgmma", f"gemm_wgmma_partial<{T}, {_tf(n_major)}, {bn}, {cluster}>", "gemm_sm90a.cu",
-                        slices=slices, kslice=kslice, reduce=f"gemm_splitk_reduce<{T}, {epi}>",
+                        slices=slices, kslice=geo["kslice"], reduce=f"gemm_splitk_reduce<{T}, {epi}>",
                         reduce_grid=_reduce_grid(M * N), **common)
     return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cluster}, {epi}>", "gemm_sm90a.cu", kslice=K,
                     tma_store=tma_store, **common)
@@ -464,13 +507,15 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
          algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
          cluster: int | None = None, group: int | None = None, persistent: bool | None = None,
-         tma_store: bool | None = None) -> GemmPlan:
+         tma_store: bool | None = None, swap: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
     ``cluster`` (1 or 2), ``group`` (>= 1), ``persistent`` (False: one cluster per unit of
-    work, the hardware scheduling them) and ``tma_store`` (False: the threads store C) override
-    the Hopper kernel's tables (for tuning and tests).
+    work, the hardware scheduling them), ``tma_store`` (False: the threads store C) and
+    ``swap`` (TF32 with a row-major b: False transposes b first, True computes C^T = B^T A^T
+    even where split-K would be planned; ``wgmma_swaps``) override the Hopper kernel's tables
+    (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
     if epilogue not in EPILOGUES:
@@ -484,7 +529,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
                             {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
-                             "persistent": persistent, "tma_store": tma_store})
+                             "persistent": persistent, "tma_store": tma_store, "swap": swap})
 
 
 def variants() -> dict[str, list[str]]:
@@ -504,6 +549,8 @@ def variants() -> dict[str, list[str]]:
                 sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cl}, {e}>" for bn in WG_TILE_NS
                           for e in EPILOGUES if cl * 64 <= bn]
                 sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128, {cl}>")
+    sm90a += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in WG_TILE_NS for cl in WG_CLUSTERS for e in EPILOGUES
+              if cl * 64 <= bn]
     sm90a += [f"gemm_tf32x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
     sm90a += [f"gemm_tf32x3_partial<{bn}>" for bn in X3_TILE_NS]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}
