@@ -64,3 +64,26 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
   gemm_tf32x3_block<BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
                                min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0));
 }
+
+// fp32 C = epilogue(A @ B) in three TF32 products for a row-major B (K, N), as C^T = B^T A^T
+// (gemm_tf32x3_block SWAP): b_map covers B in 32 x 32 boxes, a_map A (M, K) as the K-major B
+// side (boxes of BN rows); c row-major (M, N), ldc. The grid covers C^T: (M / BN, N / 128).
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap(const __grid_constant__ TmaMap b_map,
+                                                                  const __grid_constant__ TmaMap a_map, u32* c,
+                                                                  i64 ldc, int M, int N, int K, const u32* bias,
+                                                                  double scale) {
+  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true>(&b_map, &a_map, c, ldc, N, M, 0, K,
+                                                           Epilogue<float, EPI>(bias, scale));
+}
+
+// Its split-K partial products into the (M, N) fp32 slices of ws, as gemm_tf32x3_partial.
+template <int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_partial(const __grid_constant__ TmaMap b_map,
+                                                                          const __grid_constant__ TmaMap a_map,
+                                                                          float* ws, int M, int N, int K, int kslice) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true>(
+      &b_map, &a_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0, min(kslice, K - k0),
+      Epilogue<float, EpiNone>(nullptr, 1.0));
+}

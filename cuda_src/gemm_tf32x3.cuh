@@ -133,21 +133,31 @@ __device__ __forceinline__ void x3_split_b(u32 b, u32 l, int rank) {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// A consumer thread's A fragments of one k-tile (BK / 8 k-steps), split: the tile's rows
-// 16 warp + g and + 8 (at a = the stage's A tile + row (16 warp + g) x 128 + 4 t); k-step kk
-// takes columns 8 kk + t (16-byte group 2 kk, stored at group (2 kk) ^ g by the swizzle, g
-// being both rows' index mod 8) and 8 kk + t + 4 (group 2 kk + 1).
-template <int BK>
-__device__ __forceinline__ void x3_load_a(u32 a, int g, u32 (&hi)[BK / 8][4], u32 (&lo)[BK / 8][4]) {
+// A consumer thread's A fragments of one k-tile (BK / 8 k-steps), split in registers. The
+// fragments come from the stage's A tile at `a`: K-major (the tile's rows 16 warp + g and + 8
+// at a = the tile + row (16 warp + g) x 128 + 4 t; k-step kk takes columns 8 kk + t (16-byte
+// group 2 kk, stored at group (2 kk) ^ g by the swizzle, g being both rows' index mod 8) and
+// 8 kk + t + 4 (group 2 kk + 1)); or, SWAP, N-major through `rows` (gemm_wgmma.cuh SwapRows,
+// a = the tile + rows.base).
+template <int BK, bool SWAP>
+__device__ __forceinline__ void x3_load_a(u32 a, int g, const SwapRows& rows, u32 (&hi)[BK / 8][4],
+                                          u32 (&lo)[BK / 8][4]) {
   u32 x[BK / 8][4];
+  if constexpr (SWAP) {
+    rows.load<BK / 8>(x, a);
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk) {
+      const u32 p0 = a + ((u32)((2 * kk) ^ g) << 4), p1 = a + ((u32)((2 * kk + 1) ^ g) << 4);
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][0]) : "r"(p0) : "memory");
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][1]) : "r"(p0 + 8 * 128) : "memory");
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][2]) : "r"(p1) : "memory");
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][3]) : "r"(p1 + 8 * 128) : "memory");
+    }
+  }
   bool special = false;
 #pragma unroll
   for (int kk = 0; kk < BK / 8; ++kk) {
-    const u32 p0 = a + ((u32)((2 * kk) ^ g) << 4), p1 = a + ((u32)((2 * kk + 1) ^ g) << 4);
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][0]) : "r"(p0) : "memory");
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][1]) : "r"(p0 + 8 * 128) : "memory");
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][2]) : "r"(p1) : "memory");
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][3]) : "r"(p1 + 8 * 128) : "memory");
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       hi[kk][q] = x[kk][q] & 0xffffe000u;
@@ -178,8 +188,9 @@ __device__ __forceinline__ void x3_split_share(int kt, u32 b, u32 lo_ring, u32 l
 // One consumer k-tile: this thread's share of k-tile kt + 1's b_lo; the 3 BK / 8 wgmmas of
 // k-tile kt from (hi, lo) into part, and meanwhile kt + 1's A fragments into (nhi, nlo); then
 // the stage and b_lo slot released and, every X3_PROMOTE_EVERY k-tiles, part added to acc.
-template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int B_BYTES>
-__device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g, u32 full, u32 empty,
+template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int B_BYTES, bool SWAP>
+__device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g,
+                                         const SwapRows& rows, u32 full, u32 empty,
                                          u32 lo_full, u32 lo_empty, int rank, int lane, const u32 (&hi)[BK / 8][4],
                                          const u32 (&lo)[BK / 8][4], u32 (&nhi)[BK / 8][4], u32 (&nlo)[BK / 8][4],
                                          float* acc, float* part) {
@@ -203,7 +214,7 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
   wgmma_commit();
   if (kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;   // loaded: waited for above
-    x3_load_a<BK>(ring + s1 * STAGE_BYTES + a_row, g, nhi, nlo);
+    x3_load_a<BK, SWAP>(ring + s1 * STAGE_BYTES + a_row, g, rows, nhi, nlo);
   }
   wgmma_wait<0>();   // (hi, lo), the stage and the slot are free again
   if (lane == 0) {
@@ -216,7 +227,10 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
   }
 }
 
-template <int BN, class Out, class Epi>
+// SWAP: C^T = B^T A^T for a row-major B (as gemm_wgmma.cuh's SWAP): M and N are C^T's, amap
+// covers B (K, N) row-major in 32 x 32 boxes, bmap A as the K-major B side (whose lo the
+// splitters make), C / ldc are C's; the epilogue stores transposed (wg_store_tile_t).
+template <int BN, class Out, class Epi, bool SWAP = false>
 __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* bmap,
                                                   typename Traits<Out>::Bits* __restrict__ C, i64 ldc, int M, int N,
                                                   int k0, int K, const Epi& epi) {
@@ -260,7 +274,13 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
           const u32 a_dst = ring + s * STAGE_BYTES;
           mbar_expect_tx(full + 8 * s, STAGE_BYTES);
           const int k = k0 + kt * BK;
-          tma_load_2d(a_dst, amap, k, m0, full + 8 * s);
+          if constexpr (SWAP) {
+#pragma unroll
+            for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i)
+              tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full + 8 * s);
+          } else {
+            tma_load_2d(a_dst, amap, k, m0, full + 8 * s);
+          }
           tma_load_2d(a_dst + WG_A_BYTES, bmap, k, n0, full + 8 * s);
         }
       }
@@ -284,21 +304,25 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
   float acc[BN / 2], part[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-  const u32 a_row = (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
+  const SwapRows rows(c, warp, lane);   // (SWAP only)
+  const u32 a_row = SWAP ? rows.base : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
   // Two sets of A registers: k-tile kt + 1's are loaded and split while kt's wgmmas run.
   u32 hi0[BK / 8][4], lo0[BK / 8][4], hi1[BK / 8][4], lo1[BK / 8][4];
   const int rank = tid - 32;   // in the b_lo split
   if (ktiles > 0) {
     mbar_wait(full, 0);
-    x3_load_a<BK>(ring + a_row, g, hi0, lo0);
+    x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
     x3_split_share<B_BYTES, LO>(0, ring + WG_A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
   for (int kt = 0; kt < ktiles; kt += 2) {
-    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES>(kt, ktiles, ring, lo_ring, a_row, g, full, empty, lo_full,
-                                                      lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc, part);
+    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES, SWAP>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
+                                                            lo_full, lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc,
+                                                            part);
     if (kt + 1 < ktiles)
-      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES>(kt + 1, ktiles, ring, lo_ring, a_row, g, full, empty, lo_full,
-                                                        lo_empty, rank, lane, hi1, lo1, hi0, lo0, acc, part);
+      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES, SWAP>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
+                                                              empty, lo_full, lo_empty, rank, lane, hi1, lo1, hi0,
+                                                              lo0, acc, part);
   }
-  wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+  if constexpr (SWAP) wg_store_tile_t<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, lane, rows, epi);
+  else wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
 }

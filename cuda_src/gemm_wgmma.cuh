@@ -450,6 +450,31 @@ __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const T
   }
 }
 
+// The swapped epilogue by the threads' own stores, for C^T's 64 x BN tile of a warpgroup at
+// kernel (n0 + SwapRows order, m0): C[m][n] (ldc) = epi(value), masked to C's M rows (the
+// kernel's N) and N columns (the kernel's M). Each store instruction writes 4 rows x two
+// 16-byte runs of C: fine where the main loop is long (the 3xTF32 kernel, its split-K slices).
+template <class Out, int BN, class Epi>
+__device__ __forceinline__ void wg_store_tile_t(const float* acc, typename Traits<Out>::Bits* __restrict__ C, i64 ldc,
+                                                int kM, int kN, int n0, int m0, int lane, const SwapRows& rows,
+                                                const Epi& epi) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int n = n0 + rows.nloc[i];
+    if (n >= kM) continue;
+    const float p = Epi::COLUMNS ? epi.column(n) : 0.f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int m = m0 + 8 * j + 2 * t + e;
+        if (m < kN) C[(i64)m * ldc + n] = from_acc<Out>(epi.apply(acc[4 * j + 2 * i + e], p));
+      }
+    }
+  }
+}
+
 // --- clusters (CM = 2: two CTAs on neighbouring SMs share each B tile) ---------------------
 
 __device__ __forceinline__ u32 cluster_rank() {

@@ -245,7 +245,9 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     assert not gplan(4096, 4096, 4096, tf32=True, swap=False).swap
     assert not gplan(4096, 4096, 4096, tf32=True, tma_store=False).swap   # the threads' stores: transpose
     assert not gplan(4096, 4096, 4096, torch.bfloat16).swap             # 16-bit: the transpose bit
-    assert not gplan(4096, 4096, 4096, algo="tf32x3").swap
+    padded = Matrix(4096, 4094, 4096, 1, 4, True)                    # b's rows 16 bytes apart, N = 4094:
+    assert not gplan(4096, 4096, 4094, b=padded, tf32=True).swap     # wgmma's TMA stores need C's rows so too,
+    assert gplan(4096, 4096, 4094, b=padded, algo="tf32x3").swap     # tf32x3 stores C with its threads
     with pytest.raises(ValueError, match=r"swap=True needs float32 operands, a row-major b .*N = 4094"):
         gplan(4096, 4096, 4094, tf32=True, swap=True)
     with pytest.raises(ValueError, match=r"swap=True needs float32 .*got torch.bfloat16"):
@@ -255,19 +257,29 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
 
 
 def test_tf32x3_plan():
-    """3xTF32: asked for by name only ("auto" follows torch's switches); 128 x 128 tiles, both
-    operands K-major (TF32 reads K-major only), the whole shared-memory budget; split-K up to
-    half a wave of tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
+    """3xTF32: asked for by name only ("auto" follows torch's switches); 128 x 128 tiles, A
+    K-major and B K-major or, row-major (rows 16-byte aligned), as C^T = B^T A^T (TF32 reads
+    shared memory K-major only); the whole shared-memory budget; split-K up to half a wave of
+    tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
     assert "tf32x3" in gemm_plan.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="tf32x3")
-    assert (p.family, p.kernel, p.tile, p.grid, p.slices) == ("tf32x3", "gemm_tf32x3<128, EpiNone>", (128, 128),
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices) == ("tf32x3", "gemm_tf32x3_swap<128, EpiNone>", (128, 128),
                                                             (32, 32, 1), 1)
-    assert p.smem == gemm_plan.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "transpose") and p.bk == 32
+    assert p.smem == gemm_plan.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "n-major") and p.bk == 32
+    assert p.swap                                                             # row-major b: C^T = B^T A^T
+    p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3")
+    assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
+    p = gplan(300, 200, 130, algo="tf32x3")                                   # b's rows off 16 bytes: transposed
+    assert not p.swap and p.b.prep == "transpose"
+    p = gplan(300, 200, 128, algo="tf32x3", swap=False)
+    assert not p.swap and p.b.prep == "transpose"
+    p = gplan(256, 1024, 1024, algo="tf32x3")                                 # C^T: 8 x 2 tiles, split K in 4
+    assert p.swap and p.kernel == "gemm_tf32x3_swap_partial<128>" and p.grid == (2, 8, 4)
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")
     assert p.kernel == "gemm_tf32x3<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
     p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
-    assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_partial<128>")
+    assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_swap_partial<128>")
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     assert gplan(2048, 2048, 2048, algo="tf32x3").slices == 1                # 256 tiles
     assert gplan(1024, 1024, 1024, algo="tf32x3", split_k=False).slices == 1

@@ -70,18 +70,23 @@ def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, cuda):
         assert max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), a.double() @ b.double()) <= 2.0**-18
 
 
-def test_nan_and_inf_land_where_torch_fp32_puts_them(cuda):
+@pytest.mark.parametrize("N", [131, 132], ids=["transposed b", "swapped"])
+def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
     """Special values the split must not turn into NaN (0 * inf from a zero remainder) or lose:
     +-inf, NaN (also one whose payload sits only in the bits TF32 drops), +-0, subnormals,
-    TF32-exact values (remainder 0) meeting inf, whole rows of -0.0."""
+    TF32-exact values (remainder 0) meeting inf, whole rows of -0.0; with b transposed first (N
+    = 131: rows off 16 bytes) and as C^T = B^T A^T (N = 132: b split in the registers, a in
+    shared memory)."""
     require_algo("tf32x3")
     torch.manual_seed(0)
+    assert cupy_ops.gemm_plan(torch.zeros(129, 257, device=cuda), torch.zeros(257, N, device=cuda),
+                              algo="tf32x3").swap == (N == 132)
     # no products past fp32's range: where a sum of such overflows depends on the summation order
     specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
                              2.0**-126, 1e15], device=cuda)
     low_nan = torch.tensor([0x7F800001], dtype=torch.int32, device=cuda).view(torch.float32)
     for trial in range(8):
-        a, b = torch.randn(129, 257, device=cuda), torch.randn(257, 131, device=cuda)
+        a, b = torch.randn(129, 257, device=cuda), torch.randn(257, N, device=cuda)
         for t in (a, b):
             idx = torch.randint(0, t.numel(), (60,), device=cuda)
             t.view(-1)[idx] = specials[torch.randint(0, len(specials), (60,), device=cuda)]
@@ -112,6 +117,38 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(cuda):
     a = torch.full((64, 64), -0.0, device=cuda)
     assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="tf32x3"),
                        torch.zeros(64, 40, device=cuda))
+
+
+@pytest.mark.parametrize("M, K, N", [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (1024, 1024, 1024),
+                                     (257, 31, 132), (1, 40, 4)], ids=str)
+def test_row_major_b_is_swapped_and_agrees_with_the_transpose_path(M, K, N, cuda):
+    """A row-major b (rows 16-byte aligned) runs as C^T = B^T A^T (b's tiles split in the
+    registers, no transpose pass; split-K at 1024^3): within the bound, next to the transposed
+    path's result; b with its rows offset; the fused epilogue (a column-major weight); nothing
+    stored past M (the rows after C keep their sentinel)."""
+    require_algo("tf32x3")
+    torch.manual_seed(0)
+    a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+    wide = torch.randn(K + 1, N, device=cuda)
+    r = roundoff("tf32x3", torch.float32)
+    for bb in (b, wide[1:]):
+        p = gemm.plan_for(a, bb, "EpiNone", "tf32x3")
+        assert p.swap and p.kernel.startswith("gemm_tf32x3_swap"), p
+        big = torch.full((M + 40, N), float("nan"), device=cuda)
+        gemm.run(p, a, bb, big[:M])
+        assert big[M:].isnan().all(), f"stores past row {M} ({p})"
+        assert_gemm_close(big[:M], a, bb, operand_roundoff=r)
+        other = matmul_planned(a, bb, algo="tf32x3", swap=False)
+        assert_gemm_close(other, a, bb, operand_roundoff=r)
+        tol = (2 * r + 2 * K * 2.0**-24) * (a.double().abs() @ bb.double().abs()) + 1e-30
+        assert ((big[:M].double() - other.double()).abs() <= tol).all()
+    bias = torch.randn(N, device=cuda)
+    assert gemm.plan_for(a, b, "EpiBiasReluScale", "tf32x3").swap
+    lin = linear_planned(a, b.t(), bias, 2.0, algo="tf32x3")
+    ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+    absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+    tol = (2 * r + (K + 1) * 2.0**-24 * 1.01) * absprod + 2.0**-23 * ref.abs() + 1e-30
+    assert ((lin.double() - ref).abs() <= tol).all()
 
 
 def test_split_k_and_tall_shapes(cuda):

@@ -185,8 +185,8 @@ def _maps(p, a, b):
     exact = p.family == "tf32x3"
     a2 = tc_operand(a, p.a)
     if p.swap:   # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
-        return (tma.tensor_map(b, N, K, p.b.ld, gemm_plan.WG_SWAP_BOX, gemm_plan.WG_SWAP_BOX),
-                tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster), (a2, b))
+        return (tma.tensor_map(b, N, K, p.b.ld, gemm_plan.WG_SWAP_BOX, gemm_plan.WG_SWAP_BOX, exact=exact),
+                tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b))
     a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM, exact=exact)
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
         return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
@@ -212,7 +212,7 @@ def _run_hopper(p, a, b, c, bias, scale):
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk, p.smem)
         _reduce(p, ws, c, bias, scale)
-    elif p.swap:
+    elif p.swap and p.family == "wgmma":
         box = gemm_plan.WG_SWAP_BOX
         c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem)

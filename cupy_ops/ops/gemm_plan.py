@@ -208,7 +208,7 @@ class GemmPlan:
     group: int = 1               # ... cluster rows per group of its tile walk (WgWalk)
     persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
     tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
-    swap: bool = False           # ... computes C^T = B^T A^T (TF32, row-major B): grid, tile and cluster are C^T's
+    swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -429,19 +429,19 @@ def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
                 persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
 
 
-def wgmma_swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None) -> bool:
-    """Whether the Hopper kernel computes C^T = B^T A^T (gemm_wgmma_swap): for TF32 with a
-    row-major B (matmul's b), whose tiles its wgmmas cannot read from shared memory (TF32 is
-    K-major only) but can take through registers; instead of a transpose pass over B. Needs B's
-    and C's rows 16-byte aligned (tensor maps of both; the swapped epilogue stores through the
-    TMA). ``override`` False: the transpose pass (tuning, tests); True where impossible:
-    ValueError."""
+def wgmma_swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c_map: bool = True) -> bool:
+    """Whether a Hopper kernel computes C^T = B^T A^T (gemm_wgmma_swap, gemm_tf32x3_swap): for
+    fp32 / TF32 with a row-major B (matmul's b), whose tiles TF32 wgmmas cannot read from
+    shared memory (K-major only) but can take through registers; instead of a transpose pass
+    over B. Needs B's rows 16-byte aligned (its tensor map) and, ``c_map`` (the wgmma kernel's
+    epilogue stores through the TMA), C's. ``override`` False: the transpose pass (tuning,
+    tests); True where impossible: ValueError."""
     possible = (dtype == torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
-                and (N * b.itemsize) % 16 == 0)
+                and (not c_map or (N * b.itemsize) % 16 == 0))
     if override and not possible:
         raise ValueError(f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
-                         f"from a 16-byte boundary and N a multiple of 4; got {dtype}, b strides "
-                         f"({b.stride0}, {b.stride1}), N = {N}")
+                         f"from a 16-byte boundary{' and N a multiple of 4' if c_map else ''}; got {dtype}, b "
+                         f"strides ({b.stride0}, {b.stride1}), N = {N}")
     return possible and override is not False
 
 
@@ -489,15 +489,20 @@ def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if opts.get("tile_n") not in (None,) + X3_TILE_NS:   # an override this family cannot honour
         raise ValueError(f"tile_n must be one of {X3_TILE_NS} for algo='tf32x3', got {opts['tile_n']!r}")
     bk, bn = WG_BK[torch.float32], X3_TILE_NS[0]
-    pa, pb = tc_operand(a), tc_operand(b.T)   # TF32 reads both operands K-major
-    slices, kslice = (wgmma_split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
+    # TF32 reads shared memory K-major only: a row-major b as C^T = B^T A^T (B^T through the
+    # registers, as the A fragments are anyway), else b.T transposed
+    swap = wgmma_swaps(N, dtype, b, opts.get("swap"), c_map=False)
+    pa, pb = tc_operand(a), Operand("n-major", False, b.stride0) if swap else tc_operand(b.T)
+    kM, kN = (N, M) if swap else (M, N)   # the kernel's output: C^T when swapped
+    slices, kslice = (wgmma_split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
                       else (1, K))
-    common = dict(grid=(cdiv(N, bn), cdiv(M, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES, a=pa,
-                  b=pb, tile=(WG_BM, bn), bk=bk)
+    common = dict(grid=(cdiv(kN, bn), cdiv(kM, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES, a=pa,
+                  b=pb, tile=(WG_BM, bn), bk=bk, swap=swap)
+    name = "gemm_tf32x3_swap" if swap else "gemm_tf32x3"
     if slices > 1:
-        return GemmPlan("tf32x3", f"gemm_tf32x3_partial<{bn}>", "gemm_sm90a.cu", slices=slices, kslice=kslice,
+        return GemmPlan("tf32x3", f"{name}_partial<{bn}>", "gemm_sm90a.cu", slices=slices, kslice=kslice,
                         reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=_reduce_grid(M * N), **common)
-    return GemmPlan("tf32x3", f"gemm_tf32x3<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+    return GemmPlan("tf32x3", f"{name}<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
 
 
 FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma, "tf32x3": _tf32x3}
@@ -551,6 +556,7 @@ def variants() -> dict[str, list[str]]:
                 sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128, {cl}>")
     sm90a += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in WG_TILE_NS for cl in WG_CLUSTERS for e in EPILOGUES
               if cl * 64 <= bn]
-    sm90a += [f"gemm_tf32x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
-    sm90a += [f"gemm_tf32x3_partial<{bn}>" for bn in X3_TILE_NS]
+    for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
+        sm90a += [f"{name}<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
+        sm90a += [f"{name}_partial<{bn}>" for bn in X3_TILE_NS]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}

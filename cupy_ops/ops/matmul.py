@@ -15,7 +15,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
         a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core
            kernels read ``a.t()``, slices and other views in place; the tensor-core kernels
            copy an operand once when its rows are not K-contiguous and 16-byte aligned, except
-           the Hopper kernel's row-major 16-bit ``b``, read in place).
+           the Hopper kernel's row-major ``b``, read in place: 16-bit through the instruction's
+           transpose bit, TF32 (rows 16-byte aligned, N a multiple of 4) by computing
+           C^T = B^T A^T).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
         algo: ``"auto"`` (default): the fastest correct kernel for the dtype: tensor cores
             for float16 / bfloat16, and for float32 only where torch allows TF32
