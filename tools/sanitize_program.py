@@ -44,7 +44,8 @@ for dtype in DTYPES:
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
             calls += 4
         if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K,
-            # both epilogue stores (the TMA's where C's rows allow it, and the threads')
+            # both epilogue stores (the TMA's where C's rows allow it, and the threads'); float32
+            # with a row-major b and TMA stores: the swapped kernel (C^T = B^T A^T)
             for bn, cluster, persistent, split in [(64, 1, False, False), (64, 1, True, False), (128, 2, True, False),
                                                    (128, 2, True, True), (128, 1, False, True), (256, 2, True, False),
                                                    (256, 1, True, False), (256, 1, False, False)]:
@@ -64,7 +65,8 @@ for dtype in DTYPES:
             a[::3] = 1.0
             a[1, ::7], a[2, ::5], a[4, ::3] = float("inf"), float("nan"), 1e-40
             cupy_ops.matmul(a, a.t().contiguous(), algo=algo)
-            calls += 1
+            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)   # b's rows 16-byte aligned: C^T = B^T A^T
+            calls += 2
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")
