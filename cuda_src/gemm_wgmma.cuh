@@ -35,9 +35,10 @@
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
 // sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
 #if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES) || \
-    !defined(WG_SWAP_BOX)
-#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES and WG_SWAP_BOX (-D)"
+    !defined(WG_SWAP_BOX) || !defined(WG_KSPLIT_BM)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES, WG_SWAP_BOX, WG_KSPLIT_BM (-D)"
 #endif
+static_assert(WG_KSPLIT_BM == 64, "gemm_wgmma.cuh: KSPLIT's tile rows are one warpgroup's 64");
 static_assert(WG_EPI_BYTES == 8 * 4096, "gemm_wgmma.cuh: one 4 KB epilogue chunk per consumer warp");
 static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and 2 consumer warpgroups of 64 rows");
 #define WG_A_BYTES (WG_BM * 128)
@@ -52,8 +53,9 @@ static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and
 // host's budget holds after the epilogue's buffers (WG_EPI_BYTES, placed after the ring)
 // and up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte swizzle repeats every
 // 1024 bytes; the descriptors assume that base), with 2 mbarriers (16 bytes) per stage.
-template <int BN> struct WgRing {
-  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES;
+// A_BYTES: the A tile's rows x 128 bytes (WG_BM rows; 64 for KSPLIT's tiles).
+template <int BN, int A_BYTES = WG_A_BYTES> struct WgRing {
+  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int STAGES = (WG_SMEM_BYTES - WG_EPI_BYTES - 1024) / (STAGE_BYTES + 16);
   static_assert(STAGES >= 2, "gemm_wgmma.cuh: WG_SMEM_BYTES holds fewer than 2 stages");
 };
@@ -546,6 +548,36 @@ template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lan
   }
 }
 
+// KSPLIT's sum of the two consumer warpgroups' partial tiles (gemm_wgmma_tiles), after both
+// main loops: warpgroup 1 writes its BN / 2 accumulators into the ring at `ring` (BN / 8
+// 16-byte groups, group i of thread x at (128 i + x) x 16 bytes: a warp's stores are 512
+// contiguous bytes), warpgroup 0 adds them to its own (k-steps 0 .. KS / 2 - 1 of each k-tile
+// first; fp32 addition is commutative, so the sum is one number either way). Both consumer
+// warpgroups call it (named barrier 3: their 256 threads). Returns whether this warpgroup
+// stores the tile.
+template <int BN>
+__device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
+  const u32 slot = ring + (u32)x * 16;
+  asm volatile("bar.sync 3, 256;\n" ::: "memory");   // both warpgroups' wgmmas have read the ring
+  if (c == 1) {
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i)
+      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(slot + i * 2048), "f"(acc[4 * i]),
+                   "f"(acc[4 * i + 1]), "f"(acc[4 * i + 2]), "f"(acc[4 * i + 3]) : "memory");
+  }
+  asm volatile("bar.sync 3, 256;\n" ::: "memory");
+  if (c == 1) return false;
+#pragma unroll
+  for (int i = 0; i < BN / 8; ++i) {
+    float v[4];
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"(slot + i * 2048) : "memory");
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[4 * i + e] = add_exact(acc[4 * i + e], v[e]);
+  }
+  return true;
+}
+
 // The persistent GEMM: CTA (rank r of cluster q) computes units q, q + clusters, ... of the
 // WgWalk over K slice z: the K range [z kslice, min((z + 1) kslice, K)) (a multiple of the
 // k-tile; kslice = K: no split) into C + z slice_stride (Out: T, or float for split-K partial
@@ -558,7 +590,15 @@ template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lan
 // SWAP (TF32 only): the kernel computes C^T (M and N are C^T's: C's N and M; see SwapRows):
 // its A tile comes N-major through the consumers' registers, and cmap (32 x 32 boxes of C) is
 // required.
-template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false>
+// KSPLIT (CM = 1, one unit per CTA: the grid is the units, never persistent): tiles of 64 x BN,
+// both consumer warpgroups on the tile's 64 rows, warpgroup c over k-steps c KS / 2 ..
+// (c + 1) KS / 2 - 1 of each k-tile (KS = BK / KSTEP); then warpgroup 1's sums go through
+// shared memory to warpgroup 0, which adds them and stores the tile (kwg_reduce). For outputs
+// too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
+// wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
+// computes, twice a 128-wide one's per value: benchmarks/results/probe_cluster_h100_session9.log,
+// docs/tuning.md session 9).
+template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
                                                  int M, int N, int K, int kslice, int group, const Epi& epi) {
@@ -567,9 +607,12 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   static_assert(BN / CM >= 64, "each CTA of a cluster loads whole 64-column boxes of B");
   static_assert(!SWAP || (WgCfg<T>::KSTEP == 8 && !B_NMAJOR && WgCfg<T>::BK == WG_SWAP_BOX),
                 "SWAP: TF32, the kernel's B side K-major, boxes a k-tile deep");
+  static_assert(!KSPLIT || (CM == 1 && !SWAP && (WgCfg<T>::BK / WgCfg<T>::KSTEP) % 2 == 0),
+                "KSPLIT: single CTAs, operands as they are, an even number of k-steps per k-tile");
+  constexpr int BM = KSPLIT ? WG_KSPLIT_BM : WG_BM, A_BYTES = BM * 128;   // the tile's rows, its A tile's bytes
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
-  constexpr int STAGES = WgRing<BN>::STAGES, STAGE_BYTES = WgRing<BN>::STAGE_BYTES;
+  constexpr int STAGES = WgRing<BN, A_BYTES>::STAGES, STAGE_BYTES = WgRing<BN, A_BYTES>::STAGE_BYTES;
   constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -578,14 +621,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   const u32 epi_buf = ring + STAGES * STAGE_BYTES;
   const u32 bars = epi_buf + WG_EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
-  const WgWalk walk{(M + WG_BM * CM - 1) / (WG_BM * CM), (N + BN - 1) / BN, group};
+  const WgWalk walk{(M + BM * CM - 1) / (BM * CM), (N + BN - 1) / BN, group};
   const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
   const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM;
   // unit u -> this CTA's tile origin (m0, n0), K slice z, its first k (k0) and k-tiles (>= 1)
   auto unit_of = [&](int u, int& m0, int& n0, int& z, int& k0, int& ktiles) {
     int row, col;
     walk.unit(u, row, col, z);
-    m0 = (row * CM + rank) * WG_BM, n0 = col * BN, k0 = z * kslice;
+    m0 = (row * CM + rank) * BM, n0 = col * BN, k0 = z * kslice;
     ktiles = (min(kslice, K - k0) + BK - 1) / BK;
   };
 
@@ -615,7 +658,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         for (int kt = 0; kt < ktiles; ++kt, ++uses, pos.next()) {
           const int s = pos.s;
           if (uses >= STAGES) mbar_wait(bars + 8 * (STAGES + s), pos.phase ^ 1);
-          const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + WG_A_BYTES;
+          const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + A_BYTES;
           mbar_expect_tx(full, STAGE_BYTES);   // A + the whole B tile (half of it from the peer)
           const int k = k0 + kt * BK;
           constexpr u16 ALL = (1u << CM) - 1;
@@ -653,8 +696,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     // or atom further is an address further, i.e. a sum in the descriptor's address field
     // (bits 0-13: shared addresses >> 4, all below 2^18, so no carry leaves the field): a
     // 32-bit add to the low word
-    const u64 da0 = wg_desc(ring + c * 64 * 128, 16, 1024);
-    const u64 db0 = B_NMAJOR ? wg_desc(ring + WG_A_BYTES, 8192, 1024) : wg_desc(ring + WG_A_BYTES, 16, 1024);
+    const u64 da0 = wg_desc(ring + (KSPLIT ? 0 : c * 64 * 128), 16, 1024);
+    const u64 db0 = B_NMAJOR ? wg_desc(ring + A_BYTES, 8192, 1024) : wg_desc(ring + A_BYTES, 16, 1024);
     auto desc_plus = [](u64 d, u32 bytes) { return (d & ~0xffffffffull) | (u32)((u32)d + (bytes >> 4)); };
     const SwapRows rows(c, warp, lane);   // (SWAP only)
     // One k-tile: wait for its stage, (SWAP) load its A fragments into `fr`, issue its
@@ -667,14 +710,16 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
       mbar_wait(bars + 8 * s, pos.phase);
       if constexpr (SWAP) rows.load<BK / KSTEP>(fr, ring + stage + rows.base);
       wgmma_fence();
+      constexpr int KS = KSPLIT ? BK / KSTEP / 2 : BK / KSTEP;   // k-steps this warpgroup takes
 #pragma unroll
-      for (int kk = 0; kk < BK / KSTEP; ++kk) {
+      for (int kq = 0; kq < KS; ++kq) {
+        const int kk = KSPLIT ? c * KS + kq : kq;
         // K-major: the k-step is KSTEP_BYTES further along each 128-byte row (the swizzle is
         // a function of the address, so offsetting the start address is exact); 8-row groups
         // are 1024 bytes apart. N-major B: a k-step is KSTEP rows of 128 bytes further; 8-row
         // groups of K 1024 bytes apart, 64-column atoms 8 KB apart.
         const u64 db = desc_plus(db0, stage + (B_NMAJOR ? kk * KSTEP * 128 : kk * KSTEP_BYTES));
-        if constexpr (SWAP) wgmma_tile_ra<BN>(acc, fr[kk], db, 1);
+        if constexpr (SWAP) wgmma_tile_ra<BN>(acc, fr[kq], db, 1);
         else wgmma_tile<T, B_NMAJOR, BN>(acc, desc_plus(da0, stage + kk * KSTEP_BYTES), db);
       }
       wgmma_commit();
@@ -718,6 +763,9 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         wgmma_wait<0>();
         acc_fence<BN / 2>(acc);
         release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+        if constexpr (KSPLIT) {
+          if (!kwg_reduce<BN>(acc, ring, c, tid & 127)) continue;   // warpgroup 0 stores the tile
+        }
         if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
         else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
       }

@@ -144,10 +144,10 @@ def test_hopper_tile_width_and_split_k_follow_the_tables():
     assert p.group == gemm_plan.WG_GROUP and "persistent, cluster 2" in str(p)
     p = gplan(2048, 2048, 2048, torch.bfloat16)                  # 0.97 waves of wide tiles: one CTA per tile
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (128, 1, 1))
-    p = gplan(1024, 1024, 1024, torch.bfloat16)                  # 64 tiles of 128 x 128: under half a wave
+    p = gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False)    # 64 tiles of 128 x 128: under half a wave
     assert p.tile == (128, 64) and p.slices == 1 and p.grid == (128, 1, 1)   # 64-wide: one wave
     assert p.kernel == "gemm_wgmma<bf16, true, 64, 1, EpiNone>" and not p.persistent
-    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")   # 16 tiles: split K in 2
+    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale", ksplit=False)   # 16 tiles: split K in 2
     assert (p.slices, p.kslice, p.grid, p.tile) == (2, 512, (32, 1, 1), (128, 128))
     assert p.kernel == "gemm_wgmma_partial<bf16, true, 128, 1>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
@@ -209,7 +209,7 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
     assert not gplan(4096, 4096, 4100, torch.bfloat16).tma_store          # 8200-byte rows
     assert gplan(4096, 4096, 4100, tf32=True).tma_store                    # 16400-byte rows
     assert not gplan(4096, 4096, 4097, tf32=True).tma_store
-    p = gplan(256, 1024, 1024, torch.bfloat16)                             # split K
+    p = gplan(256, 1024, 1024, torch.bfloat16, ksplit=False)               # split K
     assert p.slices > 1 and not p.tma_store
     p = gplan(4096, 4096, 4096, torch.bfloat16, tma_store=False)
     assert not p.tma_store and "thread stores" in str(p)
@@ -218,6 +218,32 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
                                          r"of 2 bytes, 1 K slices"):
         gplan(4096, 4096, 4100, torch.bfloat16, tma_store=True)
     assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store            # tf32x3: the threads' stores
+
+
+def test_hopper_small_outputs_split_k_between_the_warpgroups():
+    """Where the table would take 128 x 64 tiles, or split K into no more CTAs than 64 x 128
+    tiles make: 64 x 128 tiles, the two consumer warpgroups over halves of every k-tile, one CTA
+    per tile; not past that, nor for the swapped TF32 kernel; overrides."""
+    p = gplan(1024, 1024, 1024, torch.bfloat16)
+    assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiNone>"
+    assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store) == ((64, 128), (128, 1, 1), 1, False, 1, True)
+    assert "K split between the warpgroups" in str(p)
+    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")    # split-K's 2 x 16 CTAs: 4 x 8 instead
+    assert p.ksplit and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
+    assert not gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit   # TF32: split K in 4 (64 CTAs)
+    assert not gplan(64, 8192, 256, torch.bfloat16).ksplit               # 2 tiles split in 16: more CTAs
+    assert not gplan(2048, 1024, 1024, torch.bfloat16).ksplit            # a wave of 128 x 128 tiles
+    assert gplan(1024, 1024, 1024, tf32=True).swap                       # TF32 with a row-major b: swapped
+    p = gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, epi="EpiBiasReluScale")
+    assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<float, false, 128, EpiBiasReluScale>"
+    p = gplan(1024, 1024, 1024, tf32=True, ksplit=True)                  # asked: b transposed, not swapped
+    assert p.ksplit and not p.swap and p.b.prep == "transpose"
+    assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit   # an override of the table: the table's kernel
+    assert gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True).grid == (64 * 32, 1, 1)
+    with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster or persistent override"):
+        gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, cluster=1)
+    with pytest.raises(ValueError, match=r"swap=True with ksplit=True"):
+        gplan(1024, 1024, 1024, tf32=True, ksplit=True, swap=True)
 
 
 def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():

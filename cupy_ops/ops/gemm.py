@@ -78,21 +78,22 @@ _PLAN_CACHE_LIMIT = 4096
 def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
              tile_n: int | None = None, split_k: bool = True, cluster: int | None = None,
              group: int | None = None, persistent: bool | None = None, tma_store: bool | None = None,
-             swap: bool | None = None) -> GemmPlan:
+             swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
-    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store`` and ``swap`` override its tables
+    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap`` and ``ksplit`` override its tables
     (``gemm_plan.plan``). Raises
     ``ValueError`` when ``algo`` cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap)
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit)
     p = _plans.get(key)
     if p is None:
         p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
                            device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k,
-                           cluster=cluster, group=group, persistent=persistent, tma_store=tma_store, swap=swap)
+                           cluster=cluster, group=group, persistent=persistent, tma_store=tma_store, swap=swap,
+                           ksplit=ksplit)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
@@ -187,7 +188,7 @@ def _maps(p, a, b):
     if p.swap:   # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
         return (tma.tensor_map(b, N, K, p.b.ld, gemm_plan.WG_SWAP_BOX, gemm_plan.WG_SWAP_BOX, exact=exact),
                 tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b))
-    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, gemm_plan.WG_BM, exact=exact)
+    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
         return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
     bt = tc_operand(b.t(), p.b)

@@ -55,6 +55,16 @@ WG_STORE_ROWS = 16
 # (128 bytes, the swizzle's width, by 32 rows: 32 values of K, the k-tile, for B; 32 rows of C
 # per epilogue round).
 WG_SWAP_BOX = 32
+# Tiles of WG_KSPLIT_BM x 128 with the two consumer warpgroups each over half of every k-tile
+# (gemm_wgmma_ksplit; not for the swapped TF32 kernel) where the table would pick 128 x 64
+# tiles (as many CTAs, wgmmas twice as wide) or split K (where they are no fewer CTAs than the
+# split's: no workspace, one launch). H100, session 9 (benchmarks/results/
+# probe_ksplit_h100_session9.log), against the table without it: bf16 1024^3 0.86x -> 0.91x
+# torch, 1024x4096x1024 0.74x -> 0.91x, fused TF32 layer 1024^3 1.56x -> 1.82x, fused bf16
+# layer 256x1024x1024 (split K in 2) 0.99x -> 1.32x; past a wave (1024x2048x1536, 192 CTAs;
+# 2048x1024x1024, 256) it lost (0.88x -> 0.73x, 0.93x -> 0.75x): the table's 128-wide tiles there.
+WG_KSPLIT_BM = 64
+WG_KSPLIT = True
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -70,7 +80,7 @@ REDUCE_THREADS = 256
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "WG_SWAP_BOX": WG_SWAP_BOX, "X3_SMEM_BYTES": X3_SMEM_BYTES}
+                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
@@ -209,13 +219,15 @@ class GemmPlan:
     persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
     tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
     swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
+    ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
         split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
         if self.family == "wgmma":
             split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
-                      f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}")
+                      f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
+                      f"{', K split between the warpgroups' if self.ksplit else ''}")
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -409,6 +421,17 @@ def wgmma_tma_store(N: int, itemsize: int, slices: int, override: bool | None = 
     return possible and override is not False
 
 
+def wgmma_ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True) -> bool:
+    """Whether the table takes the K-splitting warpgroups (gemm_wgmma_ksplit, WG_KSPLIT): where
+    it would pick 128 x 64 tiles, or split K over 128 x 128 tiles into at most as many CTAs as
+    WG_KSPLIT_BM x 128 tiles make."""
+    bn = wgmma_tile_n(M, N, sm_count)
+    if bn == 64:
+        return True
+    slices = wgmma_split(M, N, K, bn, bk, sm_count)[0] if split_k else 1
+    return slices > 1 and cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, WG_BM) * cdiv(N, bn) * slices
+
+
 def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
     """The Hopper kernel's tile width, split-K, cluster and grid for an M x N output (the
     kernel's: C^T's when it swaps the operands), from the tables or ``opts``' overrides."""
@@ -452,8 +475,12 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     pa = tc_operand(a)
     if opts.get("swap") and opts.get("tma_store") is False:
         raise ValueError("swap=True with tma_store=False: the swapped kernel stores through the TMA only")
-    # (tma_store=False asks for the threads' stores: the transpose pass then)
-    swap = wgmma_swaps(N, dtype, b, opts.get("swap")) and opts.get("tma_store") is not False
+    if opts.get("swap") and opts.get("ksplit"):
+        raise ValueError("swap=True with ksplit=True: the K-splitting kernel reads B K-major or 16-bit N-major")
+    # (tma_store=False asks for the threads' stores, ksplit=True the K-splitting kernel: the
+    # transpose pass then)
+    swap = (wgmma_swaps(N, dtype, b, opts.get("swap")) and opts.get("tma_store") is not False
+            and not opts.get("ksplit"))
     # C^T's geometry; where it splits K (small outputs), the transpose pass and the split-K
     # kernel instead, unless swap=True (then unsplit)
     geo = _wgmma_geometry(N, M, K, bk, dev, opts) if swap else None
@@ -470,6 +497,19 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
         pb, n_major = Operand("n-major", False, b.stride0), True
     else:
         pb, n_major = tc_operand(b.T), False
+    ksplit = opts.get("ksplit")
+    overridden = any(opts.get(o) is not None for o in ("tile_n", "cluster", "persistent"))
+    if ksplit and overridden:
+        raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
+                         f"{WG_KSPLIT_BM} x 128, one CTA each)")
+    if ksplit or (ksplit is None and WG_KSPLIT and not overridden and wgmma_ksplits(M, N, K, bk, dev.sm_count,
+                                                                                   opts.get("split_k", True))):
+        units = cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128)
+        return GemmPlan("wgmma", f"gemm_wgmma_ksplit<{T}, {_tf(n_major)}, 128, {epi}>", "gemm_sm90a.cu",
+                        (units, 1, 1), (WG_THREADS, 1, 1), WG_SMEM_BYTES, pa, pb, (WG_KSPLIT_BM, 128), kslice=K, bk=bk,
+                        group=opts.get("group") or WG_GROUP, tma_store=wgmma_tma_store(N, a.itemsize, 1,
+                                                                                      opts.get("tma_store")),
+                        ksplit=True)
     geo = _wgmma_geometry(M, N, K, bk, dev, opts)
     bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     tma_store = wgmma_tma_store(N, a.itemsize, slices, opts.get("tma_store"))
@@ -512,14 +552,15 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
          algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
          cluster: int | None = None, group: int | None = None, persistent: bool | None = None,
-         tma_store: bool | None = None, swap: bool | None = None) -> GemmPlan:
+         tma_store: bool | None = None, swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
     ``cluster`` (1 or 2), ``group`` (>= 1), ``persistent`` (False: one cluster per unit of
     work, the hardware scheduling them), ``tma_store`` (False: the threads store C) and
     ``swap`` (TF32 with a row-major b: False transposes b first, True computes C^T = B^T A^T
-    even where split-K would be planned; ``wgmma_swaps``) override the Hopper kernel's tables
+    even where split-K would be planned; ``wgmma_swaps``) and ``ksplit`` (True: 64 x 128 tiles,
+    the consumer warpgroups over halves of K; False: never) override the Hopper kernel's tables
     (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
@@ -534,7 +575,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
                             {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
-                             "persistent": persistent, "tma_store": tma_store, "swap": swap})
+                             "persistent": persistent, "tma_store": tma_store, "swap": swap, "ksplit": ksplit})
 
 
 def variants() -> dict[str, list[str]]:
@@ -554,6 +595,7 @@ def variants() -> dict[str, list[str]]:
                 sm90a += [f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cl}, {e}>" for bn in WG_TILE_NS
                           for e in EPILOGUES if cl * 64 <= bn]
                 sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128, {cl}>")
+            sm90a += [f"gemm_wgmma_ksplit<{T}, {_tf(n_major)}, 128, {e}>" for e in EPILOGUES]
     sm90a += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in WG_TILE_NS for cl in WG_CLUSTERS for e in EPILOGUES
               if cl * 64 <= bn]
     for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
