@@ -41,10 +41,10 @@ class ModelNew(Model):
     - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
       ``cupy_ops.linear_relu_div(..., algo="tf32x3")``: the GEMM as three TF32 products on the
       tensor cores with bias, ReLU and divide in its epilogue (H100, 1024 x 8192 x 8192: about
-      1.8x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
+      2.0x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
       (``algo="auto"``: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
-      1.02x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
+      1.03x (fp16) / 1.05x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
       dtype before the ReLU, as torch's layer does);
     - otherwise (other GPUs, where cuBLAS's GEMM beats ours): ``ModelNewCublas``'s cuBLAS
       (``nn.Linear``) + fused ``cupy_ops.relu_div``.

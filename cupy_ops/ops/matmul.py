@@ -30,7 +30,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
             at most torch fp32's at the benchmark shapes (1024^3 to 4096^3), and within 2^-18
             of the largest output at any shape (torch's is smaller at small K); NaN and inf
             where torch fp32 puts them; a subnormal input counts as +-2^-125 (tensor cores
-            cannot hold it); ~1.8x torch fp32's speed on an H100 at 4096^3. ``"naive"``: the
+            cannot hold it); ~1.9x torch fp32's speed on an H100 at 4096^3. ``"naive"``: the
             reference kernel, one thread per output element. ``cupy_ops.gemm_plan(a, b)`` says
             which kernel a call takes.
     Returns:
