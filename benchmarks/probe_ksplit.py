@@ -4,10 +4,12 @@ tile-width table's choice without it (ksplit=False: 128 x 64 tiles at these shap
 timed in interleaved rounds; matmul (row-major b) and the fused layer (K-major weight). The
 results against torch's (max |difference| / max |torch|).
 
-    python benchmarks/probe_ksplit.py
+    python benchmarks/probe_ksplit.py [DTYPE,M,K,N,mm|fused ...]   (DTYPE: bfloat16, float16, float32 = TF32)
 
 Session 9 (benchmarks/results/probe_ksplit_h100_session9.log).
 """
+import sys
+
 import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
@@ -18,6 +20,9 @@ CASES = [(torch.bfloat16, 1024, 1024, 1024, "mm"), (torch.float16, 1024, 1024, 1
          (torch.bfloat16, 1024, 4096, 1024, "mm"), (torch.bfloat16, 1024, 2048, 1536, "mm"),
          (torch.bfloat16, 512, 4096, 2048, "fused"), (torch.bfloat16, 1024, 512, 1024, "mm"),
          (torch.bfloat16, 2048, 1024, 1024, "mm"), (torch.bfloat16, 256, 1024, 1024, "fused")]
+if len(sys.argv) > 1:
+    CASES = [(getattr(torch, d), int(m), int(k), int(n), kind)
+             for d, m, k, n, kind in (arg.split(",") for arg in sys.argv[1:])]
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.manual_seed(0)
 print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}")

@@ -230,8 +230,9 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
     assert "K split between the warpgroups" in str(p)
     p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")    # split-K's 2 x 16 CTAs: 4 x 8 instead
     assert p.ksplit and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
-    assert not gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit   # TF32: split K in 4 (64 CTAs)
-    assert not gplan(64, 8192, 256, torch.bfloat16).ksplit               # 2 tiles split in 16: more CTAs
+    assert gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit   # 32 k-tiles: split-K's 64 CTAs lose
+    assert not gplan(64, 8192, 256, torch.bfloat16).ksplit               # 2 tiles split in 16: 128 k-tiles
+    assert not gplan(128, 4096, 1024, torch.bfloat16).ksplit             # 64 k-tiles, 16 CTAs against 64
     assert not gplan(2048, 1024, 1024, torch.bfloat16).ksplit            # a wave of 128 x 128 tiles
     assert gplan(1024, 1024, 1024, tf32=True).swap                       # TF32 with a row-major b: swapped
     p = gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, epi="EpiBiasReluScale")
@@ -265,6 +266,8 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     p = gplan(4096, 4096, 4094, tf32=True)                       # C's rows off 16 bytes
     assert not p.swap and p.b.prep == "transpose" and p.kernel == "gemm_wgmma<float, false, 256, 2, EpiNone>"
     p = gplan(256, 1024, 1024, tf32=True)                        # C^T's 16 tiles split K: transpose instead
+    assert not p.swap and p.b.prep == "transpose" and p.ksplit   # (and the K-splitting warpgroups)
+    p = gplan(256, 1024, 1024, tf32=True, ksplit=False)
     assert not p.swap and p.slices > 1 and p.b.prep == "transpose"
     p = gplan(256, 1024, 1024, tf32=True, swap=True)
     assert p.swap and p.slices == 1

@@ -57,13 +57,18 @@ WG_STORE_ROWS = 16
 WG_SWAP_BOX = 32
 # Tiles of WG_KSPLIT_BM x 128 with the two consumer warpgroups each over half of every k-tile
 # (gemm_wgmma_ksplit; not for the swapped TF32 kernel) where the table would pick 128 x 64
-# tiles (as many CTAs, wgmmas twice as wide) or split K (where they are no fewer CTAs than the
-# split's: no workspace, one launch). H100, session 9 (benchmarks/results/
-# probe_ksplit_h100_session9.log), against the table without it: bf16 1024^3 0.86x -> 0.91x
-# torch, 1024x4096x1024 0.74x -> 0.91x, fused TF32 layer 1024^3 1.56x -> 1.82x, fused bf16
-# layer 256x1024x1024 (split K in 2) 0.99x -> 1.32x; past a wave (1024x2048x1536, 192 CTAs;
-# 2048x1024x1024, 256) it lost (0.88x -> 0.73x, 0.93x -> 0.75x): the table's 128-wide tiles there.
+# tiles (as many CTAs, wgmmas twice as wide), or split K where K is at most
+# WG_KSPLIT_MAX_KTILES k-tiles or the tiles are no fewer CTAs than the split's (no workspace,
+# one launch). H100, session 9 (benchmarks/results/probe_ksplit_h100_session9.log), against
+# the table without it: bf16 1024^3 0.86x -> 0.91x torch, 1024x4096x1024 0.74x -> 0.91x,
+# fused TF32 layer 1024^3 1.56x -> 1.82x; past a wave (1024x2048x1536, 192 CTAs;
+# 2048x1024x1024, 256) it lost (0.88x -> 0.73x, 0.93x -> 0.75x): the table's 128-wide tiles
+# there. Against split-K (probe_ksplit_splitk_h100_session9.log): it won at 32 k-tiles and
+# fewer (fused TF32 256x1024x1024 1.14x -> 1.27x, 512x1024x1024 1.10x -> 1.42x, fused bf16
+# 256x1024x1024 0.93x -> 1.34x, 64x2048x2048 0.99x -> 1.14x) and lost at 64 and more (bf16
+# 128x4096x1024 2.12x -> 1.96x, 256x4096x512 0.80x -> 0.67x; TF32 128x4096x1024 1.32x -> 0.93x).
 WG_KSPLIT_BM = 64
+WG_KSPLIT_MAX_KTILES = 32
 WG_KSPLIT = True
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
@@ -423,13 +428,14 @@ def wgmma_tma_store(N: int, itemsize: int, slices: int, override: bool | None = 
 
 def wgmma_ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True) -> bool:
     """Whether the table takes the K-splitting warpgroups (gemm_wgmma_ksplit, WG_KSPLIT): where
-    it would pick 128 x 64 tiles, or split K over 128 x 128 tiles into at most as many CTAs as
-    WG_KSPLIT_BM x 128 tiles make."""
+    it would pick 128 x 64 tiles, or split K over 128 x 128 tiles where K is at most
+    WG_KSPLIT_MAX_KTILES k-tiles or the split makes no more CTAs than WG_KSPLIT_BM x 128 tiles."""
     bn = wgmma_tile_n(M, N, sm_count)
     if bn == 64:
         return True
     slices = wgmma_split(M, N, K, bn, bk, sm_count)[0] if split_k else 1
-    return slices > 1 and cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, WG_BM) * cdiv(N, bn) * slices
+    return slices > 1 and (cdiv(K, bk) <= WG_KSPLIT_MAX_KTILES or
+                           cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, WG_BM) * cdiv(N, bn) * slices)
 
 
 def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
