@@ -136,6 +136,7 @@ def split_table(shapes, waves=(0.25, 0.5, 1.0)):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small shapes only")
+    ap.add_argument("--errors-only", action="store_true", help="the error table and special values only")
     args = ap.parse_args()
     print(describe(environment()))
     torch.manual_seed(0)
@@ -145,6 +146,8 @@ if __name__ == "__main__":
             ("rand", lambda r, c: torch.rand(r, c, device="cuda"))]
     errors(small if args.quick else small + big, gens)
     specials()
+    if args.errors_only:
+        raise SystemExit(0)
     split_table([(256, 1024, 1024), (1024, 1024, 1024), (2048, 2048, 2048)])
     speed([(1024, 1024, 1024)] if args.quick else [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
                                                   (1024, 8192, 8192), (8192, 8192, 8192)])
