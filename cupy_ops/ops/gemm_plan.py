@@ -563,11 +563,11 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
     ``cluster`` (1 or 2), ``group`` (>= 1), ``persistent`` (False: one cluster per unit of
-    work, the hardware scheduling them), ``tma_store`` (False: the threads store C) and
-    ``swap`` (TF32 with a row-major b: False transposes b first, True computes C^T = B^T A^T
-    even where split-K would be planned; ``wgmma_swaps``) and ``ksplit`` (True: 64 x 128 tiles,
-    the consumer warpgroups over halves of K; False: never) override the Hopper kernel's tables
-    (for tuning and tests).
+    work, the hardware scheduling them), ``tma_store`` (False: the threads store C), ``swap``
+    (fp32 with a row-major b: False transposes b first, True computes C^T = B^T A^T even where
+    split-K would be planned; ``wgmma_swaps``; also for tf32x3) and ``ksplit`` (True: 64 x 128
+    tiles, the consumer warpgroups over halves of K; False: never; ``wgmma_ksplits``) override
+    the Hopper kernels' tables (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
     if epilogue not in EPILOGUES:
