@@ -28,6 +28,9 @@
 // multicast (each loads half). Shared memory: WG_SMEM_BYTES (dynamic: the host raises the
 // kernel's limit). 128-byte swizzle on both sides (TMA writes it, the wgmma descriptors read
 // it): conflict-free without padding.
+// Two variants of the same skeleton (gemm_wgmma_tiles): SWAP, TF32 with a row-major B computed
+// as C^T = B^T A^T, B^T through the wgmma's registers (SwapRows); KSPLIT, 64-row tiles for small
+// outputs, the two consumer warpgroups each over half of every k-tile (kwg_reduce).
 #pragma once
 #include "common.cuh"
 #include "wgmma_ops.cuh"
