@@ -48,19 +48,22 @@ def device_info(index: int) -> Device:
     return d
 
 
+def _on_sm90a(t: torch.Tensor) -> bool:
+    return t.is_cuda and gemm_plan.runs_sm90a(launch.capability(t.device.index))
+
+
 def tf32x3_runs(t: torch.Tensor) -> bool:
     """Whether ``algo="tf32x3"`` takes ``t``'s dtype on its device: float32 on a GPU of
     compute capability 9.0 (the models use it for float32 where it runs). Reads only the
     dtype, the device and a cached capability, so torch.compile traces it as a constant."""
-    return t.dtype == torch.float32 and t.is_cuda and gemm_plan.runs_sm90a(launch.capability(t.device.index))
+    return t.dtype == torch.float32 and _on_sm90a(t)
 
 
 def wgmma_runs(t: torch.Tensor) -> bool:
     """Whether the Hopper kernel (``algo="wgmma"``) takes ``t``'s dtype on its device without
     TF32: float16 / bfloat16 on a GPU of compute capability 9.0. Like ``tf32x3_runs``, reads
     only the dtype, the device and a cached capability."""
-    return t.dtype in (torch.float16, torch.bfloat16) and t.is_cuda and \
-        gemm_plan.runs_sm90a(launch.capability(t.device.index))
+    return t.dtype in (torch.float16, torch.bfloat16) and _on_sm90a(t)
 
 
 def tf32_allowed() -> bool:
@@ -82,9 +85,9 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
-    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap`` and ``ksplit`` override its tables
-    (``gemm_plan.plan``). Raises
-    ``ValueError`` when ``algo`` cannot take them."""
+    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap`` and ``ksplit``
+    override its tables (``gemm_plan.plan``). Raises ``ValueError`` when ``algo`` cannot take
+    them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
            a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit)

@@ -489,9 +489,9 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
             and not opts.get("ksplit"))
     # C^T's geometry; where it splits K (small outputs), the transpose pass and the split-K
     # kernel instead, unless swap=True (then unsplit)
-    geo = _wgmma_geometry(N, M, K, bk, dev, opts) if swap else None
-    if swap and (geo["slices"] == 1 or opts.get("swap")):
-        geo = _wgmma_geometry(N, M, K, bk, dev, dict(opts, split_k=False))
+    geo = (_wgmma_geometry(N, M, K, bk, dev, dict(opts, split_k=opts.get("split_k", True) and not opts.get("swap")))
+           if swap else None)
+    if swap and geo["slices"] == 1:
         bn, cl = geo["bn"], geo["cluster"]
         return GemmPlan("wgmma", f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", "gemm_sm90a.cu", geo["grid"],
                         (WG_THREADS, 1, 1), WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (WG_BM, bn),
