@@ -17,7 +17,7 @@ SRC = "".join(f"#define {k} {v}\n" for k, v in DEFINES.items()) + """
 #include "gemm_epilogue.cuh"
 __global__ void __launch_bounds__(SG_THREADS, {mb}) mm(const float* a, long long lda, const float* b,
                                                        long long ldb, float* c, int M, int N, int K, int vec) {{
-  gemm_simt_block<true, {bkm}, SG_BK>(a, lda, b, ldb, c, N, M, N, K, vec, Epilogue<float, EpiNone>(nullptr, 1.0));
+  gemm_simt_block<true, {bkm}, SG_BK, false>(a, lda, b, ldb, c, N, M, N, K, vec, Epilogue<float, EpiNone>(nullptr, 1.0));
 }}
 """
 

@@ -20,13 +20,10 @@ __global__ void gemm_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak, 
 // Tiled fp32 on the CUDA cores; lda, ldb and the layouts: gemm_simt.cuh. SPLIT: block z of the
 // grid multiplies the K range [z kslice, (z + 1) kslice) into the z-th (M, N) fp32 slice of c,
 // a workspace summed by gemm_splitk_reduce (EPI is then EpiNone); else kslice is unused.
-// Blocks per SM: SG_MIN_BLOCKS by layout for the fused epilogue (linear_relu_div, where it was
-// measured); 1 otherwise: at the 128-register cap of 2 blocks, the split-K slice offsets made
-// the K-major-B variants spill (sm_90, NVRTC 13.5: 44-48 bytes), and so did EpiNone with both
-// operands K-major (56 bytes).
-template <bool A_KMAJOR, bool B_KMAJOR, class EPI, bool SPLIT>
-__global__ void __launch_bounds__(SG_THREADS, !SPLIT && same_type<EPI, EpiBiasReluScale>
-                                                  ? SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) : 1)
+// BLOCKS (per SM, compute capability 9.0+) and DYN_SMEM (tiles in SG_SMEM_BYTES of dynamic
+// shared memory): the host's table by layout, gemm_plan.SIMT_OCCUPANCY.
+template <bool A_KMAJOR, bool B_KMAJOR, class EPI, bool SPLIT, int BLOCKS, bool DYN_SMEM>
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
     gemm_simt(const float* a, i64 lda, const float* b, i64 ldb, float* c, int M, int N, int K, int vec, int kslice,
               const float* bias, double scale) {
   static_assert(!SPLIT || same_type<EPI, EpiNone>, "split-K partial products take no epilogue (the reduction "
@@ -38,7 +35,7 @@ __global__ void __launch_bounds__(SG_THREADS, !SPLIT && same_type<EPI, EpiBiasRe
     c += (i64)blockIdx.z * M * N;
     K = min(kslice, K - k0);
   }
-  gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK>(a, lda, b, ldb, c, N, M, N, K, vec,
+  gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK, DYN_SMEM>(a, lda, b, ldb, c, N, M, N, K, vec,
                                                Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
 }
 

@@ -15,25 +15,24 @@
 #pragma once
 #include "common.cuh"
 
-// SG_TILE, SG_THREADS and SG_BK come from the host (cupy_ops/ops/gemm_plan.py), which sizes
+// SG_TILE, SG_THREADS, SG_BK, SG_PAD (floats of padding per tile row: the transposing stores of a
+// K-major operand hit distinct banks) and SG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which sizes
 // the grid and the split-K slices with them; this layout is written for 128 and 256.
-#if !defined(SG_TILE) || !defined(SG_THREADS) || !defined(SG_BK)
-#error "gemm_simt.cuh: the host passes SG_TILE, SG_THREADS and SG_BK (-D)"
+#if !defined(SG_TILE) || !defined(SG_THREADS) || !defined(SG_BK) || !defined(SG_PAD) || !defined(SG_SMEM_BYTES)
+#error "gemm_simt.cuh: the host passes SG_TILE, SG_THREADS, SG_BK, SG_PAD and SG_SMEM_BYTES (-D)"
 #endif
 static_assert(SG_TILE == 128 && SG_THREADS == 256, "gemm_simt.cuh: 16 x 16 threads of 8 x 8 outputs");
 #define SG_BM SG_TILE
 #define SG_BN SG_TILE
-#define SG_PAD 4        // row padding: the transposed tile stores hit distinct banks
-// Blocks per SM the compiler must fit (__launch_bounds__), per operand layout. H200, 4096^3
-// and 1024x8192x8192 (benchmarks/tune_simt.py, benchmarks/results/tune_simt_h200_runs8-9.log run 9): row-major (N-major) B
-// ran 44.4 TFLOP/s at 1 block (registers uncapped) and 40.1 at 2 (capped at 128); K-major B
-// (the nn.Linear weight, transposed into shared memory) with K-major A 41.5 at 1 and 45.3 at
-// 2. Only that layout asks for 2: at the 128-register cap NVRTC 13.0 spilled 56 bytes with an
-// M-major A (sm_90), and on sm_80. (Split-K kernels ask for 1 always: gemm.cu.)
+static_assert(SG_SMEM_BYTES == 2 * 2 * SG_BK * (SG_TILE + SG_PAD) * 4, "gemm_simt.cuh: SG_SMEM_BYTES is not the "
+                                                                       "size of both operands' two k-tile buffers");
+// Blocks per SM the compiler must fit (__launch_bounds__): the host's choice per layout
+// (cupy_ops/ops/gemm_plan.py SIMT_OCCUPANCY) on compute capability 9.0 and newer; 1 below, where
+// NVRTC 13.0 spilled at the 128-register cap of 2 (sm_80).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) 1
+#define SG_MIN_BLOCKS(BLOCKS) 1
 #else
-#define SG_MIN_BLOCKS(A_KMAJOR, B_KMAJOR) ((A_KMAJOR) && (B_KMAJOR) ? 2 : 1)
+#define SG_MIN_BLOCKS(BLOCKS) (BLOCKS)
 #endif
 
 struct alignas(16) F4 { float x, y, z, w; };
@@ -50,12 +49,28 @@ __device__ __forceinline__ void load4(float r[4], const float* p, i64 step, int 
   }
 }
 
-template <bool A_KMAJOR, bool B_KMAJOR, int BK, class Epi>
+// DYN_SMEM: the tiles in dynamic shared memory (SG_SMEM_BYTES, passed by the launch) instead
+// of static arrays. Same layout and arithmetic, but at the 128-register cap of 2 blocks per SM
+// ptxas schedules the fragment loads differently by how the tiles are declared: H100, session
+// 10 (benchmarks/results/probe_simt_h100_session10.log) A K-major, B N-major at 2 blocks:
+// dynamic 0.94x torch at 4096^3, static 0.79x; B K-major: static 0.88x, dynamic 0.82x. The host
+// picks per layout (SIMT_OCCUPANCY).
+template <bool A_KMAJOR, bool B_KMAJOR, int BK, bool DYN_SMEM, class Epi>
 __device__ __forceinline__ void gemm_simt_block(const float* __restrict__ A, i64 lda, const float* __restrict__ B,
                                           i64 ldb, float* __restrict__ C, i64 ldc, int M, int N, int K, int vec,
                                           const Epi& epi) {
-  __shared__ alignas(16) float As[2][BK][SG_BM + SG_PAD];
-  __shared__ alignas(16) float Bs[2][BK][SG_BN + SG_PAD];
+  using Tile = float[BK][SG_BM + SG_PAD];
+  Tile* As;   // [2]: the two buffers of A's k-tile
+  Tile* Bs;
+  if constexpr (DYN_SMEM) {
+    extern __shared__ __align__(16) float sg_smem[];
+    As = reinterpret_cast<Tile*>(sg_smem);
+    Bs = As + 2;
+  } else {
+    __shared__ alignas(16) Tile as_[2], bs_[2];
+    As = as_;
+    Bs = bs_;
+  }
   constexpr int L = BK / 8;  // float4 loads per thread per operand and k-tile
   const int tid = threadIdx.x;
   const int m0 = blockIdx.y * SG_BM, n0 = blockIdx.x * SG_BN;
@@ -156,6 +171,15 @@ __device__ __forceinline__ void gemm_simt_block(const float* __restrict__ A, i64
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+  // This thread's A and B values of k-row k of buffer buf.
+  auto frag = [&](int buf, int k, float* a, float* b) {
+    const F4 a0 = *reinterpret_cast<const F4*>(&As[buf][k][ty * 4]);
+    const F4 a1 = *reinterpret_cast<const F4*>(&As[buf][k][ty * 4 + 64]);
+    const F4 b0 = *reinterpret_cast<const F4*>(&Bs[buf][k][tx * 4]);
+    const F4 b1 = *reinterpret_cast<const F4*>(&Bs[buf][k][tx * 4 + 64]);
+    a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
+    b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w; b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
+  };
 
   const int ktiles = (K + BK - 1) / BK;
   if (ktiles > 0) {
@@ -168,12 +192,8 @@ __device__ __forceinline__ void gemm_simt_block(const float* __restrict__ A, i64
     if (kt + 1 < ktiles) load_tiles((kt + 1) * BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      const F4 a0 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4]);
-      const F4 a1 = *reinterpret_cast<const F4*>(&As[cur][k][ty * 4 + 64]);
-      const F4 b0 = *reinterpret_cast<const F4*>(&Bs[cur][k][tx * 4]);
-      const F4 b1 = *reinterpret_cast<const F4*>(&Bs[cur][k][tx * 4 + 64]);
-      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      float a[8], b[8];
+      frag(cur, k, a, b);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll

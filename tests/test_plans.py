@@ -323,10 +323,35 @@ def test_tf32x3_plan():
 def test_simt_split_k_fills_idle_sms():
     p = gplan(1024, 1024, 1024, epi="EpiBiasReluScale")         # 64 tiles on 132 SMs
     assert (p.slices, p.kslice, p.grid) == (2, 512, (8, 8, 2))
-    assert p.kernel == "gemm_simt<true, false, EpiNone, true>"   # partial products carry no epilogue
+    assert p.kernel == "gemm_simt<true, false, EpiNone, true, 1, false>"   # partial products carry no epilogue
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     p = gplan(4096, 4096, 4096)
-    assert p.slices == 1 and p.kernel == "gemm_simt<true, false, EpiNone, false>"
+    assert p.slices == 1 and p.kernel == "gemm_simt<true, false, EpiNone, false, 2, true>"
+
+
+def test_simt_blocks_per_sm_and_shared_memory_by_layout():
+    # SIMT_OCCUPANCY: row-major a and b at 2 blocks per SM, tiles in dynamic shared memory
+    # (which the launch then passes); both K-major (the nn.Linear weight) 2 blocks of static
+    # tiles with the fused epilogue, 1 of dynamic without; an M-major a (a transposed view) 1
+    # static; split-K partials 1 static
+    wt = colmajor(4096, 4096)                      # b = weight.T: K-major
+    at = colmajor(4096, 4096)                      # a = x.T: M-major
+    cases = [(dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm_plan.SIMT_SMEM_BYTES),
+             (dict(epi="EpiBiasReluScale"), "gemm_simt<true, false, EpiBiasReluScale, false, 2, true>",
+              gemm_plan.SIMT_SMEM_BYTES),
+             (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm_plan.SIMT_SMEM_BYTES),
+             (dict(b=wt, epi="EpiBiasReluScale"), "gemm_simt<true, true, EpiBiasReluScale, false, 2, false>", 0),
+             (dict(a=at), "gemm_simt<false, false, EpiNone, false, 1, false>", 0),
+             (dict(a=at, b=wt, epi="EpiBiasReluScale"), "gemm_simt<false, true, EpiBiasReluScale, false, 1, false>",
+              0)]
+    for kw, kernel, smem in cases:
+        p = gplan(4096, 4096, 4096, **kw)
+        assert (p.kernel, p.smem) == (kernel, smem), kw
+    assert gemm_plan.SIMT_SMEM_BYTES == 2 * 2 * 16 * (128 + 4) * 4   # both operands' two k-tile buffers
+    p = gplan(1024, 1024, 1024)                                         # split-K
+    assert (p.kernel, p.smem) == ("gemm_simt<true, false, EpiNone, true, 1, false>", 0)
+    listed = gemm_plan.variants()["gemm.cu"]
+    assert all(kernel in listed for _, kernel, _ in cases)
 
 
 def test_operand_preparation():

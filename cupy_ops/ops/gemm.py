@@ -140,7 +140,7 @@ def _run_simt(p, a, b, c, bias, scale):
     out = c if p.slices == 1 else torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
     launch.launch(_handle(p.kernel, device), p.grid, p.block,
                   (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, out.data_ptr(), M, N, K,
-                   int(p.a.vec) | int(p.b.vec) << 1, p.kslice, bias, scale))
+                   int(p.a.vec) | int(p.b.vec) << 1, p.kslice, bias, scale), p.smem)
     if p.slices > 1:
         _reduce(p, out, c, bias, scale)
 

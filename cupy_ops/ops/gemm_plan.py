@@ -30,6 +30,10 @@ EPILOGUES = ("EpiNone", "EpiBiasReluScale")
 SIMT_TILE = 128          # block tile of gemm_simt.cuh, M and N
 SIMT_THREADS = 256       # 16 x 16 threads, 8 x 8 outputs each
 SIMT_BK = 16             # k-tile: BK=16 ran 5 % faster than 8 (docs/tuning.md, SIMT run 1)
+SIMT_PAD = 4             # floats of padding per shared-memory tile row: the transposing stores hit distinct banks
+# Shared memory of gemm_simt.cuh: two buffers of the A and B k-tiles (SIMT_BK rows of
+# SIMT_TILE + SIMT_PAD floats); passed as dynamic shared memory by the variants that take it so.
+SIMT_SMEM_BYTES = 2 * 2 * SIMT_BK * (SIMT_TILE + SIMT_PAD) * 4
 TC_TILE = 128            # block tile of gemm_tc.cuh, M and N
 TC_THREADS = 128         # 4 warps of 64 x 64
 TC_SMEM_BYTES = 61440    # 3 cp.async stages of (128 + 128) rows x 80 bytes (docs/tuning.md, tc run 4)
@@ -82,7 +86,8 @@ TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.
 NAIVE_BLOCK = (16, 16, 1)
 REDUCE_THREADS = 256
 
-DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK,
+DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "SG_PAD": SIMT_PAD,
+           "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
                  "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES}
@@ -134,6 +139,33 @@ WG_GROUP = 8
 # waves) split in 2 ran 0.0426 ms against 0.0584 unsplit (matmul; linear 0.0383 vs 0.0591);
 # 256 x 1024 x 1024 (16 tiles) splits in 4 at 0.25 waves already.
 X3_SPLIT_MAX_WAVES = 0.5
+# The SIMT kernel's blocks per SM (the __launch_bounds__ minimum, on compute capability 9.0+;
+# 2 caps registers at 128) and whether its tiles are dynamic shared memory, by (A K-major, B
+# K-major, fused epilogue); split-K partial products and the layouts not listed: (1, False).
+# At the 128-register cap ptxas schedules the fragment loads differently by how the tiles are
+# declared, which made a 10 % difference. H100, session 10 (benchmarks/probe_simt.py,
+# benchmarks/results/probe_simt_h100_session10.log, interleaved with torch): A K-major, B
+# N-major (matmul's row-major b) 2 blocks dynamic 0.94x / 0.91x torch at 4096^3 /
+# 1024x8192x8192, static 0.79x / 0.76x, 1 block 0.83-0.87x; B K-major (the nn.Linear
+# weight) 2 blocks static 0.88x / 0.89x, dynamic 0.82x, 1 block 0.80-0.83x (dynamic the
+# better), but NVRTC 13.5 spills at 2 blocks static without the fused epilogue (56 bytes).
+SIMT_OCCUPANCY = {(True, False, False): (2, True), (True, False, True): (2, True),
+                  (True, True, True): (2, False), (True, True, False): (1, True)}
+
+
+def simt_occupancy(a_kmajor: bool, b_kmajor: bool, fused: bool, split: bool) -> tuple[int, bool]:
+    """``(blocks per SM, tiles in dynamic shared memory)`` of a SIMT kernel (SIMT_OCCUPANCY)."""
+    return (1, False) if split else SIMT_OCCUPANCY.get((a_kmajor, b_kmajor, fused), (1, False))
+
+
+def simt_kernel(a_kmajor: bool, b_kmajor: bool, epi: str, split: bool) -> tuple[str, int]:
+    """The SIMT kernel's instantiation for these layouts and epilogue, and the dynamic shared
+    memory its launch passes."""
+    blocks, dyn = simt_occupancy(a_kmajor, b_kmajor, epi != "EpiNone", split)
+    return (f"gemm_simt<{_tf(a_kmajor)}, {_tf(b_kmajor)}, {epi}, {_tf(split)}, {blocks}, {_tf(dyn)}>",
+            SIMT_SMEM_BYTES if dyn else 0)
+
+
 # Smallest K a SIMT split-K slice gets. H200, run 9 (benchmarks/results/tune_simt_h200_runs8-9.log):
 # fp32 1024^3 0.54x -> 1.04x torch, linear 256x1024x1024 0.39x -> 1.70x.
 SIMT_SPLIT_MIN_K = 128
@@ -326,12 +358,12 @@ def _simt(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     slices, kslice = simt_split(M, N, K, dev.sm_count) if opts.get("split_k", True) else (1, K)
     grid = (cdiv(N, SIMT_TILE), cdiv(M, SIMT_TILE), slices)
     block = (SIMT_THREADS, 1, 1)
-    if slices > 1:
-        return GemmPlan("simt", f"gemm_simt<{_tf(pa.kmajor)}, {_tf(pb.kmajor)}, EpiNone, true>", "gemm.cu", grid,
-                        block, 0, pa, pb, (SIMT_TILE, SIMT_TILE), slices, kslice, f"gemm_splitk_reduce<float, {epi}>",
-                        _reduce_grid(M * N))
-    return GemmPlan("simt", f"gemm_simt<{_tf(pa.kmajor)}, {_tf(pb.kmajor)}, {epi}, false>", "gemm.cu", grid, block,
-                    0, pa, pb, (SIMT_TILE, SIMT_TILE), 1, K)
+    split = slices > 1
+    kernel, smem = simt_kernel(pa.kmajor, pb.kmajor, "EpiNone" if split else epi, split)
+    if split:
+        return GemmPlan("simt", kernel, "gemm.cu", grid, block, smem, pa, pb, (SIMT_TILE, SIMT_TILE), slices, kslice,
+                        f"gemm_splitk_reduce<float, {epi}>", _reduce_grid(M * N))
+    return GemmPlan("simt", kernel, "gemm.cu", grid, block, smem, pa, pb, (SIMT_TILE, SIMT_TILE), 1, K)
 
 
 def _reduce_grid(n: int) -> tuple[int, int, int]:
@@ -591,8 +623,7 @@ def variants() -> dict[str, list[str]]:
         gemm += [f"gemm_naive<{T}, {e}>" for e in EPILOGUES]
     for ak in (True, False):
         for bk_ in (True, False):
-            gemm += [f"gemm_simt<{_tf(ak)}, {_tf(bk_)}, {e}, false>" for e in EPILOGUES]
-            gemm.append(f"gemm_simt<{_tf(ak)}, {_tf(bk_)}, EpiNone, true>")
+            gemm += [simt_kernel(ak, bk_, e, False)[0] for e in EPILOGUES] + [simt_kernel(ak, bk_, "EpiNone", True)[0]]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         gemm += [f"gemm_tc<{T}, {e}>" for e in EPILOGUES] + [f"gemm_splitk_reduce<{T}, {e}>" for e in EPILOGUES]
