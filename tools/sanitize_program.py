@@ -43,7 +43,8 @@ for dtype in DTYPES:
             cupy_ops.matmul(a, w.t(), algo=algo)                 # b K-major without the fused epilogue
             cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
-            calls += 5
+            cupy_ops.linear_relu_div(a.t().contiguous().t(), w.t().contiguous().t(), bias, 2.0, algo=algo)
+            calls += 6
         if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K,
             # both epilogue stores (the TMA's where C's rows allow it, and the threads'); float32
             # with a row-major b and TMA stores: the swapped kernel (C^T = B^T A^T)
