@@ -298,8 +298,6 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 template <int PENDING = 0> __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
 }
-// ... and have completed.
-__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 // This thread's shared-memory writes are visible to the TMA unit (the async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -773,8 +771,12 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
       }
     }
-    // the TMA has read (and written) the last stores before the shared memory goes away
-    if (cmap != nullptr && lane == 0) bulk_wait();
+    // the TMA has read the last stores' shared memory before it goes away. Only read, as
+    // CUTLASS's epilogue tail (tma_store_wait): the writes to C complete with the grid, and
+    // waiting for them kept the CTA on its SM (a next CTA of a grid of several waves waiting)
+    // for the writes' round trip. Measured at one wave (benchmarks/results/
+    // probe_ksplit_pair_h100_session11.log, tree "tail"): within the spread.
+    if (cmap != nullptr && lane == 0) bulk_wait_read();
   }
   // No CTA of a cluster leaves while its peer may still multicast into its shared memory or
   // arrive on its barriers. (The barrier is .aligned: warp 0 reconverges with its producer

@@ -332,8 +332,9 @@ def test_simt_split_k_fills_idle_sms():
 def test_simt_blocks_per_sm_and_shared_memory_by_layout():
     # SIMT_OCCUPANCY: row-major a and b at 2 blocks per SM, tiles in dynamic shared memory
     # (which the launch then passes); both K-major (the nn.Linear weight) 2 blocks of static
-    # tiles with the fused epilogue, 1 of dynamic without; an M-major a (a transposed view) 1
-    # static; split-K partials 1 static
+    # tiles with the fused epilogue, 1 of dynamic without; an M-major a (a transposed view) 2
+    # static with a row-major b, 2 dynamic with a K-major one, 1 static with that and the fused
+    # epilogue; split-K partials 1 static
     wt = colmajor(4096, 4096)                      # b = weight.T: K-major
     at = colmajor(4096, 4096)                      # a = x.T: M-major
     cases = [(dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm_plan.SIMT_SMEM_BYTES),
@@ -341,7 +342,9 @@ def test_simt_blocks_per_sm_and_shared_memory_by_layout():
               gemm_plan.SIMT_SMEM_BYTES),
              (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm_plan.SIMT_SMEM_BYTES),
              (dict(b=wt, epi="EpiBiasReluScale"), "gemm_simt<true, true, EpiBiasReluScale, false, 2, false>", 0),
-             (dict(a=at), "gemm_simt<false, false, EpiNone, false, 1, false>", 0),
+             (dict(a=at), "gemm_simt<false, false, EpiNone, false, 2, false>", 0),
+             (dict(a=at, epi="EpiBiasReluScale"), "gemm_simt<false, false, EpiBiasReluScale, false, 2, false>", 0),
+             (dict(a=at, b=wt), "gemm_simt<false, true, EpiNone, false, 2, true>", gemm_plan.SIMT_SMEM_BYTES),
              (dict(a=at, b=wt, epi="EpiBiasReluScale"), "gemm_simt<false, true, EpiBiasReluScale, false, 1, false>",
               0)]
     for kw, kernel, smem in cases:

@@ -41,10 +41,11 @@ for dtype in DTYPES:
             cupy_ops.matmul(a, b, algo=algo)
             cupy_ops.matmul(a.t().contiguous().t(), b.t().contiguous().t(), algo=algo)
             cupy_ops.matmul(a, w.t(), algo=algo)                 # b K-major without the fused epilogue
+            cupy_ops.matmul(a.t().contiguous().t(), b, algo=algo)   # a M-major, b row-major
             cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
             cupy_ops.linear_relu_div(a.t().contiguous().t(), w.t().contiguous().t(), bias, 2.0, algo=algo)
-            calls += 6
+            calls += 7
         if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K,
             # both epilogue stores (the TMA's where C's rows allow it, and the threads'); float32
             # with a row-major b and TMA stores: the swapped kernel (C^T = B^T A^T)

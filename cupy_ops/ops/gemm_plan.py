@@ -151,11 +151,14 @@ X3_SPLIT_MAX_WAVES = 0.5
 # better), but NVRTC 13.5 spills at 2 blocks static without the fused epilogue (56 bytes).
 # Through the plan, old table against this one (probe_simt_layouts_h100_session10.log): matmul
 # 4096^3 3.13 -> 2.87 ms, with the fused epilogue (b N-major) 3.16 -> 3.10 ms, both K-major
-# without it 3.33 -> 3.26 ms. An M-major A (a transposed view) stays at 1 block static here:
-# 2 blocks measured faster (docs/tuning.md session 10, runs 7-8) but has not been through the
-# full GPU suite yet.
+# without it 3.33 -> 3.26 ms. An M-major A (a transposed view; probe_simt.py --a-m-major, runs
+# 7-8 of the same log) at 1 block static / 2 blocks static / 2 dynamic: N-major B 0.85x /
+# 0.94x / 0.86x (with the fused epilogue 0.85x / 0.96x / 0.96x), K-major B 0.87x / 0.76x /
+# 0.92x (fused 0.88x / 0.88x / 0.87x: left at 1 block).
 SIMT_OCCUPANCY = {(True, False, False): (2, True), (True, False, True): (2, True),
-                  (True, True, True): (2, False), (True, True, False): (1, True)}
+                  (True, True, True): (2, False), (True, True, False): (1, True),
+                  (False, False, False): (2, False), (False, False, True): (2, False),
+                  (False, True, False): (2, True)}
 
 
 def simt_occupancy(a_kmajor: bool, b_kmajor: bool, fused: bool, split: bool) -> tuple[int, bool]:
