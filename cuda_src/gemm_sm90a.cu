@@ -9,12 +9,15 @@
 #include "gemm_epilogue.cuh"
 
 // gemm_wgmma.cuh gemm_wgmma_tiles: clusters of CM CTAs (2: sharing the B tile), the grid CM x
-// the clusters that run at once (persistent) or x the units (one per cluster); `group`:
+// the clusters that run at once (persistent) or x the units (one per cluster). The host gives
+// the cluster size at launch (cupy_ops/launch.py, launch(..., cluster=CM)), not
+// __cluster_dims__: compiled into the kernel, a cluster of 1 made these kernels up to 19 %
+// slower (H100, session 11: docs/tuning.md); the kernel traps if launched otherwise. `group`:
 // cluster rows per WgWalk group. tma_store != 0: c_map covers c (16-row x 128-byte boxes,
 // 128-byte swizzle; ldc 16-byte aligned) and the epilogue stores through the TMA; 0: c_map
 // is not read and the epilogue stores with the threads.
 template <class T, bool B_NMAJOR, int BN, int CM, class EPI>
-__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+__global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
                int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
@@ -39,7 +42,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 // (M, K) as a K-major B side (boxes of BN / CM rows), c_map c (M, N) in boxes of 32 x 32
 // (128-byte swizzle; ldc = N, 16-byte aligned). The grid walks C^T's tiles (kernel M = N).
 template <int BN, int CM, class EPI>
-__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+__global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map,
                     const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, const u32* bias,
                     double scale) {
@@ -51,7 +54,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
 // go into the z-th (M, N) fp32 slice of ws (summed by gemm_splitk_reduce of gemm.cu, with the
 // epilogue).
 template <class T, bool B_NMAJOR, int BN, int CM>
-__global__ void __launch_bounds__(WG_THREADS, 1) __cluster_dims__(CM, 1, 1)
+__global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_partial(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, float* ws,
                        int M, int N, int K, int kslice, int group) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, float>(&a_map, &b_map, nullptr, reinterpret_cast<u32*>(ws), N, (i64)M * N,

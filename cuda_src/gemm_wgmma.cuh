@@ -485,6 +485,12 @@ __device__ __forceinline__ u32 cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
+// The CTAs in this CTA's cluster (1 for a launch without clusters).
+__device__ __forceinline__ u32 cluster_ctas() {
+  u32 n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
+}
 // Every thread of the cluster's CTAs: memory operations before it (shared memory of either
 // CTA, mbarrier inits) are visible to every thread of the cluster after it.
 __device__ __forceinline__ void cluster_sync() {
@@ -633,6 +639,9 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     ktiles = (min(kslice, K - k0) + BK - 1) / BK;
   };
 
+  // The cluster size is the launch's (the host passes it; no __cluster_dims__): a launch that
+  // disagrees with CM would multicast into, and arrive on, CTAs that are not there. Trap.
+  if (cluster_ctas() != (u32)CM) asm volatile("trap;\n");
   if (tid == 0) {
     tma_prefetch_map(amap);
     tma_prefetch_map(bmap);

@@ -2,8 +2,9 @@
 
 ``handle(variant, device, signature)`` loads the variant's binary (compiled by the compile
 layer on first use) on a device and keeps it in the one handle cache, ``handles``, keyed by
-``(variant, device)``. ``launch`` packs the arguments and calls ``cuLaunchKernel`` on
-torch's current stream of the handle's device, making that device current when it is not:
+``(variant, device)``. ``launch`` packs the arguments and calls ``cuLaunchKernel`` (for
+thread-block clusters ``cuLaunchKernelEx``) on torch's current stream of the handle's device,
+making that device current when it is not:
 the kernel is ordered with the surrounding torch work and captured by CUDA graphs.
 
 Tensors reach kernels as raw device pointers (``tensor.data_ptr()``): no DLPack and no CuPy
@@ -226,26 +227,30 @@ def _load_image(b: compiler.Binary, device: int):
         return module.get_function(b.lowered)
 
 
-def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
+def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int = 1) -> None:
     """Launch ``h`` with ``args`` on torch's current stream of the handle's device.
 
     ``grid`` and ``block`` are 3-tuples; ``args`` match the handle's signature. Makes the
     handle's device current for the launch when it is not (a tensor on ``cuda:1`` runs on
     ``cuda:1`` whatever the current device is). The eager hot path: no allocation, one
-    ``struct.pack_into`` and one driver call.
+    ``struct.pack_into`` and one driver call. ``cluster`` > 1: thread-block clusters of that
+    many CTAs along x (``grid[0]`` a multiple of it), given as a launch attribute
+    (``cuLaunchKernelEx``) to a kernel compiled without ``__cluster_dims__``.
     """
     device = h.device
     if shared_mem > h.smem_limit:
         h.allow_shared_memory(shared_mem)
     if _several_devices and _get_device() != device:
         with torch.cuda.device(device):
-            return launch(h, grid, block, args, shared_mem)
+            return launch(h, grid, block, args, shared_mem, cluster)
     try:
         storage, params, _ = h._tls.buf
     except AttributeError:
         storage, params, _ = h.buffers()
     h.pack(storage, 0, *args)
     stream = _raw_stream(device)
+    if cluster != 1:
+        return _launch_cluster(h, grid, block, shared_mem, stream, params, cluster)
     try:
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
     except _DriverError:
@@ -257,8 +262,65 @@ def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0) -> None:
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h) holding a cluster dimension: the id, padding to 8 bytes, and
+    the 64-byte value union, whose clusterDim member is three unsigned ints."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_int), ("x", ctypes.c_uint), ("y", ctypes.c_uint),
+                ("z", ctypes.c_uint), ("rest", ctypes.c_char * 52)]
+
+
+_CLUSTER_DIMENSION = 4   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+_libcuda = None
+
+
+def _cuda_fn(name: str, argtypes):
+    """libcuda's ``name`` through ctypes (CuPy binds no cluster call; ops/tma.py does the same)."""
+    global _libcuda
+    if _libcuda is None:
+        _libcuda = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    fn = getattr(_libcuda, name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = argtypes
+    return fn
+
+
+def _cluster_attribute(cluster: int) -> _LaunchAttribute:
+    return _LaunchAttribute(_CLUSTER_DIMENSION, 0, cluster, 1, 1)
+
+
+_launch_ex = None
+
+
+def _launch_cluster(h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster: int) -> None:
+    """``launch``'s cluster path: cuLaunchKernelEx with the cluster dimension as an attribute.
+    The Hopper kernels carry no ``__cluster_dims__``: compiled with clusters of 1, the
+    K-splitting kernel ran up to 19 % and the swapped TF32 one 10 % slower than with none, and
+    pairs launched this way ran as fast as compiled ones (H100, session 11:
+    benchmarks/results/probe_ksplit_pair_h100_session11.log, probe_cluster_launch_h100_session11.log).
+    Raises ``RuntimeError`` with the driver's code if the launch fails."""
+    global _launch_ex
+    if _launch_ex is None:
+        _launch_ex = _cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
+                                                   ctypes.c_void_p])
+    attr = _cluster_attribute(cluster)
+    cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
+                        ctypes.addressof(attr), 1)
+    rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
+    if rc != 0 and _driver.ctxGetCurrent() == 0:
+        from cupy.cuda import runtime
+
+        runtime.free(0)  # this thread has no current CUDA context yet: make the device's current
+        rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
+    if rc != 0:
+        raise RuntimeError(f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
+                           f"{tuple(grid)}, clusters of {cluster}, block {tuple(block)}, {shared_mem} bytes of "
+                           f"shared memory)")
+
+
 class _LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig (cuda.h): the launch that cuOccupancyMaxActiveClusters asks about."""
+    """CUlaunchConfig (cuda.h): a launch of cuLaunchKernelEx, or the one that
+    cuOccupancyMaxActiveClusters asks about."""
 
     _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
                 ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
@@ -270,12 +332,11 @@ _max_active_clusters = None
 
 
 def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> int:
-    """How many clusters of ``cluster`` CTAs of ``h`` (a kernel compiled with that cluster
-    size, ``__cluster_dims__``), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic
-    shared memory, run on its device at once (cuOccupancyMaxActiveClusters; cached on the
-    handle). A persistent grid larger than this would run its last clusters after the first
-    ones finished: twice the time. CuPy binds no cluster call, so libcuda is called through
-    ctypes (as ops/tma.py does). Raises ``RuntimeError`` with the driver's code if it fails."""
+    """How many clusters of ``cluster`` CTAs of ``h`` (launched as ``launch(..., cluster=)``
+    does), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic shared memory, run
+    on its device at once (cuOccupancyMaxActiveClusters; cached on the handle). A persistent
+    grid larger than this would run its last clusters after the first ones finished: twice
+    the time. Raises ``RuntimeError`` with the driver's code if it fails."""
     global _max_active_clusters
     key = (cluster, tuple(block), shared_mem)
     n = h.resident.get(key)
@@ -284,12 +345,10 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
     if shared_mem > h.smem_limit:
         h.allow_shared_memory(shared_mem)
     if _max_active_clusters is None:
-        lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-        fn = lib.cuOccupancyMaxActiveClusters
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)]
-        _max_active_clusters = fn
-    cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, None, 0)
+        _max_active_clusters = _cuda_fn("cuOccupancyMaxActiveClusters",
+                                        [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
+    attr = _cluster_attribute(cluster)
+    cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
     out = ctypes.c_int(0)
     with torch.cuda.device(h.device):
         rc = _max_active_clusters(ctypes.byref(out), h.ptr, ctypes.byref(cfg))

@@ -65,15 +65,60 @@ def test_tensor_map_rejected_by_the_driver_raises(cuda):
 
 
 def test_launch_config_matches_cuda_h():
-    """The ctypes CUlaunchConfig that cuOccupancyMaxActiveClusters reads: seven unsigned ints,
-    then the stream, the attribute pointer and their count at cuda.h's 64-bit offsets."""
+    """The ctypes CUlaunchConfig that cuLaunchKernelEx and cuOccupancyMaxActiveClusters read:
+    seven unsigned ints, then the stream, the attribute pointer and their count at cuda.h's
+    64-bit offsets; and the CUlaunchAttribute carrying the cluster dimension: the id, padding to
+    8 bytes, a 64-byte value union whose clusterDim is its first three unsigned ints."""
     import ctypes
 
-    from cupy_ops.launch import _LaunchConfig
+    from cupy_ops.launch import _LaunchAttribute, _LaunchConfig, _cluster_attribute
 
     assert ctypes.sizeof(_LaunchConfig) == 56
     assert [getattr(_LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == \
         [24, 32, 40, 48]
+    assert ctypes.sizeof(_LaunchAttribute) == 72
+    assert [getattr(_LaunchAttribute, f).offset for f in ("id", "x", "y", "z")] == [0, 8, 12, 16]
+    a = _cluster_attribute(2)
+    assert (a.id, a.x, a.y, a.z) == (4, 2, 1, 1)   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+
+
+CLUSTER_MISMATCH = """
+import torch
+from cupy_ops import launch
+from cupy_ops.ops import gemm, tma
+a = torch.randn(4096, 256, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
+c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+p = gemm.plan_for(a, b, "EpiNone", "wgmma")
+assert p.cluster == 2, p
+a_map, b_map, keep = gemm._maps(p, a, b)
+h = gemm._handle(p.kernel, 0)
+args = (a_map, b_map, gemm._NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
+launch.launch(h, p.grid, p.block, args, p.smem, cluster=1)   # the pair kernel without its clusters
+try:
+    torch.cuda.synchronize()
+except RuntimeError as exc:
+    print("trapped:", exc)
+"""
+
+
+def test_a_cluster_kernel_launched_without_its_cluster_traps(cuda):
+    """The Hopper kernels take their cluster size from the launch (launch(..., cluster=)), not
+    from __cluster_dims__; one launched with another size traps before any multicast or remote
+    arrive could reach a CTA that is not there (in a child process: the trap ends the CUDA
+    context)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from cupy_ops.ops import gemm
+
+    if not gemm.device_info(0).has_wgmma:
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    proc = subprocess.run([sys.executable, "-c", CLUSTER_MISMATCH], cwd=Path(__file__).resolve().parents[1],
+                          env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert "trapped:" in proc.stdout, (proc.stdout, proc.stderr)
 
 
 def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda):

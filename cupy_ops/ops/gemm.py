@@ -214,17 +214,17 @@ def _run_hopper(p, a, b, c, bias, scale):
     walk = (p.group,) if p.family == "wgmma" else ()   # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk, p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk, p.smem, p.cluster)
         _reduce(p, ws, c, bias, scale)
     elif p.swap and p.family == "wgmma":
         box = gemm_plan.WG_SWAP_BOX
         c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
-        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
     elif p.family == "wgmma":
         c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), gemm_plan.WG_STORE_ROWS, exact=True)
                  if p.tma_store else _NO_MAP)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
-                                         bias, scale), p.smem)
+                                         bias, scale), p.smem, p.cluster)
     else:
         launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
     del keep   # launched: the stream orders any reuse of this memory after the kernel
