@@ -76,7 +76,9 @@ SHAPES = [(torch.bfloat16, 4096, 4096, 4096, "N", {"table": {}}),
           (torch.bfloat16, 1024, 8192, 8192, "K", {"table": {}}),
           (torch.bfloat16, 1024, 1024, 1024, "N", {"table": {}, "cl1": dict(SQ, cluster=1), "cl2": dict(SQ, cluster=2)}),
           (torch.bfloat16, 1024, 4096, 1024, "N", {"table": {}, "cl1": dict(SQ, cluster=1), "cl2": dict(SQ, cluster=2)}),
-          (torch.float32, 1024, 1024, 1024, "N", {"table": {}})]
+          (torch.float32, 1024, 1024, 1024, "N", {"table": {}}),
+          (torch.float32, 4096, 4096, 4096, "N", {"table": {}}),
+          (torch.float32, 1024, 8192, 8192, "K", {"table": {}})]
 for dt, M, K, N, layout, variants in SHAPES:
     torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
     a = torch.randn(M, K, device="cuda", dtype=dt)
