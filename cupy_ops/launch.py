@@ -235,7 +235,9 @@ def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int
     ``cuda:1`` whatever the current device is). The eager hot path: no allocation, one
     ``struct.pack_into`` and one driver call. ``cluster`` > 1: thread-block clusters of that
     many CTAs along x (``grid[0]`` a multiple of it), given as a launch attribute
-    (``cuLaunchKernelEx``) to a kernel compiled without ``__cluster_dims__``.
+    (``cuLaunchKernelEx``, through ctypes: two small structs per launch, taken only by the
+    Hopper GEMM's pairs, kernels of 50 us and more) to a kernel compiled without
+    ``__cluster_dims__``.
     """
     device = h.device
     if shared_mem > h.smem_limit:

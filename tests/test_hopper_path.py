@@ -82,10 +82,28 @@ def test_launch_config_matches_cuda_h():
     assert (a.id, a.x, a.y, a.z) == (4, 2, 1, 1)   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 
 
+def test_a_failed_cluster_launch_raises_with_the_drivers_code(monkeypatch):
+    """cuLaunchKernelEx's error (with a current context: no retry) is a RuntimeError naming the
+    kernel, its device, the CUresult and the launch (driver stubbed: runs without a GPU)."""
+    import types
+
+    from cupy_ops import launch
+
+    calls = []
+    monkeypatch.setattr(launch, "_launch_ex", lambda *a: calls.append(a) or 1)   # CUDA_ERROR_INVALID_VALUE
+    monkeypatch.setattr(launch, "_driver", types.SimpleNamespace(ctxGetCurrent=lambda: 1))
+    h = types.SimpleNamespace(name="gemm_wgmma<bf16, true, 256, 2, EpiNone>", device=0, ptr=1234)
+    with pytest.raises(RuntimeError, match=r"cuLaunchKernelEx failed \(CUresult 1\) for gemm_wgmma<bf16, true, 256, 2, "
+                                           r"EpiNone> on cuda:0 \(grid \(132, 1, 1\), clusters of 2, block "
+                                           r"\(384, 1, 1\), 230496 bytes of shared memory\)"):
+        launch._launch_cluster(h, (132, 1, 1), (384, 1, 1), 230496, 0, 0, 2)
+    assert len(calls) == 1   # a context was current: not retried
+
+
 CLUSTER_MISMATCH = """
 import torch
 from cupy_ops import launch
-from cupy_ops.ops import gemm, tma
+from cupy_ops.ops import gemm
 a = torch.randn(4096, 256, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
 c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
