@@ -1,11 +1,13 @@
 // The Hopper GEMM kernels (compiled for sm_90a only; cupy_ops/ops/gemm_plan.py picks them on
 // compute capability 9.0), for matmul (EPI = EpiNone) and linear_relu_div (EpiBiasReluScale):
-// wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh). a_map covers A (M, K)
+// wgmma + TMA (gemm_wgmma.cuh), and fp32 as 3xTF32 (gemm_tf32x3.cuh) or as three fp16 products
+// of scaled pieces (gemm_fp16x3.cuh). a_map covers A (M, K)
 // row-major; b_map covers B as (N, K) K-major, or (B_NMAJOR, 16-bit T only) as (K, N)
 // row-major. c row-major (M, N), ldc.
 // Dynamic shared memory: WG_SMEM_BYTES (X3_SMEM_BYTES for tf32x3); block WG_THREADS.
 #include "gemm_wgmma.cuh"
 #include "gemm_tf32x3.cuh"
+#include "gemm_fp16x3.cuh"
 #include "gemm_epilogue.cuh"
 
 // gemm_wgmma.cuh gemm_wgmma_tiles: clusters of CM CTAs (2: sharing the B tile), the grid CM x
@@ -101,4 +103,26 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_partial(const 
   gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true>(
       &b_map, &a_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0, min(kslice, K - k0),
       Epilogue<float, EpiNone>(nullptr, 1.0));
+}
+
+// fp32 C = epilogue(A @ B) in three fp16 products of scaled pieces (gemm_fp16x3.cuh): the maps
+// cover the pieces fp16x3_split made of A (M, K) and of B^T (N, K), K-major; ea / eb their
+// rows' scale exponents. Dynamic shared memory: X3_SMEM_BYTES.
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_fp16x3(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
+                const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, u32* c, i64 ldc, int M, int N,
+                int K, const int* ea, const int* eb, const u32* bias, double scale) {
+  gemm_fp16x3_block<BN, float>(&ahi, &alo, &bhi, &blo, c, ldc, M, N, 0, K, ea, eb, Epilogue<float, EPI>(bias, scale));
+}
+
+// Its split-K partial products (scaled back: the slices add), as gemm_wgmma_partial.
+template <int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_fp16x3_partial(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
+                        const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, float* ws, int M,
+                        int N, int K, int kslice, const int* ea, const int* eb) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_fp16x3_block<BN, float>(&ahi, &alo, &bhi, &blo, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M,
+                               N, k0, min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0));
 }

@@ -32,7 +32,7 @@ def main() -> int:
 
     print(f"matmul: ({args.n}, {args.n}) @ ({args.n}, {args.n}); {args.dtype}; {torch.cuda.get_device_name()}",
           flush=True)
-    variants = {"ModelNew (tf32x3 on Hopper fp32, else auto)": problem.ModelNew,
+    variants = {"ModelNew (fp16x3 or tf32x3 on Hopper fp32, else auto)": problem.ModelNew,
                 "ModelNew('auto')": lambda: problem.ModelNew("auto"),
                 "ModelNew('naive')": lambda: problem.ModelNew("naive")}
     results = kernelbench.run(problem, variants, make_inputs=make_inputs,

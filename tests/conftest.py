@@ -27,13 +27,13 @@ def _gpu_reason():
 
 
 GPU_REASON = _gpu_reason()
-# The sm_90a kernels (algo="wgmma", "tf32x3") run on compute capability 9.0 only.
+# The sm_90a kernels (algo="wgmma", "tf32x3", "fp16x3") run on compute capability 9.0 only.
 HOPPER = GPU_REASON is None and torch.cuda.get_device_capability(0) == (9, 0)
 
 
 def require_algo(algo: str) -> None:
     """Skip (with the reason) a test of a kernel family this GPU cannot run."""
-    if algo in ("wgmma", "tf32x3") and not HOPPER:
+    if algo in ("wgmma", "tf32x3", "fp16x3") and not HOPPER:
         pytest.skip(f"algo='{algo}' needs a Hopper GPU (compute capability 9.0)")
 
 

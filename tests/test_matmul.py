@@ -64,12 +64,14 @@ ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), (
                                                        ("tc", torch.bfloat16), ("tc", torch.float16),
                                                        ("tc", torch.float32), ("wgmma", torch.bfloat16),
                                                        ("wgmma", torch.float16), ("wgmma", torch.float32),
-                                                       ("tf32x3", torch.float32)]
+                                                       ("tf32x3", torch.float32), ("fp16x3", torch.float32)]
 TF32_ROUNDOFF = 2.0**-11   # operands rounded to the nearest TF32 (mma.sync: cvt.rna; wgmma: the TMA load)
 # 3xTF32: a = hi + lo with lo rounded to TF32 (< 2^-22 |a| lost per operand) and lo * lo
 # dropped (< 2^-20 |a b|): < 1.5 x 2^-20 per product; 2 x roundoff = 2^-18 covers it with room
 # for the tensor cores' accumulation, which truncates (1 ulp, not half) within each promoted
-# partial sum (at these K the gamma_K term of the bound is far larger still).
+# partial sum (at these K the gamma_K term of the bound is far larger still). fp16x3's pieces
+# have the same 11-bit significands (gemm_fp16x3.cuh), so the same bound, for values within
+# 2^17 of their row's largest (randn's rows span less).
 TF32X3_ROUNDOFF = 2.0**-19
 
 
@@ -78,7 +80,7 @@ def roundoff(algo, dtype):
     split's remainder)."""
     if dtype != torch.float32:
         return 0.0
-    return TF32_ROUNDOFF if algo in ("tc", "wgmma") else TF32X3_ROUNDOFF if algo == "tf32x3" else 0.0
+    return TF32_ROUNDOFF if algo in ("tc", "wgmma") else TF32X3_ROUNDOFF if algo in ("tf32x3", "fp16x3") else 0.0
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
@@ -401,7 +403,7 @@ def test_tiled_algos_name_their_row_limit(cuda):
     a ValueError naming M; "auto" takes the naive kernel there."""
     a = torch.zeros(65535 * 128 + 1, 1, device=cuda)
     b = torch.ones(1, 2, device=cuda)
-    for algo in ("simt", "tc", "wgmma", "tf32x3"):
+    for algo in ("simt", "tc", "wgmma", "tf32x3", "fp16x3"):
         with pytest.raises(ValueError, match=rf"algo='{algo}' takes at most 8388480 rows \(M\), got 8388481"):
             cupy_ops.matmul(a, b, algo=algo)
     c = cupy_ops.matmul(a[-5:] + 1, b)
@@ -416,7 +418,7 @@ def test_sizes_past_32_bits_are_computed_in_64_bit_or_refused_by_name(cuda):
     sum of 2**31 ones is exact (one thread adds them: ~10 s)."""
     K = 2**31
     ones = lambda *shape, dtype=torch.float32: torch.ones(1, 1, device=cuda, dtype=dtype).expand(*shape)  # noqa: E731
-    for algo in ("simt", "tc", "wgmma", "tf32x3"):
+    for algo in ("simt", "tc", "wgmma", "tf32x3", "fp16x3"):
         with pytest.raises(ValueError, match=rf"algo='{algo}' takes K up to 2147483647 \(32-bit sizes\), got K"):
             cupy_ops.matmul(ones(1, K), ones(K, 1), algo=algo)
     assert cupy_ops.gemm_plan(ones(1, K), ones(K, 1)).family == "naive"

@@ -320,6 +320,38 @@ def test_tf32x3_plan():
     assert gemm_plan.runs_sm90a((9, 0)) and not gemm_plan.runs_sm90a((10, 0)) and not gemm_plan.runs_sm90a((8, 9))
 
 
+def test_fp16x3_plan():
+    """fp16x3: asked for by name only; both operands in their tensor-core form (K-major fp32
+    rows) for the split pass, 128 x 128 tiles over the fp16 pieces (64 values of K a tile),
+    the whole shared-memory budget, split-K as 3xTF32's; K == 0 through the tc kernel; no
+    swapped kernel, no other tile width. The models' choice by size (X3H_MIN_WORK)."""
+    assert "fp16x3" in gemm_plan.ALGOS and gplan(4096, 4096, 4096).family == "simt"
+    p = gplan(4096, 4096, 4096, algo="fp16x3")
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, EpiNone>", (128, 128),
+                                                                   (32, 32, 1), 1, 64)
+    assert p.smem == gemm_plan.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "transpose") and not p.swap
+    w = rowmajor(8192, 8192)
+    p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="fp16x3")
+    assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.grid == (64, 8, 1)
+    p = gplan(1024, 1024, 1024, algo="fp16x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
+    assert (p.slices, p.kslice, p.kernel, p.grid) == (2, 512, "gemm_fp16x3_partial<128>", (8, 8, 2))
+    assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
+    assert gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).slices == 1
+    with pytest.raises(ValueError, match=r"tile_n must be one of \(128,\) for algo='fp16x3', got 256"):
+        gplan(1024, 1024, 1024, algo="fp16x3", tile_n=256)
+    with pytest.raises(ValueError, match="swap=True: algo='fp16x3'"):
+        gplan(1024, 1024, 1024, algo="fp16x3", swap=True)
+    with pytest.raises(ValueError, match="algo='fp16x3' is the fp32 kernel on fp16 tensor cores .*got torch.float16"):
+        gplan(64, 64, 64, torch.float16, algo="fp16x3")
+    with pytest.raises(ValueError, match=r"algo='fp16x3' needs a Hopper GPU .* has 8.0"):
+        gplan(64, 64, 64, dev=A100, algo="fp16x3")
+    p = gplan(64, 0, 64, algo="fp16x3")
+    assert p.family == "tc" and "K == 0" in str(p)
+    assert gemm_plan.fp16x3_or_tf32x3(1024, 8192, 8192) == "fp16x3" and gemm_plan.fp16x3_or_tf32x3(1024, 1024, 1024) == "tf32x3"
+    assert gemm_plan.fp16x3_or_tf32x3(2048, 2048, 1024) == "fp16x3" and gemm_plan.fp16x3_or_tf32x3(2048, 2048, 1023) == "tf32x3"
+    assert "fp16x3_split" in gemm_plan.variants()["gemm_sm90a.cu"]
+
+
 def test_simt_split_k_fills_idle_sms():
     p = gplan(1024, 1024, 1024, epi="EpiBiasReluScale")         # 64 tiles on 132 SMs
     assert (p.slices, p.kslice, p.grid) == (2, 512, (8, 8, 2))

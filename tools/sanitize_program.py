@@ -26,7 +26,7 @@ for dtype in DTYPES:
     calls += 2
     probe = torch.ones(1, 1, device="cuda", dtype=dtype)
     algos = []
-    for algo in ("naive", "simt", "tc", "wgmma", "tf32x3"):   # every family this GPU runs for the dtype
+    for algo in ("naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"):   # every family this GPU runs for the dtype
         try:
             cupy_ops.gemm_plan(probe, probe, algo=algo)
             algos.append(algo)
@@ -81,6 +81,13 @@ for dtype in DTYPES:
             cupy_ops.matmul(a, a.t().contiguous(), algo=algo)
             cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)   # b's rows 16-byte aligned: C^T = B^T A^T
             calls += 2
+        if algo == "fp16x3":   # the split's special values: fp16-exact, +-inf, NaN, subnormal rows, lost values
+            a = torch.randn(129, 301, device="cuda")
+            a[::3] = 1.0
+            a[1, ::7], a[2, ::5], a[4] = float("inf"), float("nan"), 1e-40
+            a[5, 0] = 1e20
+            cupy_ops.matmul(a, a.t(), algo=algo)
+            calls += 1
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")

@@ -76,10 +76,10 @@ def gemm_algos(a: torch.Tensor, b: torch.Tensor) -> list[str]:
     reference last), as ``cupy_ops.gemm_plan`` says."""
     auto = cupy_ops.gemm_plan(a, b).family
     # the TF32 kernels are timed for float32 only where TF32 is allowed; without it, the
-    # fp32-accurate ones: 3xTF32 (Hopper) and the CUDA-core kernel
+    # fp32-accurate ones: fp16x3 and 3xTF32 (Hopper) and the CUDA-core kernel
     tf32 = a.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32
     others = []
-    for algo in ("wgmma", "tc", "naive") if tf32 else ("tf32x3", "simt", "naive"):
+    for algo in ("wgmma", "tc", "naive") if tf32 else ("fp16x3", "tf32x3", "simt", "naive"):
         try:
             if algo != auto and cupy_ops.gemm_plan(a, b, algo=algo).family == algo:
                 others.append(algo)
@@ -285,13 +285,14 @@ def rows_from_json(data: dict) -> list[Row]:
 
 def _plotted(row: Row, variant: Variant) -> bool:
     """The variants a reader compares with torch: the one each call takes by default (the
-    elementwise kernel, the GEMM family "auto" picks), and the ModelNew ones: 3xTF32 (fp32 on
-    Hopper) and cuBLAS + relu_div."""
+    elementwise kernel, the GEMM family "auto" picks), and the ModelNew ones: fp16x3 and 3xTF32
+    (fp32 on Hopper) and cuBLAS + relu_div."""
     if variant.error or not variant.stats:
         return False
     if row.problem in ("relu", "relu_div"):
         return variant.name == "cupy_ops"
-    return "(auto)" in variant.name or "tf32x3" in variant.name or variant.name.startswith("cuBLAS")
+    return ("(auto)" in variant.name or "tf32x3" in variant.name or "fp16x3" in variant.name
+            or variant.name.startswith("cuBLAS"))
 
 
 def plot(rows: list[Row], path: str | None, title: str):

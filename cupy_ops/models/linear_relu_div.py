@@ -1,8 +1,8 @@
 """KernelBench level2/63: Linear(8192 -> 8192) -> ReLU -> divide by 2.0, batch 1024.
 
 ``ModelNew`` runs the fastest variant that passes KernelBench's check with at most torch fp32's
-error: on Hopper the whole layer in one fused kernel (float32: 3xTF32; float16 / bfloat16:
-the wgmma kernel); elsewhere ``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused
+error: on Hopper the whole layer in one fused kernel (float32: fp16x3, or 3xTF32 for small
+layers; float16 / bfloat16: the wgmma kernel); elsewhere ``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused
 ReLU-and-divide kernel.
 ``ModelNewNaive`` runs the whole layer in the naive fused GEMM kernel.
 Both hold their weights in an ``nn.Linear`` named ``linear``, created first, exactly as
@@ -13,6 +13,7 @@ import torch.nn as nn
 
 import cupy_ops
 from cupy_ops.ops.gemm import tf32x3_runs, wgmma_runs
+from cupy_ops.ops.gemm_plan import fp16x3_or_tf32x3
 
 batch_size = 1024
 in_features = 8192
@@ -39,9 +40,12 @@ class ModelNew(Model):
     with an error against fp64 no larger than torch fp32's:
 
     - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
-      ``cupy_ops.linear_relu_div(..., algo="tf32x3")``: the GEMM as three TF32 products on the
-      tensor cores with bias, ReLU and divide in its epilogue (H100, 1024 x 8192 x 8192: about
-      2.0x torch fp32, error about 0.3x torch fp32's; README's benchmark tables);
+      ``cupy_ops.linear_relu_div(..., algo="fp16x3")``: the GEMM as three fp16 products of
+      row-scaled pieces of x and of the weight on the tensor cores, with bias, ReLU and divide
+      in its epilogue (H100, 1024 x 8192 x 8192: about 2.7x torch fp32, error about 0.2-0.3x
+      torch fp32's; README's benchmark tables; a value more than 2^17 below the largest of its
+      row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); below 2^32
+      multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
       (``algo="auto"``: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
       1.03x (fp16) / 1.05x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
@@ -53,7 +57,7 @@ class ModelNew(Model):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.linear.weight
         if w.dtype == x.dtype and (tf32x3_runs(x) or wgmma_runs(x)):
-            algo = "tf32x3" if x.dtype == torch.float32 else "auto"
+            algo = fp16x3_or_tf32x3(x.shape[0], w.shape[0], w.shape[1]) if x.dtype == torch.float32 else "auto"
             return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo=algo)
         return ModelNewCublas.forward(self, x)
 

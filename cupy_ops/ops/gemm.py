@@ -53,9 +53,10 @@ def _on_sm90a(t: torch.Tensor) -> bool:
 
 
 def tf32x3_runs(t: torch.Tensor) -> bool:
-    """Whether ``algo="tf32x3"`` takes ``t``'s dtype on its device: float32 on a GPU of
-    compute capability 9.0 (the models use it for float32 where it runs). Reads only the
-    dtype, the device and a cached capability, so torch.compile traces it as a constant."""
+    """Whether ``algo="tf32x3"`` (and ``"fp16x3"``) take ``t``'s dtype on its device: float32
+    on a GPU of compute capability 9.0 (the models use them for float32 where they run). Reads
+    only the dtype, the device and a cached capability, so torch.compile traces it as a
+    constant."""
     return t.dtype == torch.float32 and _on_sm90a(t)
 
 
@@ -230,4 +231,42 @@ def _run_hopper(p, a, b, c, bias, scale):
     del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
-_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_hopper, "tf32x3": _run_hopper}
+def fp16x3_pieces(t: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
+    (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows scaled by 2^exponents[row]
+    (int32, (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
+    t = tc_operand(t, op)
+    rows, k = t.shape
+    ldo = launch.cdiv(max(k, 1), 8) * 8   # the pieces' tensor maps need 16-byte rows
+    pieces = torch.empty((2, rows, ldo), dtype=torch.float16, device=t.device)
+    ex = torch.empty((rows,), dtype=torch.int32, device=t.device)
+    per = gemm_plan.X3H_SPLIT_THREADS // 32
+    launch.launch(_handle("fp16x3_split", t.get_device()), (launch.cdiv(rows, per), 1, 1),
+                  (gemm_plan.X3H_SPLIT_THREADS, 1, 1),
+                  (t.data_ptr(), op.ld, rows, k, pieces[0].data_ptr(), pieces[1].data_ptr(), ldo, ex.data_ptr()))
+    return pieces, ex
+
+
+def _run_fp16x3(p, a, b, c, bias, scale):
+    """fp16x3: the operands' pieces (A's rows, B's columns), their tensor maps, the GEMM and,
+    for split-K, the reduction."""
+    (M, K), N = a.shape, b.shape[1]
+    pa, ea = fp16x3_pieces(a, p.a)
+    pb, eb = fp16x3_pieces(b.t(), p.b)
+    ld = pa.shape[2]
+    maps = tuple(tma.tensor_map(x[i], K, rows, ld, p.bk, box) for x, rows, box in ((pa, M, p.tile[0]), (pb, N, p.tile[1]))
+                 for i in (0, 1))
+    h = _handle(p.kernel, c.get_device())
+    if p.slices > 1:
+        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, p.grid, p.block, maps + (ws.data_ptr(), M, N, K, p.kslice, ea.data_ptr(), eb.data_ptr()),
+                      p.smem)
+        _reduce(p, ws, c, bias, scale)
+    else:
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, ea.data_ptr(), eb.data_ptr(), bias, scale),
+                      p.smem)
+    del pa, pb, ea, eb   # launched: the stream orders any reuse of this memory after the kernel
+
+
+_RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_hopper, "tf32x3": _run_hopper,
+            "fp16x3": _run_fp16x3}

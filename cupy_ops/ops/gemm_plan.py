@@ -82,6 +82,8 @@ X3_SMEM_BYTES = 227 * 1024
 # Its one tile width: each consumer holds the running sum and the current k-tile's partial
 # sum (promotion, see gemm_tf32x3.cuh), 2 x BN / 2 registers, which leaves no room for 256.
 X3_TILE_NS = (128,)
+# fp16x3_split (gemm_fp16x3.cuh): one warp per operand row, X3H_SPLIT_WARPS rows per block.
+X3H_SPLIT_THREADS = 256
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
 REDUCE_THREADS = 256
@@ -139,6 +141,13 @@ WG_GROUP = 8
 # waves) split in 2 ran 0.0426 ms against 0.0584 unsplit (matmul; linear 0.0383 vs 0.0591);
 # 256 x 1024 x 1024 (16 tiles) splits in 4 at 0.25 waves already.
 X3_SPLIT_MAX_WAVES = 0.5
+# fp32 at fp32 accuracy on Hopper tensor cores: fp16x3 (three fp16 products of row-scaled
+# pieces, a split pass over both operands first) from this many multiply-adds (M N K) on,
+# 3xTF32 below (fp16x3_or_tf32x3). H100, session 12 (benchmarks/probe_fp16x3.py,
+# benchmarks/results/probe_fp16x3_h100_session12.log): 2048^3 (2^33) fp16x3 1.32x / 1.40x the
+# speed of 3xTF32 (matmul / fused layer), 4096^3 1.57x / 1.64x; 1024^3 (2^30) 0.38x / 0.71x,
+# 256 x 1024 x 1024 0.46x / 0.44x (the split pass and split-K's workspace at ~20 us a call).
+X3H_MIN_WORK = 2**32
 # The SIMT kernel's blocks per SM (the __launch_bounds__ minimum, on compute capability 9.0+;
 # 2 caps registers at 128) and whether its tiles are dynamic shared memory, by (A K-major, B
 # K-major, fused epilogue); split-K partial products and the layouts not listed: (1, False).
@@ -159,6 +168,12 @@ SIMT_OCCUPANCY = {(True, False, False): (2, True), (True, False, True): (2, True
                   (True, True, True): (2, False), (True, True, False): (1, True),
                   (False, False, False): (2, False), (False, False, True): (2, False),
                   (False, True, False): (2, True)}
+
+
+def fp16x3_or_tf32x3(M: int, N: int, K: int) -> str:
+    """The faster of the two fp32-accurate tensor-core families for an M x K x N GEMM
+    (X3H_MIN_WORK): "fp16x3" for large products, "tf32x3" for small ones."""
+    return "fp16x3" if M * N * K >= X3H_MIN_WORK else "tf32x3"
 
 
 def simt_occupancy(a_kmajor: bool, b_kmajor: bool, fused: bool, split: bool) -> tuple[int, bool]:
@@ -219,7 +234,7 @@ class Device:
 
     @property
     def has_wgmma(self) -> bool:
-        """The Hopper kernels ("wgmma", "tf32x3") run here (``runs_sm90a``)."""
+        """The Hopper kernels ("wgmma", "tf32x3", "fp16x3") run here (``runs_sm90a``)."""
         return runs_sm90a(self.capability)
 
 
@@ -245,7 +260,7 @@ class Operand:
 class GemmPlan:
     """What ``cupy_ops.ops.gemm.run`` launches for one GEMM (see ``plan``)."""
 
-    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma", "tf32x3"
+    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"
     kernel: str                  # its name expression (cuda_src/gemm.cu or gemm_sm90a.cu)
     source: str                  # "gemm.cu" or "gemm_sm90a.cu"
     grid: tuple[int, int, int]
@@ -303,7 +318,9 @@ def unsupported(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: De
         return f"takes float16, bfloat16 or float32 (TF32) operands, got {dtype}"
     if family == "tf32x3" and dtype != torch.float32:
         return f"is the fp32 kernel on TF32 tensor cores (three products); takes float32 operands, got {dtype}"
-    if family in ("wgmma", "tf32x3") and not dev.has_wgmma:
+    if family == "fp16x3" and dtype != torch.float32:
+        return f"is the fp32 kernel on fp16 tensor cores (three products); takes float32 operands, got {dtype}"
+    if family in ("wgmma", "tf32x3", "fp16x3") and not dev.has_wgmma:
         return (f"needs a Hopper GPU (compute capability 9.0); cuda:{dev.index} has "
                 f"{'.'.join(map(str, dev.capability))} (use 'auto' or "
                 f"{'tc' if family == 'wgmma' else 'simt (fp32 on the CUDA cores)'})")
@@ -314,8 +331,8 @@ def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, t
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
     (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take
-    (``unsupported``): "naive". "tf32x3" (fp32 accuracy on the tensor cores, Hopper) is taken
-    only when asked for by name: "auto" follows torch's precision switches. Raises
+    (``unsupported``): "naive". "tf32x3" and "fp16x3" (fp32 accuracy on the tensor cores,
+    Hopper) are taken only when asked for by name: "auto" follows torch's precision switches. Raises
     ``ValueError`` when an explicit ``algo`` cannot take the problem."""
     if algo != "auto":
         checks.fits("algo", algo, unsupported(algo, M, N, K, dtype, dev))
@@ -591,7 +608,28 @@ def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     return GemmPlan("tf32x3", f"{name}<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
 
 
-FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma, "tf32x3": _tf32x3}
+def _fp16x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
+    """Both operands through fp16x3_split (from their tensor-core form: K-major fp32 rows)
+    into scaled fp16 pieces, then gemm_fp16x3 on 128 x 128 tiles, split-K as 3xTF32's."""
+    if K == 0:
+        return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+    if opts.get("tile_n") not in (None,) + X3_TILE_NS:
+        raise ValueError(f"tile_n must be one of {X3_TILE_NS} for algo='fp16x3', got {opts['tile_n']!r}")
+    if opts.get("swap"):
+        raise ValueError("swap=True: algo='fp16x3' reads both operands as K-major fp16 pieces (no swapped kernel)")
+    bk, bn = WG_BK[torch.float16], X3_TILE_NS[0]
+    slices, kslice = (wgmma_split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
+                      else (1, K))
+    common = dict(grid=(cdiv(N, bn), cdiv(M, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES,
+                  a=tc_operand(a), b=tc_operand(b.T), tile=(WG_BM, bn), bk=bk,
+                  notes=("operands split into fp16 pieces (fp16x3_split)",))
+    if slices > 1:
+        return GemmPlan("fp16x3", f"gemm_fp16x3_partial<{bn}>", "gemm_sm90a.cu", slices=slices, kslice=kslice,
+                        reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=_reduce_grid(M * N), **common)
+    return GemmPlan("fp16x3", f"gemm_fp16x3<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+
+
+FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma, "tf32x3": _tf32x3, "fp16x3": _fp16x3}
 ALGOS = ("auto",) + tuple(FAMILIES)
 
 
@@ -646,4 +684,6 @@ def variants() -> dict[str, list[str]]:
     for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
         sm90a += [f"{name}<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
         sm90a += [f"{name}_partial<{bn}>" for bn in X3_TILE_NS]
+    sm90a += [f"gemm_fp16x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
+    sm90a += [f"gemm_fp16x3_partial<{bn}>" for bn in X3_TILE_NS] + ["fp16x3_split"]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}

@@ -20,8 +20,8 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
             device.
         bias: (N,) tensor or None.
         divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"tf32x3"``, ``"simt"`` or
-            ``"naive"``: as for ``matmul`` (``cupy_ops.gemm_plan(x, weight.T)`` says which kernel
+        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"tf32x3"``, ``"fp16x3"``, ``"simt"``
+            or ``"naive"``: as for ``matmul`` (fp16x3 scales the rows of ``x`` and of ``weight``) (``cupy_ops.gemm_plan(x, weight.T)`` says which kernel
             a call takes).
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.

@@ -30,7 +30,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
             at most torch fp32's at the benchmark shapes (1024^3 to 4096^3), and within 2^-18
             of the largest output at any shape (torch's is smaller at small K); NaN and inf
             where torch fp32 puts them; a subnormal input counts as +-2^-125 (tensor cores
-            cannot hold it); ~1.9x torch fp32's speed on an H100 at 4096^3. ``"naive"``: the
+            cannot hold it); ~1.9x torch fp32's speed on an H100 at 4096^3. ``"fp16x3"``
+            (float32, compute capability 9.0): the same accuracy from the fp16 tensor cores,
+            twice TF32's rate: each row of ``a`` and column of ``b`` scaled by a power of two
+            that brings its largest finite magnitude X to [2^14, 2^15), split into two fp16
+            numbers (a pass over both operands, workspaces of their size), three fp16
+            products summed: max error against fp64 at most torch fp32's at the benchmark
+            shapes (0.2-0.6x on randn and rand); NaN and inf where torch fp32 puts them; a
+            value x keeps 21 bits where |x| >= 2^-18 X, an absolute error up to 2^-38 X below
+            (so rows spanning more than ~2^17 lose precision torch keeps); ~3x torch fp32's
+            speed on an H100 at 4096^3, slower than "tf32x3" below ~2^32 multiply-adds (the
+            split pass). ``"naive"``: the
             reference kernel, one thread per output element. ``cupy_ops.gemm_plan(a, b)`` says
             which kernel a call takes.
     Returns:

@@ -1,0 +1,221 @@
+// Hopper fp32 GEMM with fp32-class accuracy on the fp16 tensor cores ("fp16x3", sm_90a only).
+//
+// Each fp32 operand row (a row of A; a column of B, i.e. a row of the K-major B^T) is scaled
+// by a power of two 2^e that brings its largest finite magnitude into [2^14, 2^15), and each
+// scaled value xs is split into two fp16 numbers, xs ~= hi + lo (fp16x3_split, one pass over
+// the operand, written to fp16 workspaces). Then
+//   C[m, n] = 2^-(ea[m] + eb[n]) * sum_k a_lo b_hi + a_hi b_lo + a_hi b_hi,
+// three fp16 wgmmas per k-step: the fp16 tensor cores run at twice the TF32 rate, so the three
+// products cost what 1.5 TF32 products do, and the kernel does no splitting of its own
+// (3xTF32 spends ~24 % of its time splitting: docs/tuning.md, session 5). fp16 has TF32's
+// 11-bit significand, so hi + lo is xs to within 2^-21 |xs| as in 3xTF32; the scaling keeps
+// every row's values inside fp16's exponent range (a value 2^-38 below its row's largest, or
+// less, is lost: its share of any dot product is below fp32's rounding of the row's largest).
+//
+// Same promotion as gemm_tf32x3.cuh: the wgmmas sum into a partial accumulator that is added
+// to the fp32 running sum with add.rn every X3H_PROMOTE_EVERY k-tiles (the tensor cores'
+// accumulation is not fp32's).
+//
+// Block tile WG_BM (128) x BN (128), 384 threads: warpgroup 0, one thread, the TMA loads of a
+// ring of stages [A_hi | A_lo | B_hi | B_lo] (128 rows x 128 bytes of K each, 128-byte
+// swizzle); warpgroups 1, 2 (64 rows each) the wgmmas, both operands from shared memory.
+// Registers: the running sum and the partial, BN / 2 each: BN = 128 only.
+#pragma once
+#include "gemm_wgmma.cuh"
+
+#if !defined(X3_SMEM_BYTES)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES (-D)"
+#endif
+
+#define X3H_PROMOTE_EVERY 1
+#define X3H_SPLIT_WARPS 8   // fp16x3_split: rows (one per warp) per block
+
+template <int BN> struct X3hRing {
+  static constexpr int A_BYTES = WG_BM * 128, B_BYTES = BN * 128, STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
+  static constexpr int STAGES = (X3_SMEM_BYTES - 1024) / (STAGE_BYTES + 16);
+  static_assert(STAGES >= 2, "gemm_fp16x3.cuh: X3_SMEM_BYTES holds fewer than 2 stages");
+};
+
+// 2^e as a float for e in [-126, 127].
+__device__ __forceinline__ float x3h_pow2(int e) { return __uint_as_float((u32)(e + 127) << 23); }
+// v * 2^e without flushing denormals: exact, one rounding where the result is subnormal
+// (two where it is and e < -126: a result below 2^-126 from values scaled by 2^-126 first).
+__device__ __forceinline__ float x3h_scale(float v, int e) {
+  const int e1 = max(-126, min(127, e)), e2 = max(-126, min(127, e - e1));
+  return mul_exact(mul_exact(v, x3h_pow2(e1)), x3h_pow2(e2));
+}
+// The scale exponent of a row whose largest finite magnitude has the bits `mag` (0: none
+// nonzero): that magnitude times 2^e lies in [2^14, 2^15), below fp16's largest (65504).
+__device__ __forceinline__ int x3h_exponent(u32 mag) {
+  if (mag == 0u) return 0;
+  const int e = mag >= 0x00800000u ? (int)(mag >> 23) - 127 : (31 - __clz((int)mag)) - 149;   // floor(log2)
+  return 14 - e;
+}
+
+// xs = x 2^e split into fp16 (hi, lo) bits:
+//   hi: xs truncated toward zero (never larger than xs, so lo has xs's sign: a_lo * inf and
+//       a_hi * inf agree, as torch's a * inf);
+//   lo: the remainder xs - hi (exact in fp32) rounded to the nearest fp16.
+// Never 0 for a nonzero x: hi or lo that would be 0 becomes +-2^-24 (fp16's smallest, x's
+// sign), so no product with an infinite value of the other operand computes 0 * inf = NaN
+// where torch's x * inf is +-inf (2^-24 is 2^-38 below the row's largest: below any fp32 sum
+// it joins). x = +-inf: hi = +-inf, lo = +-2^-24; NaN: both NaN; +-0: both +-0.
+__device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
+  const u32 ux = __float_as_uint(x);
+  const u16 tiny = (u16)(((ux >> 16) & 0x8000u) | 1u);
+  const float xs = x3h_scale(x, e);
+  asm("cvt.rz.f16.f32 %0, %1;" : "=h"(hi) : "f"(xs));
+  float r;
+  asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(xs), "f"(to_acc<f16>(hi)));
+  lo = from_acc<f16>(r);
+  const bool nonzero = (ux & 0x7fffffffu) != 0u;
+  if (nonzero && (hi & 0x7fffu) == 0u) hi = lo = tiny;   // |xs| < 2^-24 (a remainder of it could have the other sign)
+  else if (nonzero && ((lo & 0x7fffu) == 0u || (ux & 0x7fffffffu) == 0x7f800000u)) lo = tiny;
+}
+
+// One warp per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
+// multiple of 4: the host's tensor-core operand form): the row's scale exponent into ex[row],
+// its hi and lo into rows `row` of hi and lo (fp16, ldo apart). Two reads of the row (the
+// second from L2), one write of each piece.
+__global__ void __launch_bounds__(32 * X3H_SPLIT_WARPS)
+    fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
+                 i64 ldo, int* __restrict__ ex) {
+  const int lane = threadIdx.x & 31;
+  const i64 row = (i64)blockIdx.x * X3H_SPLIT_WARPS + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const float* xr = x + row * ld;
+  const int K4 = K / 4;
+  u32 mag = 0;
+  for (int k = lane; k < K4; k += 32) {
+    const uint4 v = *reinterpret_cast<const uint4*>(xr + 4 * k);
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const u32 m = w[q] & 0x7fffffffu;
+      if (m < 0x7f800000u) mag = max(mag, m);
+    }
+  }
+  for (int k = 4 * K4 + lane; k < K; k += 32) {
+    const u32 m = __float_as_uint(xr[k]) & 0x7fffffffu;
+    if (m < 0x7f800000u) mag = max(mag, m);
+  }
+  mag = __reduce_max_sync(0xffffffffu, mag);
+  const int e = x3h_exponent(mag);
+  if (lane == 0) ex[row] = e;
+  u16* hr = hi + row * ldo;
+  u16* lr = lo + row * ldo;
+  for (int k = lane; k < K4; k += 32) {
+    const float4 v = *reinterpret_cast<const float4*>(xr + 4 * k);
+    const float f[4] = {v.x, v.y, v.z, v.w};
+    u16 h[4], l[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) x3h_split1(f[q], e, h[q], l[q]);
+    *reinterpret_cast<uint2*>(hr + 4 * k) = make_uint2((u32)h[0] | ((u32)h[1] << 16), (u32)h[2] | ((u32)h[3] << 16));
+    *reinterpret_cast<uint2*>(lr + 4 * k) = make_uint2((u32)l[0] | ((u32)l[1] << 16), (u32)l[2] | ((u32)l[3] << 16));
+  }
+  for (int k = 4 * K4 + lane; k < K; k += 32) x3h_split1(xr[k], e, hr[k], lr[k]);
+}
+
+// C (M x N, ldc) = epi(2^-(ea[m] + eb[n]) (A_lo B_hi + A_hi B_lo + A_hi B_hi)) over the K
+// range [k0, k0 + K) of the pieces (maps: A_hi, A_lo (M, K) and B_hi, B_lo (N, K), fp16,
+// K-major, boxes of 64 x 128 (A) / 64 x BN (B)). Grid: (N / BN, M / 128).
+template <int BN, class Out, class Epi>
+__device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMap* alo, const TmaMap* bhi,
+                                                  const TmaMap* blo, typename Traits<Out>::Bits* __restrict__ C,
+                                                  i64 ldc, int M, int N, int k0, int K, const int* __restrict__ ea,
+                                                  const int* __restrict__ eb, const Epi& epi) {
+  constexpr int BK = 64, STAGES = X3hRing<BN>::STAGES, STAGE_BYTES = X3hRing<BN>::STAGE_BYTES;
+  constexpr int A_BYTES = X3hRing<BN>::A_BYTES, B_BYTES = X3hRing<BN>::B_BYTES;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const u32 full = ring + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int m0 = blockIdx.y * WG_BM, n0 = blockIdx.x * BN;
+  const int ktiles = (K + BK - 1) / BK;
+
+  if (tid == 0) {
+    tma_prefetch_map(ahi);
+    tma_prefetch_map(alo);
+    tma_prefetch_map(bhi);
+    tma_prefetch_map(blo);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
+    if (tid == 0) {
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES;
+        if (kt >= STAGES) mbar_wait(empty + 8 * s, ((kt / STAGES) - 1) & 1);
+        const u32 dst = ring + s * STAGE_BYTES, bar = full + 8 * s;
+        const int k = k0 + kt * BK;
+        mbar_expect_tx(bar, STAGE_BYTES);
+        tma_load_2d(dst, ahi, k, m0, bar);
+        tma_load_2d(dst + A_BYTES, alo, k, m0, bar);
+        tma_load_2d(dst + 2 * A_BYTES, bhi, k, n0, bar);
+        tma_load_2d(dst + 2 * A_BYTES + B_BYTES, blo, k, n0, bar);
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
+  const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+  float acc[BN / 2], part[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.f;
+  acc_fence<BN / 2>(part);
+  const u32 a_row = (u32)(c * 64 * 128);
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int s = kt % STAGES;
+    const u32 st = ring + s * STAGE_BYTES;
+    mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      // a k-step is 32 bytes further along each 128-byte row (see gemm_wgmma.cuh)
+      const u64 dah = wg_desc(st + a_row + kk * 32, 16, 1024), dal = wg_desc(st + A_BYTES + a_row + kk * 32, 16, 1024);
+      const u64 dbh = wg_desc(st + 2 * A_BYTES + kk * 32, 16, 1024);
+      const u64 dbl = wg_desc(st + 2 * A_BYTES + B_BYTES + kk * 32, 16, 1024);
+      wgmma_tile<f16, false, BN>(part, dal, dbh);   // the small products first
+      wgmma_tile<f16, false, BN>(part, dah, dbl);
+      wgmma_tile<f16, false, BN>(part, dah, dbh);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    acc_fence<BN / 2>(part);
+    if (lane == 0) mbar_arrive(empty + 8 * s);
+    if ((kt + 1) % X3H_PROMOTE_EVERY == 0 || kt + 1 == ktiles) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        acc[i] = add_exact(acc[i], part[i]);
+        part[i] = 0.f;
+      }
+      acc_fence<BN / 2>(part);
+    }
+  }
+  // undo the scaling: accumulator 4 j + 2 h + e is row 16 warp + g + 8 h, column 8 j + 2 t + e
+  const int g = lane >> 2, t = lane & 3;
+  int er[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m0 + c * 64 + warp * 16 + g + 8 * h;
+    er[h] = m < M ? ea[m] : 0;
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int n = n0 + 8 * j + 2 * t + e;
+      const int en = n < N ? eb[n] : 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) acc[4 * j + 2 * h + e] = x3h_scale(acc[4 * j + 2 * h + e], -(er[h] + en));
+    }
+  wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+}

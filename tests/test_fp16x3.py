@@ -1,0 +1,180 @@
+"""algo="fp16x3" (fp32 on the Hopper fp16 tensor cores: three products of row-scaled fp16
+pieces): its error against an fp64 reference next to torch fp32's, NaN / inf placement as
+torch fp32's, its documented range contract, rows of very different magnitudes, split-K, tall
+and odd shapes; and the models' choice between it and 3xTF32. (Shapes, strides, K = 0, both
+epilogues and denormals against the rounding bound: test_matmul.py and test_linear_relu_div.py,
+which run every algo.)"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+from conftest import HOPPER, require_algo
+from cupy_ops.models import linear_relu_div, matmul
+from cupy_ops.ops import gemm, gemm_plan
+from test_matmul import assert_gemm_close, linear_planned, matmul_planned, roundoff
+from test_tf32x3 import max_rel_err, torch_fp32
+
+pytestmark = pytest.mark.gpu
+
+
+def contract_bound(a, b):
+    """matmul's documented bound for fp16x3, per output: each value x of a row (of a) or column
+    (of b) whose largest finite magnitude is X kept to 2^-21 |x| plus 2^-38 X (2^-37 and 2^-18
+    with room for the dropped lo * lo and the tensor cores' truncation within a promoted
+    partial sum), and fp32's gamma_K; the product of two such absolute errors, 2^-76 X_a X_b a
+    term; and the output's own rounding where it is subnormal (fp32's absolute 2^-150, twice
+    for the scaling back in two steps past 2^-126)."""
+    a64, b64 = a.double(), b.double()
+    fa, fb = a64.nan_to_num(0, 0, 0).abs(), b64.nan_to_num(0, 0, 0).abs()
+    xa, xb = fa.amax(1, keepdim=True), fb.amax(0, keepdim=True)
+    K = a.shape[1]
+    absprod = fa @ fb
+    lost = xa * fb.sum(0, keepdim=True) + fa.sum(1, keepdim=True) * xb
+    return (K * 2.0**-24 * 1.01 + 2.0**-18) * absprod + 2.0**-37 * lost + K * 2.0**-76 * xa * xb + 2.0**-148
+
+
+@pytest.mark.parametrize("fill", ["randn", "rand"])
+@pytest.mark.parametrize("M, K, N", [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 8192, 8192)], ids=str)
+def test_error_is_at_most_torch_fp32s(M, K, N, fill, cuda):
+    """At the benchmark shapes (KernelBench's among them), against fp64: no more error than
+    torch fp32 on the same inputs (randn, and KernelBench's torch.rand), matmul and the fused
+    linear_relu_div."""
+    require_algo("fp16x3")
+    torch.manual_seed(0)
+    gen = getattr(torch, fill)
+    a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
+    ref = a.double() @ b.double()
+    ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo="fp16x3"), ref), max_rel_err(torch_fp32(a, b), ref)
+    assert ours <= theirs, f"fp16x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+    w, bias = b.t().contiguous(), gen(N, device=cuda)
+    ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        theirs = max_rel_err(torch.relu(F.linear(a, w, bias)) / 2, ref)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    ours = max_rel_err(cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="fp16x3"), ref)
+    assert ours <= theirs, f"linear: fp16x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+
+
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (127, 129, 131), (129, 4097, 3), (256, 4096, 384)],
+                         ids=str)
+def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, cuda):
+    """As 3xTF32: within 2^-18 of the largest output at any shape (matmul's docstring)."""
+    require_algo("fp16x3")
+    torch.manual_seed(1)
+    for gen in (torch.randn, torch.rand):
+        a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
+        assert max_rel_err(cupy_ops.matmul(a, b, algo="fp16x3"), a.double() @ b.double()) <= 2.0**-18
+
+
+def test_rows_of_very_different_magnitudes_keep_their_own_precision(cuda):
+    """Each row of a (column of b) has its own scale: rows 2^-60 .. 2^60 apart (one scale for
+    the whole tensor would flush the small ones to zero) each keep the any-shape bound, 2^-18
+    of their own sum of |a_ik b_kj|."""
+    require_algo("fp16x3")
+    torch.manual_seed(2)
+    M, K, N = 512, 1024, 384
+    a = torch.randn(M, K, device=cuda) * torch.exp2(torch.randint(-60, 61, (M, 1), device=cuda).float())
+    b = torch.randn(K, N, device=cuda) * torch.exp2(torch.randint(-60, 61, (1, N), device=cuda).float())
+    ref, absprod = a.double() @ b.double(), a.double().abs() @ b.double().abs()
+    rel = ((cupy_ops.matmul(a, b, algo="fp16x3").double() - ref).abs() / absprod).max().item()
+    assert rel <= 2.0**-18, f"fp16x3: {rel:.3g} of sum |a b| at worst"
+
+
+@pytest.mark.parametrize("N", [131, 132], ids=["b rows off 16 bytes", "b rows aligned"])
+def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
+    """Special values the split must not turn into NaN (0 * inf from a piece that is 0) or
+    lose: +-inf, NaN, +-0, subnormals, fp16-exact values (remainder 0) and values lost to their
+    row's scale meeting inf, rows of -0.0, a row of subnormals only (scaled up past 2^127);
+    every finite output within the documented bound."""
+    require_algo("fp16x3")
+    torch.manual_seed(0)
+    # no products past fp32's range: where a sum of such overflows depends on the summation order
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
+                             2.0**-126, 1e15, 1e-30], device=cuda)
+    for trial in range(8):
+        K = 257
+        a, b = torch.randn(129, K, device=cuda), torch.randn(K, N, device=cuda)
+        for t in (a, b):
+            idx = torch.randint(0, t.numel(), (60,), device=cuda)
+            t.view(-1)[idx] = specials[torch.randint(0, len(specials), (60,), device=cuda)]
+        if trial % 2:
+            a[3] = 1.0                      # fp16-exact: remainder 0
+            b[:, 5] = float("inf")
+            a[7] = -0.0
+            a[10, :] = 1e-40                # subnormals meeting inf
+            a[11, :] = 1e-41 * torch.rand(K, device=cuda)
+            a[12, :] = torch.randn(K, device=cuda)
+            a[12, 0] = 1e15                 # the rest of the row lost to its scale (2^-38 of 1e15) ...
+            b[1:, 6] = 1e-10                # ... meeting inf (column 5) and small values
+            b[:, 12] = float("-inf")
+        ref, got = torch_fp32(a, b), cupy_ops.matmul(a, b, algo="fp16x3")
+        assert torch.equal(ref.isnan(), got.isnan()), f"trial {trial}: NaN placement differs"
+        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), \
+            f"trial {trial}: inf placement or sign differs"
+        fin = ref.isfinite()
+        err = (got.double() - a.double() @ b.double()).abs()
+        tol = contract_bound(a, b)
+        bad = fin & ~(err <= tol)
+        assert not bad.any(), f"trial {trial}: {int(bad.sum())} outputs past the bound, e.g. {got[bad][0].item()!r}"
+    a = torch.full((64, 64), -0.0, device=cuda)
+    assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="fp16x3"),
+                       torch.zeros(64, 40, device=cuda))
+
+
+def test_split_k_and_tall_shapes_and_operand_layouts(cuda):
+    """Small outputs with long K (split-K: slices scaled back, summed in order, then the
+    epilogue) and tall M against the bound; deterministic; b transposed and misaligned views;
+    nothing stored past M."""
+    require_algo("fp16x3")
+    torch.manual_seed(0)
+    M, K, N = 200, 3000, 136
+    a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+    bias = torch.randn(N, device=cuda)
+    assert cupy_ops.gemm_plan(a, b, algo="fp16x3").slices > 1
+    first = cupy_ops.matmul(a, b, algo="fp16x3")
+    assert torch.equal(first, cupy_ops.matmul(a, b, algo="fp16x3"))
+    r = roundoff("fp16x3", torch.float32)
+    for split in (True, False):
+        assert_gemm_close(matmul_planned(a, b, algo="fp16x3", split_k=split), a, b, operand_roundoff=r)
+        lin = linear_planned(a, b.t(), bias, 2.0, algo="fp16x3", split_k=split)
+        ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+        absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+        tol = (2 * r + (K + 1) * 2.0**-24 * 1.01) * absprod + 2.0**-23 * ref.abs()
+        assert ((lin.double() - ref).abs() <= tol).all()
+    tall_a, tall_b = torch.randn(20000, 96, device=cuda), torch.randn(96, 24, device=cuda)
+    assert_gemm_close(cupy_ops.matmul(tall_a, tall_b, algo="fp16x3"), tall_a, tall_b, operand_roundoff=r)
+    big = torch.randn(301, 262, device=cuda)
+    for aa, bb in ((big[1:, 1:], torch.randn(261, 77, device=cuda)), (big[:, :260].t(), big[:, 3:100]),
+                   (big[::2, ::2], big[:131, :50].t().contiguous().t())):
+        Mx, Nx = aa.shape[0], bb.shape[1]
+        p = gemm.plan_for(aa, bb, "EpiNone", "fp16x3")
+        out = torch.full((Mx + 40, Nx), float("nan"), device=cuda)
+        gemm.run(p, aa, bb, out[:Mx])
+        assert out[Mx:].isnan().all(), f"stores past row {Mx} ({p})"
+        assert_gemm_close(out[:Mx], aa, bb, operand_roundoff=r)
+
+
+def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
+    """ModelNew (level2/63 and level1/1): float32 on Hopper takes fp16x3 from 2^32
+    multiply-adds on, 3xTF32 below (gemm_plan.X3H_MIN_WORK); both pass KernelBench's check."""
+    assert gemm_plan.fp16x3_or_tf32x3(2048, 2048, 1024) == "fp16x3"
+    assert gemm_plan.fp16x3_or_tf32x3(1024, 1024, 1024) == "tf32x3"
+    torch.manual_seed(0)
+    for M, K, N, algo in ((64, 512, 256, "tf32x3"), (1024, 2048, 2048, "fp16x3")):
+        model = linear_relu_div.ModelNew(K, N, 2.0).to(cuda)
+        x = torch.rand(M, K, device=cuda)
+        with torch.no_grad():
+            got = model(x)
+            expect = (cupy_ops.linear_relu_div(x, model.linear.weight, model.linear.bias, 2.0, algo=algo) if HOPPER
+                      else linear_relu_div.ModelNewCublas.forward(model, x))
+            ref = linear_relu_div.Model.forward(model, x)
+        assert torch.equal(got, expect)
+        assert torch.allclose(got, ref, atol=1e-4, rtol=1e-4)
+        a, b = torch.rand(M, K, device=cuda), torch.rand(K, N, device=cuda)
+        expect = cupy_ops.matmul(a, b, algo=algo if HOPPER else "auto")
+        assert torch.equal(matmul.ModelNew()(a, b), expect)
+        assert torch.allclose(matmul.ModelNew()(a, b), matmul.Model()(a, b), atol=1e-4, rtol=1e-4)
