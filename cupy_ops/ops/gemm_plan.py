@@ -143,11 +143,12 @@ WG_GROUP = 8
 X3_SPLIT_MAX_WAVES = 0.5
 # fp32 at fp32 accuracy on Hopper tensor cores: fp16x3 (three fp16 products of row-scaled
 # pieces, a split pass over both operands first) from this many multiply-adds (M N K) on,
-# 3xTF32 below (fp16x3_or_tf32x3). H100, session 12 (benchmarks/probe_fp16x3.py,
-# benchmarks/results/probe_fp16x3_h100_session12.log): 2048^3 (2^33) fp16x3 1.32x / 1.40x the
-# speed of 3xTF32 (matmul / fused layer), 4096^3 1.57x / 1.64x; 1024^3 (2^30) 0.38x / 0.71x,
-# 256 x 1024 x 1024 0.46x / 0.44x (the split pass and split-K's workspace at ~20 us a call).
-X3H_MIN_WORK = 2**32
+# 3xTF32 below (fp16x3_or_tf32x3). H100, session 12 (benchmarks/probe_fp16x3.py, two runs,
+# benchmarks/results/probe_fp16x3_h100_session12.log): 4096^3 and 1024 x 8192 x 8192 (2^36)
+# fp16x3 1.51-1.57x / 1.10x the speed of 3xTF32 as matmul (b transposed first), 1.35-1.66x as
+# the fused layer; 2048^3 (2^33) 1.40x as the layer but 1.32x / 0.86x as matmul; 1024^3 (2^30)
+# 0.24-0.71x, 256 x 1024 x 1024 0.15-0.46x (the split pass, the transpose, split-K's workspace).
+X3H_MIN_WORK = 2**34
 # The SIMT kernel's blocks per SM (the __launch_bounds__ minimum, on compute capability 9.0+;
 # 2 caps registers at 128) and whether its tiles are dynamic shared memory, by (A K-major, B
 # K-major, fused epilogue); split-K partial products and the layouts not listed: (1, False).
