@@ -23,12 +23,12 @@
 #pragma once
 #include "gemm_wgmma.cuh"
 
-#if !defined(X3_SMEM_BYTES)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES (-D)"
+#if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES and X3H_SPLIT_THREADS (-D)"
 #endif
+static_assert(X3H_SPLIT_THREADS % 32 == 0, "fp16x3_split: whole warps, one row each");
 
 #define X3H_PROMOTE_EVERY 1
-#define X3H_SPLIT_WARPS 8   // fp16x3_split: rows (one per warp) per block
 
 template <int BN> struct X3hRing {
   static constexpr int A_BYTES = WG_BM * 128, B_BYTES = BN * 128, STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
@@ -77,11 +77,11 @@ __device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
 // multiple of 4: the host's tensor-core operand form): the row's scale exponent into ex[row],
 // its hi and lo into rows `row` of hi and lo (fp16, ldo apart). Two reads of the row (the
 // second from L2), one write of each piece.
-__global__ void __launch_bounds__(32 * X3H_SPLIT_WARPS)
+__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
                  i64 ldo, int* __restrict__ ex) {
   const int lane = threadIdx.x & 31;
-  const i64 row = (i64)blockIdx.x * X3H_SPLIT_WARPS + (threadIdx.x >> 5);
+  const i64 row = (i64)blockIdx.x * (X3H_SPLIT_THREADS / 32) + (threadIdx.x >> 5);
   if (row >= rows) return;
   const float* xr = x + row * ld;
   const int K4 = K / 4;

@@ -1,5 +1,5 @@
 """algo="tf32x3" (fp32 on the Hopper tensor cores as three TF32 products): its error against
-an fp64 reference next to torch fp32's on the same inputs, NaN / inf placement as torch fp32's,
+an fp64 reference next to torch fp32's on the same inputs (and fp16x3's: test_fp16x3.py has the rest), NaN / inf placement as torch fp32's,
 split-K, tall and odd shapes; and the models that use it. (Shapes, strides, K = 0 and both
 epilogues against the rounding bound: test_matmul.py and test_linear_relu_div.py, which run
 every algo.)"""
@@ -31,20 +31,22 @@ def torch_fp32(a, b):
         torch.backends.cuda.matmul.allow_tf32 = before
 
 
+@pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
 @pytest.mark.parametrize("fill", ["randn", "rand"])
 @pytest.mark.parametrize("M, K, N", [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 8192, 8192)], ids=str)
-def test_error_is_at_most_torch_fp32s(M, K, N, fill, cuda):
+def test_error_is_at_most_torch_fp32s(M, K, N, fill, algo, cuda):
     """At the benchmark shapes (KernelBench's among them), against fp64: no more error than
     torch fp32 on the same inputs (randn, and KernelBench's torch.rand), for matmul and the
-    fused linear_relu_div. (Not at every shape: where cuBLAS splits a long K over a small
-    output its fp32 error drops below 3xTF32's floor, bounded in the next test.)"""
-    require_algo("tf32x3")
+    fused linear_relu_div; 3xTF32 and fp16x3 alike. (Not at every shape: where cuBLAS splits a
+    long K over a small output its fp32 error drops below their floor, bounded in the next
+    test.)"""
+    require_algo(algo)
     torch.manual_seed(0)
     gen = getattr(torch, fill)
     a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
     ref = a.double() @ b.double()
-    ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), ref), max_rel_err(torch_fp32(a, b), ref)
-    assert ours <= theirs, f"tf32x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+    ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo=algo), ref), max_rel_err(torch_fp32(a, b), ref)
+    assert ours <= theirs, f"{algo} {ours:.3g} > torch fp32 {theirs:.3g}"
     w, bias = b.t().contiguous(), gen(N, device=cuda)
     ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
     before = torch.backends.cuda.matmul.allow_tf32
@@ -53,21 +55,23 @@ def test_error_is_at_most_torch_fp32s(M, K, N, fill, cuda):
         theirs = max_rel_err(torch.relu(F.linear(a, w, bias)) / 2, ref)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
-    ours = max_rel_err(cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="tf32x3"), ref)
-    assert ours <= theirs, f"linear: tf32x3 {ours:.3g} > torch fp32 {theirs:.3g}"
+    ours = max_rel_err(cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo), ref)
+    assert ours <= theirs, f"linear: {algo} {ours:.3g} > torch fp32 {theirs:.3g}"
 
 
+@pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
 @pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (127, 129, 131), (129, 4097, 3), (256, 4096, 384)],
                          ids=str)
-def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, cuda):
-    """Where K is small (or cuBLAS splits it) torch fp32 is nearly exact; 3xTF32 keeps 22 of
-    the 24 bits of each operand: its error stays within 2^-18 of the largest output
-    (documented in matmul's docstring)."""
-    require_algo("tf32x3")
+def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, algo, cuda):
+    """Where K is small (or cuBLAS splits it) torch fp32 is nearly exact; 3xTF32 and fp16x3
+    keep 22 of the 24 bits of each operand (fp16x3: of each value within 2^-18 of its row's
+    largest, all of randn's and rand's here): the error stays within 2^-18 of the largest
+    output (documented in matmul's docstring)."""
+    require_algo(algo)
     torch.manual_seed(1)
     for gen in (torch.randn, torch.rand):
         a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
-        assert max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), a.double() @ b.double()) <= 2.0**-18
+        assert max_rel_err(cupy_ops.matmul(a, b, algo=algo), a.double() @ b.double()) <= 2.0**-18
 
 
 @pytest.mark.parametrize("N", [131, 132], ids=["transposed b", "swapped"])

@@ -57,7 +57,9 @@ class ModelNew(Model):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.linear.weight
         if w.dtype == x.dtype and (tf32x3_runs(x) or wgmma_runs(x)):
-            algo = fp16x3_or_tf32x3(x.shape[0], w.shape[0], w.shape[1]) if x.dtype == torch.float32 else "auto"
+            algo = "auto"
+            if x.dtype == torch.float32:   # (an x not 2-D: the op refuses it by name)
+                algo = fp16x3_or_tf32x3(x.shape[0], w.shape[0], w.shape[1]) if x.dim() == 2 == w.dim() else "tf32x3"
             return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo=algo)
         return ModelNewCublas.forward(self, x)
 

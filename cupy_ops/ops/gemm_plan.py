@@ -82,7 +82,7 @@ X3_SMEM_BYTES = 227 * 1024
 # Its one tile width: each consumer holds the running sum and the current k-tile's partial
 # sum (promotion, see gemm_tf32x3.cuh), 2 x BN / 2 registers, which leaves no room for 256.
 X3_TILE_NS = (128,)
-# fp16x3_split (gemm_fp16x3.cuh): one warp per operand row, X3H_SPLIT_WARPS rows per block.
+# fp16x3_split (gemm_fp16x3.cuh): one warp per operand row, X3H_SPLIT_THREADS / 32 rows per block.
 X3H_SPLIT_THREADS = 256
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
@@ -92,7 +92,8 @@ DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "
            "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES}
+                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES,
+                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
