@@ -227,6 +227,18 @@ def _load_image(b: compiler.Binary, device: int):
         return module.get_function(b.lowered)
 
 
+def _context_was_missing() -> bool:
+    """After a failed launch: whether this thread had no current CUDA context (a thread that
+    never touched CUDA through the runtime, e.g. a fresh worker thread), which this makes
+    current (the device's primary context, as the runtime would), so one retry can succeed."""
+    if _driver.ctxGetCurrent() != 0:
+        return False
+    from cupy.cuda import runtime
+
+    runtime.free(0)   # the runtime's first call on this thread makes the device's context current
+    return True
+
+
 def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int = 1) -> None:
     """Launch ``h`` with ``args`` on torch's current stream of the handle's device.
 
@@ -256,11 +268,8 @@ def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int
     try:
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
     except _DriverError:
-        if _driver.ctxGetCurrent() != 0:
+        if not _context_was_missing():
             raise
-        from cupy.cuda import runtime
-
-        runtime.free(0)  # this thread has no current CUDA context yet: make the device's current
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
 
 
@@ -276,8 +285,10 @@ _CLUSTER_DIMENSION = 4   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 _libcuda = None
 
 
-def _cuda_fn(name: str, argtypes):
-    """libcuda's ``name`` through ctypes (CuPy binds no cluster call; ops/tma.py does the same)."""
+def cuda_fn(name: str, argtypes):
+    """libcuda's ``name`` through ctypes, returning a CUresult (int): for the driver calls CuPy
+    does not bind (cluster launches and occupancy here, ``cuTensorMapEncodeTiled`` in ops/tma.py).
+    libcuda is loaded already (by torch)."""
     global _libcuda
     if _libcuda is None:
         _libcuda = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
@@ -303,16 +314,13 @@ def _launch_cluster(h: KernelHandle, grid, block, shared_mem: int, stream: int, 
     Raises ``RuntimeError`` with the driver's code if the launch fails."""
     global _launch_ex
     if _launch_ex is None:
-        _launch_ex = _cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
+        _launch_ex = cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
                                                    ctypes.c_void_p])
     attr = _cluster_attribute(cluster)
     cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
                         ctypes.addressof(attr), 1)
     rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
-    if rc != 0 and _driver.ctxGetCurrent() == 0:
-        from cupy.cuda import runtime
-
-        runtime.free(0)  # this thread has no current CUDA context yet: make the device's current
+    if rc != 0 and _context_was_missing():
         rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0:
         raise RuntimeError(f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
@@ -347,7 +355,7 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
     if shared_mem > h.smem_limit:
         h.allow_shared_memory(shared_mem)
     if _max_active_clusters is None:
-        _max_active_clusters = _cuda_fn("cuOccupancyMaxActiveClusters",
+        _max_active_clusters = cuda_fn("cuOccupancyMaxActiveClusters",
                                         [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
     attr = _cluster_attribute(cluster)
     cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)

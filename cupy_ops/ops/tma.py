@@ -3,15 +3,16 @@
 A tensor map (``CUtensorMap``, 128 opaque bytes) tells the TMA unit where a 2-D matrix lives
 and which box one load copies; it is built on the host by the driver's
 ``cuTensorMapEncodeTiled`` and passed to the kernel by value. CuPy does not bind that driver
-function, so it is called through ctypes from ``libcuda`` (loaded already by torch). Maps
+function, so it is called through ctypes (``launch.cuda_fn``). Maps
 are cached by everything they encode (one dict lookup per launch once warm).
 """
 from __future__ import annotations
 
 import ctypes
-import sys
 
 import torch
+
+from .. import launch
 
 # CUtensorMapDataType (cuda.h). float32 is loaded as TFLOAT32 (11): the TMA unit then rounds
 # each value to TF32 (to nearest) on the way to shared memory, exactly as torch's cuBLAS TF32
@@ -34,14 +35,11 @@ _cache: dict[tuple, bytes] = {}
 def _encoder():
     global _encode
     if _encode is None:
-        lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-        fn = lib.cuTensorMapEncodeTiled
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-                       ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-                       ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        _encode = fn
+        _encode = launch.cuda_fn("cuTensorMapEncodeTiled",
+                                 [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                                  ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                                  ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+                                  ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int])
     return _encode
 
 
