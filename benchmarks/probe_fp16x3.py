@@ -131,7 +131,7 @@ def main():
     shapes = [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 8192, 8192)]
     specials()
     errors(shapes if not args.quick else shapes[:1])
-    speed(shapes + [(2048, 2048, 2048), (256, 1024, 1024)], args.runs)
+    speed(shapes + [(2048, 2048, 2048), (1024, 2048, 2048), (256, 1024, 1024)], args.runs)
 
 
 if __name__ == "__main__":

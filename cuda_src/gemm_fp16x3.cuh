@@ -23,10 +23,10 @@
 #pragma once
 #include "gemm_wgmma.cuh"
 
-#if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES and X3H_SPLIT_THREADS (-D)"
+#if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_THREADS and X3H_SPLIT_VECS (-D)"
 #endif
-static_assert(X3H_SPLIT_THREADS % 32 == 0, "fp16x3_split: whole warps, one row each");
+static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
 #define X3H_PROMOTE_EVERY 1
 
@@ -73,47 +73,69 @@ __device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
   else if (nonzero && ((lo & 0x7fffu) == 0u || (ux & 0x7fffffffu) == 0x7f800000u)) lo = tiny;
 }
 
-// One warp per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
+__device__ __forceinline__ u32 x3h_max_finite(u32 mag, float v) {
+  const u32 m = __float_as_uint(v) & 0x7fffffffu;
+  return m < 0x7f800000u ? max(mag, m) : mag;
+}
+__device__ __forceinline__ u32 x3h_max_finite4(u32 mag, float4 v) {
+  return x3h_max_finite(x3h_max_finite(x3h_max_finite(x3h_max_finite(mag, v.x), v.y), v.z), v.w);
+}
+// Four values' pieces stored as two 8-byte words (hr, lr: 8-byte aligned).
+__device__ __forceinline__ void x3h_split4(float4 v, int e, u16* hr, u16* lr) {
+  u16 h0, h1, h2, h3, l0, l1, l2, l3;
+  x3h_split1(v.x, e, h0, l0);
+  x3h_split1(v.y, e, h1, l1);
+  x3h_split1(v.z, e, h2, l2);
+  x3h_split1(v.w, e, h3, l3);
+  *reinterpret_cast<uint2*>(hr) = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16));
+  *reinterpret_cast<uint2*>(lr) = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16));
+}
+
+// One block per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
 // multiple of 4: the host's tensor-core operand form): the row's scale exponent into ex[row],
-// its hi and lo into rows `row` of hi and lo (fp16, ldo apart). Two reads of the row (the
-// second from L2), one write of each piece.
+// its hi and lo into rows `row` of hi and lo (fp16, ldo apart, 16-byte aligned). The first
+// X3H_SPLIT_THREADS * X3H_SPLIT_VECS * 4 values of the row stay in registers between the
+// block's max and the split, so a row that fits is read from memory once, at a copy's speed
+// (a warp per row reading it twice took 1.6x as long at 8192x8192: the second read missed L2;
+// gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice.
 __global__ void __launch_bounds__(X3H_SPLIT_THREADS)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
                  i64 ldo, int* __restrict__ ex) {
-  const int lane = threadIdx.x & 31;
-  const i64 row = (i64)blockIdx.x * (X3H_SPLIT_THREADS / 32) + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const float* xr = x + row * ld;
+  constexpr int T = X3H_SPLIT_THREADS, V = X3H_SPLIT_VECS;
+  __shared__ u32 warp_max[T / 32];
+  const int tid = threadIdx.x;
+  const i64 row = blockIdx.x;
+  if (row >= rows) return;   // whole block: the barrier below is reached by all or none
+  const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
   const int K4 = K / 4;
+  float4 v[V];
   u32 mag = 0;
-  for (int k = lane; k < K4; k += 32) {
-    const uint4 v = *reinterpret_cast<const uint4*>(xr + 4 * k);
-    const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const u32 m = w[q] & 0x7fffffffu;
-      if (m < 0x7f800000u) mag = max(mag, m);
+  for (int r = 0; r < V; ++r) {
+    if (r * T + tid < K4) {
+      v[r] = xr[r * T + tid];
+      mag = x3h_max_finite4(mag, v[r]);
     }
   }
-  for (int k = 4 * K4 + lane; k < K; k += 32) {
-    const u32 m = __float_as_uint(xr[k]) & 0x7fffffffu;
-    if (m < 0x7f800000u) mag = max(mag, m);
-  }
+  for (int k = V * T + tid; k < K4; k += T) mag = x3h_max_finite4(mag, xr[k]);
+  const float* xs = x + row * ld;
+  if (tid < K - 4 * K4) mag = x3h_max_finite(mag, xs[4 * K4 + tid]);
   mag = __reduce_max_sync(0xffffffffu, mag);
+  if ((tid & 31) == 0) warp_max[tid >> 5] = mag;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < T / 32; ++w) mag = max(mag, warp_max[w]);
   const int e = x3h_exponent(mag);
-  if (lane == 0) ex[row] = e;
+  if (tid == 0) ex[row] = e;
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
-  for (int k = lane; k < K4; k += 32) {
-    const float4 v = *reinterpret_cast<const float4*>(xr + 4 * k);
-    const float f[4] = {v.x, v.y, v.z, v.w};
-    u16 h[4], l[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) x3h_split1(f[q], e, h[q], l[q]);
-    *reinterpret_cast<uint2*>(hr + 4 * k) = make_uint2((u32)h[0] | ((u32)h[1] << 16), (u32)h[2] | ((u32)h[3] << 16));
-    *reinterpret_cast<uint2*>(lr + 4 * k) = make_uint2((u32)l[0] | ((u32)l[1] << 16), (u32)l[2] | ((u32)l[3] << 16));
+  for (int r = 0; r < V; ++r) {
+    const int k = r * T + tid;
+    if (k < K4) x3h_split4(v[r], e, hr + 4 * k, lr + 4 * k);
   }
-  for (int k = 4 * K4 + lane; k < K; k += 32) x3h_split1(xr[k], e, hr[k], lr[k]);
+  for (int k = V * T + tid; k < K4; k += T) x3h_split4(xr[k], e, hr + 4 * k, lr + 4 * k);
+  if (tid < K - 4 * K4) x3h_split1(xs[4 * K4 + tid], e, hr[4 * K4 + tid], lr[4 * K4 + tid]);
 }
 
 // C (M x N, ldc) = epi(2^-(ea[m] + eb[n]) (A_lo B_hi + A_hi B_lo + A_hi B_hi)) over the K

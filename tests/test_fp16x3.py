@@ -33,6 +33,66 @@ def contract_bound(a, b):
     return (K * 2.0**-24 * 1.01 + 2.0**-18) * absprod + 2.0**-37 * lost + K * 2.0**-76 * xa * xb + 2.0**-148
 
 
+def split_reference(x):
+    """fp16x3_split's pieces computed by torch: (hi bits, lo bits, exponents) of x (rows, K) fp32.
+    Each row scaled by 2^e (its largest finite magnitude into [2^14, 2^15); e = 0 for a row with
+    none nonzero), hi = the scaled value truncated to fp16, lo = the remainder rounded to fp16;
+    a nonzero x whose hi is 0 gets hi = lo = +-2^-24 (x's sign), one whose lo is 0 or that is
+    infinite lo = +-2^-24."""
+    mag = torch.where(x.isfinite(), x.abs(), 0).amax(1).double()
+    e = torch.where(mag > 0, 15 - torch.frexp(mag)[1], 0)   # mag = m 2^p, m in [0.5, 1): floor(log2) = p - 1
+    xs = (x.double() * torch.exp2(e.double())[:, None]).float()   # exact, then one rounding (as the kernel's)
+    h = xs.half()
+    hb = h.view(torch.int16)
+    hb = torch.where(h.float().abs() > xs.abs(), hb - 1, hb)   # round to nearest -> toward zero
+    lb = (xs - hb.view(torch.float16).float()).half().view(torch.int16)
+    nonzero = (x != 0) | x.isnan()
+    tiny = torch.where(x.signbit(), -32767, 1).to(torch.int16)   # 0x8001 / 0x0001: +-2^-24
+    hi_zero = nonzero & ((hb & 0x7FFF) == 0)
+    lo_tiny = nonzero & ~hi_zero & (((lb & 0x7FFF) == 0) | x.isinf())
+    hb = torch.where(hi_zero, tiny, hb)
+    lb = torch.where(hi_zero | lo_tiny, tiny, lb)
+    return hb, lb, e.int()
+
+
+HELD = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # values of a row a split block holds
+
+
+@pytest.mark.parametrize("K", [1, 3, 5, 256, 1027, HELD - 1, HELD, HELD + 5, 2 * HELD + 3619])
+def test_split_pieces_are_bit_exact(K, cuda):
+    """fp16x3_split against its definition in torch, bit for bit, at row widths around the part
+    a block holds in registers (HELD values: the rest is read twice) and the scalar tail (K % 4):
+    rows whose largest value sits in the first, a middle or the last element or past the held
+    part, special values, a row of zeros, a row of -0.0, subnormal and huge rows, values lost to
+    their row's scale, fp16-exact ones."""
+    require_algo("fp16x3")
+    torch.manual_seed(K)
+    rows = 12
+    x = torch.randn(rows, K, device=cuda) * torch.exp2(torch.randint(-40, 41, (rows, 1), device=cuda).float())
+    for r, col in ((0, 0), (1, K // 2), (2, K - 1), (3, min(K - 1, HELD + 3)), (4, min(K - 1, 4 * (K // 4)))):
+        x[r, col] = 1e4 * x[r].abs().max()
+    x[5] = 0.0
+    x[6] = -0.0
+    x[7] = 1e-41 * torch.rand(K, device=cuda)
+    x[8] = torch.randn(K, device=cuda) * 2.0**120
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e-40, -1e-45], device=cuda)
+    idx = torch.randint(0, K, (min(K, 20),), device=cuda)
+    x[9, idx] = specials[torch.randint(0, len(specials), idx.shape, device=cuda)]
+    x[10, :] = float("inf")
+    x[11] = torch.randint(-8, 9, (K,), device=cuda).float()   # fp16-exact: remainders 0
+    p = gemm.plan_for(x, torch.ones(K, 8, device=cuda), "EpiNone", "fp16x3")
+    pieces, ex = gemm.fp16x3_pieces(x, p.a)
+    hb, lb, e = split_reference(x)
+    assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
+    for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
+        nan = x.isnan()
+        assert got.isnan().equal(nan), f"{name}: NaN placement differs"
+        gb = got.view(torch.int16)
+        bad = (gb != want) & ~nan
+        assert not bad.any(), (f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}: "
+                               f"{int(gb[bad][0]):#06x} instead of {int(want[bad][0]):#06x}")
+
+
 def test_rows_of_very_different_magnitudes_keep_their_own_precision(cuda):
     """Each row of a (column of b) has its own scale: rows 2^-60 .. 2^60 apart (one scale for
     the whole tensor would flush the small ones to zero) each keep the any-shape bound, 2^-18

@@ -240,9 +240,7 @@ def fp16x3_pieces(t: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor,
     ldo = launch.cdiv(max(k, 1), 8) * 8   # the pieces' tensor maps need 16-byte rows
     pieces = torch.empty((2, rows, ldo), dtype=torch.float16, device=t.device)
     ex = torch.empty((rows,), dtype=torch.int32, device=t.device)
-    per = gemm_plan.X3H_SPLIT_THREADS // 32
-    launch.launch(_handle("fp16x3_split", t.get_device()), (launch.cdiv(rows, per), 1, 1),
-                  (gemm_plan.X3H_SPLIT_THREADS, 1, 1),
+    launch.launch(_handle("fp16x3_split", t.get_device()), (rows, 1, 1), (gemm_plan.X3H_SPLIT_THREADS, 1, 1),
                   (t.data_ptr(), op.ld, rows, k, pieces[0].data_ptr(), pieces[1].data_ptr(), ldo, ex.data_ptr()))
     return pieces, ex
 

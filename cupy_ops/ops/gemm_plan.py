@@ -82,8 +82,14 @@ X3_SMEM_BYTES = 227 * 1024
 # Its one tile width: each consumer holds the running sum and the current k-tile's partial
 # sum (promotion, see gemm_tf32x3.cuh), 2 x BN / 2 registers, which leaves no room for 256.
 X3_TILE_NS = (128,)
-# fp16x3_split (gemm_fp16x3.cuh): one warp per operand row, X3H_SPLIT_THREADS / 32 rows per block.
-X3H_SPLIT_THREADS = 256
+# fp16x3_split (gemm_fp16x3.cuh): one block of X3H_SPLIT_THREADS per operand row, each thread
+# holding X3H_SPLIT_VECS float4 of it in registers: rows up to 8192 wide are read once. H100,
+# session 13 (benchmarks/results/probe_fp16x3_split_h100_session13.log), ms for 8192x8192 /
+# 1024x8192 / 4096x4096 / 2048x32768: 512 x 4 0.184 / 0.028 / 0.051 / 0.256 (a copy of the same
+# bytes 0.181 / 0.027 / 0.049 / 0.181), 256 x 8 0.188 / 0.030 / 0.050 / 0.277, 128 x 16 and
+# 1024 x 2 0.21-0.34; session 12's warp per row, reading the row twice, 0.287 / 0.066 / 0.079 / 0.335.
+X3H_SPLIT_THREADS = 512
+X3H_SPLIT_VECS = 4
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
 REDUCE_THREADS = 256
@@ -93,7 +99,7 @@ DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
                  "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES,
-                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS}
+                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
