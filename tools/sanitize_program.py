@@ -3,7 +3,7 @@ tools/sanitize.sh (memcheck, racecheck, initcheck)."""
 import torch
 
 import cupy_ops
-from cupy_ops.ops import gemm
+from cupy_ops.ops import gemm, gemm_plan
 
 torch.manual_seed(0)
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -87,7 +87,10 @@ for dtype in DTYPES:
             a[1, ::7], a[2, ::5], a[4] = float("inf"), float("nan"), 1e-40
             a[5, 0] = 1e20
             cupy_ops.matmul(a, a.t(), algo=algo)
-            calls += 1
+            held = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # rows past it: read twice
+            long_rows = torch.randn(5, held + 13, device="cuda")
+            cupy_ops.matmul(long_rows, long_rows.t(), algo=algo)
+            calls += 2
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")
