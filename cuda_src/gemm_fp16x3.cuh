@@ -28,7 +28,10 @@
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
+#ifndef X3H_PROMOTE_EVERY
 #define X3H_PROMOTE_EVERY 1
+#endif
+static_assert(X3H_PROMOTE_EVERY == 1 || X3H_PROMOTE_EVERY == 2, "gemm_fp16x3.cuh: k-tiles per promotion 1 or 2");
 
 template <int BN> struct X3hRing {
   static constexpr int A_BYTES = WG_BM * 128, B_BYTES = BN * 128, STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
@@ -194,10 +197,10 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
   for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.f;
   acc_fence<BN / 2>(part);
   const u32 a_row = (u32)(c * 64 * 128);
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int s = kt % STAGES;
-    const u32 st = ring + s * STAGE_BYTES;
-    mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+  // One k-tile's 12 wgmmas into part, committed as one group.
+  auto issue = [&](int kt) {
+    const u32 st = ring + (kt % STAGES) * STAGE_BYTES;
+    mbar_wait(full + 8 * (kt % STAGES), (kt / STAGES) & 1);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
@@ -210,17 +213,29 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
       wgmma_tile<f16, false, BN>(part, dah, dbh);
     }
     wgmma_commit();
+  };
+  // X3H_PROMOTE_EVERY k-tiles per promotion, back to back: an earlier k-tile's stage is
+  // released once its wgmmas are done (wait<1>: all groups but the newest), the partial read
+  // after all are (wait<0>), so no group is in flight across the loop's back edge (there
+  // ptxas would wait for it every iteration, or serialize the wgmmas).
+  for (int kt = 0; kt < ktiles;) {
+    const int n = min(X3H_PROMOTE_EVERY, ktiles - kt);
+    issue(kt);
+    if (n == 2) {
+      issue(kt + 1);
+      wgmma_wait<1>();
+      if (lane == 0) mbar_arrive(empty + 8 * (kt % STAGES));
+    }
     wgmma_wait<0>();
     acc_fence<BN / 2>(part);
-    if (lane == 0) mbar_arrive(empty + 8 * s);
-    if ((kt + 1) % X3H_PROMOTE_EVERY == 0 || kt + 1 == ktiles) {
+    if (lane == 0) mbar_arrive(empty + 8 * ((kt + n - 1) % STAGES));
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) {
-        acc[i] = add_exact(acc[i], part[i]);
-        part[i] = 0.f;
-      }
-      acc_fence<BN / 2>(part);
+    for (int i = 0; i < BN / 2; ++i) {
+      acc[i] = add_exact(acc[i], part[i]);
+      part[i] = 0.f;
     }
+    acc_fence<BN / 2>(part);
+    kt += n;
   }
   // undo the scaling: accumulator 4 j + 2 h + e is row 16 warp + g + 8 h, column 8 j + 2 t + e
   const int g = lane >> 2, t = lane & 3;
