@@ -18,8 +18,10 @@
 //
 // Block tile WG_BM (128) x BN (128), 384 threads: warpgroup 0, one thread, the TMA loads of a
 // ring of stages [A_hi | A_lo | B_hi | B_lo] (128 rows x 128 bytes of K each, 128-byte
-// swizzle); warpgroups 1, 2 (64 rows each) the wgmmas, both operands from shared memory.
-// Registers: the running sum and the partial, BN / 2 each: BN = 128 only.
+// swizzle); warpgroups 1, 2 (64 rows each) the wgmmas, both operands from shared memory,
+// issuing their k-tiles in turn. Registers: the running sum and the partial, BN / 2 each:
+// BN = 128 only (a second partial, to promote one while the other's wgmmas run, passes the
+// 168 registers ptxas has for a 384-thread block: it serialized the wgmmas).
 #pragma once
 #include "gemm_wgmma.cuh"
 
@@ -28,10 +30,20 @@
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
+// Tuned on H100 (benchmarks/probe_fp16x3_promote.py, results/probe_fp16x3_promote_h100_session13.log;
+// -D overrides are for that probe):
+//   X3H_PROMOTE_EVERY: k-tiles per promotion. 2 ran 1.08-1.16x faster than 1 unordered, but
+//     its error on rand at 1024^3 was 1.13x torch fp32's (1: 0.55x): 1.
+//   X3H_ORDERED: the consumer warpgroups take turns issuing k-tiles (below). 4096^3 matmul
+//     0.758 ms against 0.887, the layer 1024x8192x8192 0.927 against 1.033, the same bits;
+//     Nsight Compute: tensor pipe 82-84 % of the cycles against 66-69 %.
 #ifndef X3H_PROMOTE_EVERY
 #define X3H_PROMOTE_EVERY 1
 #endif
 static_assert(X3H_PROMOTE_EVERY == 1 || X3H_PROMOTE_EVERY == 2, "gemm_fp16x3.cuh: k-tiles per promotion 1 or 2");
+#ifndef X3H_ORDERED
+#define X3H_ORDERED 1
+#endif
 
 template <int BN> struct X3hRing {
   static constexpr int A_BYTES = WG_BM * 128, B_BYTES = BN * 128, STAGE_BYTES = 2 * (A_BYTES + B_BYTES);
@@ -197,10 +209,17 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
   for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.f;
   acc_fence<BN / 2>(part);
   const u32 a_row = (u32)(c * 64 * 128);
-  // One k-tile's 12 wgmmas into part, committed as one group.
+  // One k-tile's 12 wgmmas into part, committed as one group. X3H_ORDERED: the two consumer
+  // warpgroups take turns (named barriers 4 and 5, 256 threads: warpgroup 0 issues k-tile kt
+  // once warpgroup 1 has issued kt - 1, warpgroup 1 once 0 has issued kt), so the tensor cores
+  // run one warpgroup's k-tile while the other waits for its own and promotes it; issuing
+  // together, both waited at once and the tensor pipe idled.
   auto issue = [&](int kt) {
     const u32 st = ring + (kt % STAGES) * STAGE_BYTES;
     mbar_wait(full + 8 * (kt % STAGES), (kt / STAGES) & 1);
+#if X3H_ORDERED
+    if (c == 1 || kt > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(4 + c) : "memory");
+#endif
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
@@ -213,6 +232,9 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
       wgmma_tile<f16, false, BN>(part, dah, dbh);
     }
     wgmma_commit();
+#if X3H_ORDERED
+    if (c == 0 || kt + 1 < ktiles) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - c) : "memory");
+#endif
   };
   // X3H_PROMOTE_EVERY k-tiles per promotion, back to back: an earlier k-tile's stage is
   // released once its wgmmas are done (wait<1>: all groups but the newest), the partial read
