@@ -315,7 +315,7 @@ def _launch_cluster(h: KernelHandle, grid, block, shared_mem: int, stream: int, 
     global _launch_ex
     if _launch_ex is None:
         _launch_ex = cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
-                                                   ctypes.c_void_p])
+                                                  ctypes.c_void_p])
     attr = _cluster_attribute(cluster)
     cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
                         ctypes.addressof(attr), 1)
@@ -356,7 +356,7 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
         h.allow_shared_memory(shared_mem)
     if _max_active_clusters is None:
         _max_active_clusters = cuda_fn("cuOccupancyMaxActiveClusters",
-                                        [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
+                                       [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
     attr = _cluster_attribute(cluster)
     cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
     out = ctypes.c_int(0)
