@@ -58,17 +58,29 @@ def split_reference(x):
 HELD = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # values of a row a split block holds
 
 
+def operand_rows(layout, rows, K, cuda):
+    """An fp32 (rows, K) operand to split: "rows" K contiguous; "columns" a view whose rows run
+    across memory (a row-major b's columns: transposed first), its K values 3 rows plus one
+    element off 16 bytes apart and the view 4 bytes off alignment."""
+    if layout == "rows":
+        return torch.empty(rows, K, device=cuda)
+    return torch.empty(K, rows + 5, device=cuda)[:, 1:rows + 1].t()
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns"])
 @pytest.mark.parametrize("K", [1, 3, 5, 256, 1027, HELD - 1, HELD, HELD + 5, 2 * HELD + 3619])
-def test_split_pieces_are_bit_exact(K, cuda):
-    """fp16x3_split against its definition in torch, bit for bit, at row widths around the part
-    a block holds in registers (HELD values: the rest is read twice) and the scalar tail (K % 4):
-    rows whose largest value sits in the first, a middle or the last element or past the held
-    part, special values, a row of zeros, a row of -0.0, subnormal and huge rows, values lost to
-    their row's scale, fp16-exact ones."""
+def test_split_pieces_are_bit_exact(K, layout, cuda):
+    """The operand's pieces (fp16x3_split, after the transpose pass or a K-major copy where the
+    plan takes one) against their definition in torch, bit for bit, at row widths around the
+    part a block holds in registers (HELD values: the rest is read twice) and the scalar tail
+    (K % 4): rows whose largest value sits in the first, a middle or the last element or past
+    the held part, special values, a row of zeros, a row of -0.0, subnormal and huge rows,
+    values lost to their row's scale, fp16-exact ones; and the exponents."""
     require_algo("fp16x3")
     torch.manual_seed(K)
     rows = 12
-    x = torch.randn(rows, K, device=cuda) * torch.exp2(torch.randint(-40, 41, (rows, 1), device=cuda).float())
+    x = operand_rows(layout, rows, K, cuda)
+    x.copy_(torch.randn(rows, K, device=cuda) * torch.exp2(torch.randint(-40, 41, (rows, 1), device=cuda).float()))
     for r, col in ((0, 0), (1, K // 2), (2, K - 1), (3, min(K - 1, HELD + 3)), (4, min(K - 1, 4 * (K // 4)))):
         x[r, col] = 1e4 * x[r].abs().max()
     x[5] = 0.0
@@ -80,8 +92,10 @@ def test_split_pieces_are_bit_exact(K, cuda):
     x[9, idx] = specials[torch.randint(0, len(specials), idx.shape, device=cuda)]
     x[10, :] = float("inf")
     x[11] = torch.randint(-8, 9, (K,), device=cuda).float()   # fp16-exact: remainders 0
-    p = gemm.plan_for(x, torch.ones(K, 8, device=cuda), "EpiNone", "fp16x3")
-    pieces, ex = gemm.fp16x3_pieces(x, p.a)
+    p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")   # x as b^T, the split's rows
+    assert p.b.prep == ("transpose" if layout == "columns" and K > 1 else
+                        "as is" if K % 4 == 0 else "k-major copy"), p
+    pieces, ex = gemm.fp16x3_pieces(x, p.b)
     hb, lb, e = split_reference(x)
     assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
     for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
