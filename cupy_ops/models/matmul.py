@@ -24,7 +24,7 @@ class ModelNew(nn.Module):
     fp32's: for float32 on Hopper (compute capability 9.0) ``algo="fp16x3"`` (three fp16
     products of row-scaled pieces on the tensor cores: H100, 4096^3, about 3.2-3.5x torch fp32 at
     about 0.3x its error; see ``cupy_ops.matmul`` for its contract), or ``algo="tf32x3"``
-    (three TF32 products) below 2^34 multiply-adds, where it is the faster; else
+    (three TF32 products) below 2^33 multiply-adds, where it is the faster; else
     ``algo="auto"``. ``ModelNew("naive")`` (or any other ``algo``) runs that kernel."""
 
     def __init__(self, algo: Optional[str] = None):

@@ -155,7 +155,11 @@ X3_SPLIT_MAX_WAVES = 0.5
 # fp16x3 1.51-1.57x / 1.10x the speed of 3xTF32 as matmul (b transposed first), 1.35-1.66x as
 # the fused layer; 2048^3 (2^33) 1.40x as the layer but 1.32x / 0.86x as matmul; 1024^3 (2^30)
 # 0.24-0.71x, 256 x 1024 x 1024 0.15-0.46x (the split pass, the transpose, split-K's workspace).
-X3H_MIN_WORK = 2**34
+# Session 13 (the split read once, the warpgroups in turn; probe_fp16x3_h100_session13.log and
+# _run2.log): 2^33 (2048^3) 1.03 / 1.07x before the turns, 1.41 / 1.57x after (matmul / layer);
+# 2^32 (1024 x 2048 x 2048) 0.72 / 0.78x before, 1.13 / 1.35x after; 2^30 0.87x: from 2^33,
+# where both runs had it faster (small shapes moved between runs with the host's launch costs).
+X3H_MIN_WORK = 2**33
 # The SIMT kernel's blocks per SM (the __launch_bounds__ minimum, on compute capability 9.0+;
 # 2 caps registers at 128) and whether its tiles are dynamic shared memory, by (A K-major, B
 # K-major, fused epilogue); split-K partial products and the layouts not listed: (1, False).
