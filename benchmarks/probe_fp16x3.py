@@ -114,7 +114,8 @@ def speed(shapes, runs):
                        "x3h": lambda: cupy_ops.linear_relu_div(a, w, bias, 2.0, algo="fp16x3")}
                 bt = w
             p = gemm.plan_for(a, bt.t(), "EpiNone", "fp16x3")
-            fns["split"] = lambda: (gemm.fp16x3_pieces(a, p.a), gemm.fp16x3_pieces(bt, p.b))
+            fns["split"] = lambda: (gemm.fp16x3_pieces(a, p.a), gemm.fp16x3_pieces_n(bt.t(), p.b)
+                                    if p.b.prep == "n-major split" else gemm.fp16x3_pieces(bt, p.b))
             t = time_cuda_interleaved(fns, runs=runs, rounds=5)
             m = {k: v.median for k, v in t.items()}
             print(f"{op:<8} {f'{M}x{K}x{N}':<16} {m['fp32']:>10.4f} {m['x3']:>8.4f} {m['x3h']:>8.4f} {m['split']:>8.4f} "

@@ -4,10 +4,16 @@ registers (so a row of up to THREADS * VECS * 4 values is read from memory once)
 several (threads, vecs) against session 12's kernel (one warp per row, the row read twice)
 and against a copy of the same bytes (torch: read 4 bytes, write 4 bytes a value: the floor
 of a one-read split). Every variant's pieces are checked bit for bit against the default's.
-Then the layer and matmul at the benchmark shapes with the default split, against torch fp32.
+Then matmul's row-major b: a transpose pass and the row split (K-major pieces) against
+fp16x3_colmax_n + fp16x3_split_n (N-major pieces; the same values, checked). Then the layer
+and matmul at the benchmark shapes with the default split, against torch fp32.
 
-    python benchmarks/probe_fp16x3_split.py | tee benchmarks/results/probe_fp16x3_split_<gpu>_<session>.log
+    python benchmarks/probe_fp16x3_split.py [--n-major] | tee benchmarks/results/probe_fp16x3_split_<gpu>_<session>.log
+
+--n-major: skip the row split's geometries.
 """
+import sys
+
 import torch
 import torch.nn.functional as F
 
@@ -61,11 +67,12 @@ def splitter(threads, vecs):
 
 def main():
     print(describe(environment()))
+    n_major_only = "--n-major" in sys.argv
     warp = Kernel(WARP_SPLIT, "fp16x3_split_warp")
     print("\nms (median of interleaved runs, L2 flushed); GB/s = (4 bytes read + 4 written) a value / time")
     head = ["copy"] + ["warp x2 read"] + [f"{t}x{v}" for t, v in GEOMETRIES]
     print(f"{'rows x K':<12}" + "".join(f"{h:>14}" for h in head))
-    for rows, K in SHAPES:
+    for rows, K in ([] if n_major_only else SHAPES):
         torch.manual_seed(0)
         x = torch.randn(rows, K, device="cuda")
         ldo = -(-K // 8) * 8
@@ -88,6 +95,47 @@ def main():
         gbs = 8 * rows * K / 1e6
         print(f"{f'{rows}x{K}':<12}" + "".join(f"{stats[h].median:>8.4f} {gbs / stats[h].median:>4.0f}" + " " * 1
                                                for h in head))
+    print("\nmatmul's row-major b (K x N), each column scaled: a transpose pass + the row split into K-major"
+          " pieces (until session 13) against fp16x3_colmax_n + fp16x3_split_n into N-major pieces; ms, GB/s as above")
+    print(f"{'K x N':<12}{'copy':>14}{'transpose+split':>18}{'colmax+split_n':>18}")
+    for K, N in ((4096, 4096), (8192, 8192), (8192, 1024), (1024, 8192)):
+        torch.manual_seed(0)
+        b = torch.randn(K, N, device="cuda")
+        bt, dst = b.t(), torch.empty_like(b)
+        old = lambda: gemm.fp16x3_pieces(bt, gemm_plan.Operand("transpose", True, K))
+        new = lambda: gemm.fp16x3_pieces_n(b, gemm_plan.Operand("n-major split", False, N))
+        (po, eo), (pn, en) = old(), new()
+        if not (torch.equal(po.view(torch.int16), pn.transpose(1, 2).view(torch.int16)) and torch.equal(eo, en)):
+            raise SystemExit(f"colmax_n + split_n: pieces differ from transpose + split at {K}x{N}")
+        st = time_cuda_interleaved({"copy": lambda: dst.copy_(b), "old": old, "new": new}, runs=60, rounds=3)
+        gbs = 8 * K * N / 1e6
+        print(f"{f'{K}x{N}':<12}" + "".join(f"{st[h].median:>12.4f} {gbs / st[h].median:>4.0f}" for h in
+                                            ("copy", "old", "new")))
+    print("\nthe N-major split's rows per block (X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS): colmax_n + split_n, ms")
+    geos = [(32, 32), (64, 16), (64, 8), (128, 8), (32, 8), (128, 4)]
+    print(f"{'K x N':<12}" + "".join(f"{f'{c} / {r}':>10}" for c, r in geos))
+    variants = {g: {n: Kernel.builtin("gemm_sm90a.cu", n, {None: n}, arch="sm_90a",
+                                      defines=dict(gemm_plan.SM90A_DEFINES, X3H_COLMAX_ROWS=g[0], X3H_NSPLIT_ROWS=g[1]))
+                    for n in ("fp16x3_colmax_n", "fp16x3_split_n")} for g in geos}
+    for K, N in ((4096, 4096), (8192, 8192), (8192, 1024), (1024, 8192), (4096, 256)):
+        torch.manual_seed(0)
+        b = torch.randn(K, N, device="cuda")
+        ref_p, ref_e = gemm.fp16x3_pieces_n(b, gemm_plan.Operand("n-major split", False, N))
+
+        def run(g, out):
+            cols = -(-N // (4 * gemm_plan.X3H_NSPLIT_THREADS))
+            p, e = out
+            mag = torch.zeros(N, dtype=torch.int32, device="cuda")
+            variants[g]["fp16x3_colmax_n"](b, N, K, N, mag, grid=(cols, min(-(-K // g[0]), 65535)),
+                                           block=gemm_plan.X3H_NSPLIT_THREADS)
+            variants[g]["fp16x3_split_n"](b, N, K, N, mag, p[0], p[1], p.shape[2], e,
+                                          grid=(cols, min(-(-K // g[1]), 65535)), block=gemm_plan.X3H_NSPLIT_THREADS)
+        outs = {g: (torch.empty_like(ref_p), torch.empty_like(ref_e)) for g in geos}
+        st = time_cuda_interleaved({g: (lambda g=g: run(g, outs[g])) for g in geos}, runs=60, rounds=3)
+        for g in geos:
+            if not (torch.equal(outs[g][0].view(torch.int16), ref_p.view(torch.int16)) and torch.equal(outs[g][1], ref_e)):
+                raise SystemExit(f"{g}: pieces differ at {K}x{N}")
+        print(f"{f'{K}x{N}':<12}" + "".join(f"{st[g].median:>10.4f}" for g in geos))
     print("\nthe default split (gemm_plan: X3H_SPLIT_THREADS, X3H_SPLIT_VECS ="
           f" {gemm_plan.X3H_SPLIT_THREADS}, {gemm_plan.X3H_SPLIT_VECS}) in the ops, against torch fp32")
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -25,8 +25,9 @@
 #pragma once
 #include "gemm_wgmma.cuh"
 
-#if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_THREADS and X3H_SPLIT_VECS (-D)"
+#if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
+    !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_THREADS, X3H_SPLIT_VECS, X3H_NSPLIT_* (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
@@ -153,10 +154,84 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS)
   if (tid < K - 4 * K4) x3h_split1(xs[4 * K4 + tid], e, hr[4 * K4 + tid], lr[4 * K4 + tid]);
 }
 
+// The pieces of a row-major B (K x N fp32, rows ld apart, 16-byte aligned, ld a multiple of
+// 4: matmul's b), N-major as B itself, each column scaled by its own power of two: the
+// transpose pass a K-major split would need is not made. Two passes, blocks of
+// X3H_NSPLIT_THREADS threads, 4 columns a thread (16-byte loads), over chunks of rows (grid
+// (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension striding over the rest)):
+// fp16x3_colmax_n each column's largest finite magnitude (bits) over X3H_COLMAX_ROWS rows into
+// mag (zeroed first) by atomicMax; fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows (K x ldn
+// fp16, ldn a multiple of 8) and ex[n].
+__device__ __forceinline__ float4 x3h_load4(const float* __restrict__ p, int left) {   // left: values in the row
+  if (left >= 4) return *reinterpret_cast<const float4*>(p);
+  return make_float4(p[0], left > 1 ? p[1] : 0.f, left > 2 ? p[2] : 0.f, 0.f);
+}
+__global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
+    fp16x3_colmax_n(const float* __restrict__ x, i64 ld, int K, int N, u32* __restrict__ mag) {
+  const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
+  if (n >= N) return;
+  u32 m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+  for (int k0 = blockIdx.y * X3H_COLMAX_ROWS; k0 < K; k0 += gridDim.y * X3H_COLMAX_ROWS) {
+    const int k1 = min(k0 + X3H_COLMAX_ROWS, K);
+#pragma unroll 8
+    for (int k = k0; k < k1; ++k) {
+      const float4 v = x3h_load4(x + (i64)k * ld + n, N - n);
+      m0 = x3h_max_finite(m0, v.x);
+      m1 = x3h_max_finite(m1, v.y);
+      m2 = x3h_max_finite(m2, v.z);
+      m3 = x3h_max_finite(m3, v.w);
+    }
+  }
+  if (m0 != 0u) atomicMax(mag + n, m0);
+  if (m1 != 0u && n + 1 < N) atomicMax(mag + n + 1, m1);
+  if (m2 != 0u && n + 2 < N) atomicMax(mag + n + 2, m2);
+  if (m3 != 0u && n + 3 < N) atomicMax(mag + n + 3, m3);
+}
+
+__global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
+    fp16x3_split_n(const float* __restrict__ x, i64 ld, int K, int N, const u32* __restrict__ mag,
+                   u16* __restrict__ hi, u16* __restrict__ lo, i64 ldn, int* __restrict__ ex) {
+  const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
+  if (n >= N) return;
+  const int left = N - n;
+  const int e0 = x3h_exponent(mag[n]), e1 = left > 1 ? x3h_exponent(mag[n + 1]) : 0;
+  const int e2 = left > 2 ? x3h_exponent(mag[n + 2]) : 0, e3 = left > 3 ? x3h_exponent(mag[n + 3]) : 0;
+  if (blockIdx.y == 0) {
+    ex[n] = e0;
+    if (left > 1) ex[n + 1] = e1;
+    if (left > 2) ex[n + 2] = e2;
+    if (left > 3) ex[n + 3] = e3;
+  }
+  for (int k0 = blockIdx.y * X3H_NSPLIT_ROWS; k0 < K; k0 += gridDim.y * X3H_NSPLIT_ROWS) {
+    const int k1 = min(k0 + X3H_NSPLIT_ROWS, K);
+#pragma unroll 4
+    for (int k = k0; k < k1; ++k) {
+      const float4 v = x3h_load4(x + (i64)k * ld + n, left);
+      u16 h0, h1, h2, h3, l0, l1, l2, l3;
+      x3h_split1(v.x, e0, h0, l0);
+      x3h_split1(v.y, e1, h1, l1);
+      x3h_split1(v.z, e2, h2, l2);
+      x3h_split1(v.w, e3, h3, l3);
+      u16* hr = hi + (i64)k * ldn + n;
+      u16* lr = lo + (i64)k * ldn + n;
+      if (left >= 4) {
+        *reinterpret_cast<uint2*>(hr) = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16));
+        *reinterpret_cast<uint2*>(lr) = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16));
+      } else {
+        hr[0] = h0;
+        lr[0] = l0;
+        if (left > 1) hr[1] = h1, lr[1] = l1;
+        if (left > 2) hr[2] = h2, lr[2] = l2;
+      }
+    }
+  }
+}
+
 // C (M x N, ldc) = epi(2^-(ea[m] + eb[n]) (A_lo B_hi + A_hi B_lo + A_hi B_hi)) over the K
-// range [k0, k0 + K) of the pieces (maps: A_hi, A_lo (M, K) and B_hi, B_lo (N, K), fp16,
-// K-major, boxes of 64 x 128 (A) / 64 x BN (B)). Grid: (N / BN, M / 128).
-template <int BN, class Out, class Epi>
+// range [k0, k0 + K) of the pieces (maps: A_hi, A_lo (M, K) fp16 K-major, boxes of 64 x 128;
+// B_hi, B_lo (N, K) K-major, boxes of 64 x BN, or B_NMAJOR (K, N), boxes of 64 columns x 64
+// rows of K). Grid: (N / BN, M / 128).
+template <int BN, class Out, class Epi, bool B_NMAJOR>
 __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMap* alo, const TmaMap* bhi,
                                                   const TmaMap* blo, typename Traits<Out>::Bits* __restrict__ C,
                                                   i64 ldc, int M, int N, int k0, int K, const int* __restrict__ ea,
@@ -195,8 +270,17 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
         mbar_expect_tx(bar, STAGE_BYTES);
         tma_load_2d(dst, ahi, k, m0, bar);
         tma_load_2d(dst + A_BYTES, alo, k, m0, bar);
-        tma_load_2d(dst + 2 * A_BYTES, bhi, k, n0, bar);
-        tma_load_2d(dst + 2 * A_BYTES + B_BYTES, blo, k, n0, bar);
+        if constexpr (B_NMAJOR) {
+          // boxes of 64 columns (128 bytes) x 64 rows of K, 8 KB apart (as gemm_wgmma.cuh's)
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) {
+            tma_load_2d(dst + 2 * A_BYTES + j * 8192, bhi, n0 + 64 * j, k, bar);
+            tma_load_2d(dst + 2 * A_BYTES + B_BYTES + j * 8192, blo, n0 + 64 * j, k, bar);
+          }
+        } else {
+          tma_load_2d(dst + 2 * A_BYTES, bhi, k, n0, bar);
+          tma_load_2d(dst + 2 * A_BYTES + B_BYTES, blo, k, n0, bar);
+        }
       }
     }
     return;
@@ -225,11 +309,13 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
     for (int kk = 0; kk < BK / 16; ++kk) {
       // a k-step is 32 bytes further along each 128-byte row (see gemm_wgmma.cuh)
       const u64 dah = wg_desc(st + a_row + kk * 32, 16, 1024), dal = wg_desc(st + A_BYTES + a_row + kk * 32, 16, 1024);
-      const u64 dbh = wg_desc(st + 2 * A_BYTES + kk * 32, 16, 1024);
-      const u64 dbl = wg_desc(st + 2 * A_BYTES + B_BYTES + kk * 32, 16, 1024);
-      wgmma_tile<f16, false, BN>(part, dal, dbh);   // the small products first
-      wgmma_tile<f16, false, BN>(part, dah, dbl);
-      wgmma_tile<f16, false, BN>(part, dah, dbh);
+      // N-major B: a k-step is 16 rows of 128 bytes further, 64-column atoms 8 KB apart
+      const u32 b_off = B_NMAJOR ? kk * 16 * 128 : kk * 32, b_lbo = B_NMAJOR ? 8192 : 16;
+      const u64 dbh = wg_desc(st + 2 * A_BYTES + b_off, b_lbo, 1024);
+      const u64 dbl = wg_desc(st + 2 * A_BYTES + B_BYTES + b_off, b_lbo, 1024);
+      wgmma_tile<f16, B_NMAJOR, BN>(part, dal, dbh);   // the small products first
+      wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbl);
+      wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbh);
     }
     wgmma_commit();
 #if X3H_ORDERED

@@ -59,23 +59,32 @@ HELD = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # values of 
 
 
 def operand_rows(layout, rows, K, cuda):
-    """An fp32 (rows, K) operand to split: "rows" K contiguous; "columns" a view whose rows run
-    across memory (a row-major b's columns: transposed first), its K values 3 rows plus one
-    element off 16 bytes apart and the view 4 bytes off alignment."""
+    """An fp32 (rows, K) operand to split, as b^T: "rows" K contiguous (b K-major); "n-major"
+    a row-major b's columns (rows 16-byte aligned: split in place, N-major); "columns" the
+    same with b's rows 3 rows plus one element off 16 bytes apart and b 4 bytes off alignment
+    (transposed first)."""
     if layout == "rows":
         return torch.empty(rows, K, device=cuda)
+    if layout == "n-major":
+        return torch.empty(K, rows + 4, device=cuda)[:, :rows].t()
     return torch.empty(K, rows + 5, device=cuda)[:, 1:rows + 1].t()
 
 
-@pytest.mark.parametrize("layout", ["rows", "columns"])
-@pytest.mark.parametrize("K", [1, 3, 5, 256, 1027, HELD - 1, HELD, HELD + 5, 2 * HELD + 3619])
+# rows of b the N-major split's grids cover before they stride
+NSPLIT_ALL = 65535 * max(gemm_plan.X3H_NSPLIT_ROWS, gemm_plan.X3H_COLMAX_ROWS)
+
+
+@pytest.mark.parametrize("layout", ["rows", "n-major", "columns"])
+@pytest.mark.parametrize("K", [1, 3, 5, 256, 1027, HELD - 1, HELD, HELD + 5, 2 * HELD + 3619, NSPLIT_ALL + 37])
 def test_split_pieces_are_bit_exact(K, layout, cuda):
     """The operand's pieces (fp16x3_split, after the transpose pass or a K-major copy where the
-    plan takes one) against their definition in torch, bit for bit, at row widths around the
-    part a block holds in registers (HELD values: the rest is read twice) and the scalar tail
-    (K % 4): rows whose largest value sits in the first, a middle or the last element or past
-    the held part, special values, a row of zeros, a row of -0.0, subnormal and huge rows,
-    values lost to their row's scale, fp16-exact ones; and the exponents."""
+    plan takes one; fp16x3_colmax_n + fp16x3_split_n for a row-major b) against their
+    definition in torch, bit for bit, at row widths around the part a block holds in
+    registers (HELD values: the rest is read twice), the scalar tail (K % 4), past the rows
+    the N-major split's grid covers: rows whose largest value sits in the first, a middle or
+    the last element or past the held part, special values, a row of zeros, a row of -0.0,
+    subnormal and huge rows, values lost to their row's scale, fp16-exact ones; and the
+    exponents."""
     require_algo("fp16x3")
     torch.manual_seed(K)
     rows = 12
@@ -93,9 +102,13 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     x[10, :] = float("inf")
     x[11] = torch.randint(-8, 9, (K,), device=cuda).float()   # fp16-exact: remainders 0
     p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")   # x as b^T, the split's rows
-    assert p.b.prep == ("transpose" if layout == "columns" and K > 1 else
+    assert p.b.prep == ("n-major split" if layout == "n-major" else "transpose" if layout == "columns" and K > 1 else
                         "as is" if K % 4 == 0 else "k-major copy"), p
-    pieces, ex = gemm.fp16x3_pieces(x, p.b)
+    if layout == "n-major":
+        pieces, ex = gemm.fp16x3_pieces_n(x.t(), p.b)
+        pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
+    else:
+        pieces, ex = gemm.fp16x3_pieces(x, p.b)
     hb, lb, e = split_reference(x)
     assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
     for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):

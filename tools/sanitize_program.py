@@ -87,10 +87,15 @@ for dtype in DTYPES:
             a[1, ::7], a[2, ::5], a[4] = float("inf"), float("nan"), 1e-40
             a[5, 0] = 1e20
             cupy_ops.matmul(a, a.t(), algo=algo)
+            cupy_ops.matmul(a, a.t().contiguous(), algo=algo)   # b row-major, rows off 16 bytes: transposed
+            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)   # b row-major, aligned: split N-major
+            padded = torch.zeros(301, 132, device="cuda")
+            padded[:, :129] = a.t()
+            cupy_ops.matmul(a, padded[:, :127], algo=algo)   # N-major, rows 132 apart, N % 4 = 3
             held = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # rows past it: read twice
             long_rows = torch.randn(5, held + 13, device="cuda")
             cupy_ops.matmul(long_rows, long_rows.t(), algo=algo)
-            calls += 2
+            calls += 5
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")

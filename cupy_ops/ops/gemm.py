@@ -245,15 +245,37 @@ def fp16x3_pieces(t: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor,
     return pieces, ex
 
 
+def fp16x3_pieces_n(b: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(pieces, exponents)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
+    aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
+    rounded up to 8) fp16, hi then lo, of ``b``'s columns scaled by 2^exponents[n]."""
+    k, n = b.shape
+    ldn = launch.cdiv(max(n, 1), 8) * 8   # the pieces' tensor maps need 16-byte rows
+    pieces = torch.empty((2, k, ldn), dtype=torch.float16, device=b.device)
+    ex = torch.empty((n,), dtype=torch.int32, device=b.device)
+    mag = torch.zeros((n,), dtype=torch.int32, device=b.device)   # atomicMax of the magnitudes' bits
+    cols, dev = launch.cdiv(n, 4 * gemm_plan.X3H_NSPLIT_THREADS), b.get_device()
+    block = (gemm_plan.X3H_NSPLIT_THREADS, 1, 1)
+    launch.launch(_handle("fp16x3_colmax_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_COLMAX_ROWS), 65535), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag.data_ptr()))
+    launch.launch(_handle("fp16x3_split_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_NSPLIT_ROWS), 65535), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag.data_ptr(), pieces[0].data_ptr(), pieces[1].data_ptr(), ldn,
+                          ex.data_ptr()))
+    return pieces, ex
+
+
 def _run_fp16x3(p, a, b, c, bias, scale):
     """fp16x3: the operands' pieces (A's rows, B's columns), their tensor maps, the GEMM and,
     for split-K, the reduction."""
     (M, K), N = a.shape, b.shape[1]
     pa, ea = fp16x3_pieces(a, p.a)
-    pb, eb = fp16x3_pieces(b.t(), p.b)
-    ld = pa.shape[2]
-    maps = tuple(tma.tensor_map(x[i], K, rows, ld, p.bk, box) for x, rows, box in ((pa, M, p.tile[0]), (pb, N, p.tile[1]))
-                 for i in (0, 1))
+    maps = tuple(tma.tensor_map(pa[i], K, M, pa.shape[2], p.bk, p.tile[0]) for i in (0, 1))
+    if p.b.prep == "n-major split":   # boxes of 64 columns (128 bytes) x bk rows of K
+        pb, eb = fp16x3_pieces_n(b, p.b)
+        maps += tuple(tma.tensor_map(pb[i], N, K, pb.shape[2], 64, p.bk) for i in (0, 1))
+    else:
+        pb, eb = fp16x3_pieces(b.t(), p.b)
+        maps += tuple(tma.tensor_map(pb[i], K, N, pb.shape[2], p.bk, p.tile[1]) for i in (0, 1))
     h = _handle(p.kernel, c.get_device())
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)

@@ -90,6 +90,14 @@ X3_TILE_NS = (128,)
 # 1024 x 2 0.21-0.34; session 12's warp per row, reading the row twice, 0.287 / 0.066 / 0.079 / 0.335.
 X3H_SPLIT_THREADS = 512
 X3H_SPLIT_VECS = 4
+# fp16x3_colmax_n / fp16x3_split_n (matmul's row-major b, split N-major in place): blocks of
+# X3H_NSPLIT_THREADS threads, 4 columns each, over chunks of X3H_COLMAX_ROWS / X3H_NSPLIT_ROWS
+# rows. H100, session 13 (probe_fp16x3_split_h100_session13.log, run 3), ms for b 4096x4096 /
+# 8192x8192 / 8192x1024 / 1024x8192 / 4096x256: 32 / 8 rows 0.087 / 0.300 / 0.059 / 0.051 /
+# 0.030; 32 / 32 0.091 / 0.307 / 0.068 / 0.060 / 0.037; 64 / 8, 64 / 16 within 10 % of 32 / 32;
+# 128 rows for the max 0.12 at 4096^2. The transpose pass + the row split it replaces: 0.107 /
+# 0.400 / 0.055 / 0.077 (a copy of b: 0.049 / 0.181 / 0.027 / 0.027).
+X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8                              # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
 REDUCE_THREADS = 256
@@ -99,7 +107,9 @@ DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
                  "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES,
-                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS}
+                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
+                 "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS, "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
+                 "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}
 
 # --- tuning tables (each cites the run that set it) ---------------------------------------
@@ -257,7 +267,8 @@ class Operand:
     ``prep``: ``"as is"`` (read in place), ``"contiguous copy"`` (row-major copy, SIMT),
     ``"k-major copy"`` / ``"transpose"`` (into K-major rows of 16-byte pitch for the tensor
     cores; ``"transpose"`` by the tiled kernel of transpose.cu), ``"n-major"`` (the Hopper
-    kernel reads a row-major B in place through the instruction's transpose bit).
+    kernel reads a row-major B in place through the instruction's transpose bit), ``"n-major
+    split"`` (fp16x3: a row-major B split in place into N-major fp16 pieces).
     ``kmajor``: the kernel reads it K-major; ``ld``: its leading dimension after ``prep``;
     ``vec``: 16-byte loads are allowed (SIMT).
     """
@@ -632,13 +643,19 @@ def _fp16x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     bk, bn = WG_BK[torch.float16], X3_TILE_NS[0]
     slices, kslice = (wgmma_split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if opts.get("split_k", True)
                       else (1, K))
+    # a row-major b (matmul's) split in place into N-major pieces, each column scaled
+    # (fp16x3_split_n: no transpose pass), the kernel reading them through the wgmma's
+    # transpose bit; any other b's columns as K-major rows (transposed or copied first)
+    n_major = b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+    pb = Operand("n-major split", False, b.stride0) if n_major else tc_operand(b.T)
+    split = ("fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
     common = dict(grid=(cdiv(N, bn), cdiv(M, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES,
-                  a=tc_operand(a), b=tc_operand(b.T), tile=(WG_BM, bn), bk=bk,
-                  notes=("operands split into fp16 pieces (fp16x3_split)",))
+                  a=tc_operand(a), b=pb, tile=(WG_BM, bn), bk=bk, notes=(f"operands split into fp16 pieces ({split})",))
     if slices > 1:
-        return GemmPlan("fp16x3", f"gemm_fp16x3_partial<{bn}>", "gemm_sm90a.cu", slices=slices, kslice=kslice,
-                        reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=_reduce_grid(M * N), **common)
-    return GemmPlan("fp16x3", f"gemm_fp16x3<{bn}, {epi}>", "gemm_sm90a.cu", kslice=K, **common)
+        return GemmPlan("fp16x3", f"gemm_fp16x3_partial<{bn}, {_tf(n_major)}>", "gemm_sm90a.cu", slices=slices,
+                        kslice=kslice, reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=_reduce_grid(M * N),
+                        **common)
+    return GemmPlan("fp16x3", f"gemm_fp16x3<{bn}, {epi}, {_tf(n_major)}>", "gemm_sm90a.cu", kslice=K, **common)
 
 
 FAMILIES = {"naive": _naive, "simt": _simt, "tc": _tc, "wgmma": _wgmma, "tf32x3": _tf32x3, "fp16x3": _fp16x3}
@@ -696,6 +713,8 @@ def variants() -> dict[str, list[str]]:
     for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
         sm90a += [f"{name}<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
         sm90a += [f"{name}_partial<{bn}>" for bn in X3_TILE_NS]
-    sm90a += [f"gemm_fp16x3<{bn}, {e}>" for bn in X3_TILE_NS for e in EPILOGUES]
-    sm90a += [f"gemm_fp16x3_partial<{bn}>" for bn in X3_TILE_NS] + ["fp16x3_split"]
+    for nm in (False, True):
+        sm90a += [f"gemm_fp16x3<{bn}, {e}, {_tf(nm)}>" for bn in X3_TILE_NS for e in EPILOGUES]
+        sm90a += [f"gemm_fp16x3_partial<{bn}, {_tf(nm)}>" for bn in X3_TILE_NS]
+    sm90a += ["fp16x3_split", "fp16x3_colmax_n", "fp16x3_split_n"]
     return {"gemm.cu": gemm, "gemm_sm90a.cu": sm90a}
