@@ -554,6 +554,13 @@ def wgmma_swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = N
     return possible and override is not False
 
 
+def n_major_in_place(b: Matrix) -> bool:
+    """Whether a Hopper kernel reads B (K, N) N-major in place (16-bit wgmma operands through
+    the instruction's transpose bit, fp16x3's pieces split from it): row-major, its rows on
+    16-byte boundaries (the TMA's pitch and boxes, fp16x3_split_n's 16-byte loads)."""
+    return b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+
+
 def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     if K == 0:   # no tile to load: the mma.sync kernel writes epilogue(0)
         return _tc(M, N, K, dtype, a, b, epi, dev, opts, notes=("K == 0: the tc kernel writes the epilogue of 0",))
@@ -579,7 +586,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
                         tma_store=True, swap=True)
     # a row-major B (matmul's b) is read in place, N-major, through the instruction's
     # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
-    if dtype != torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0:
+    if dtype != torch.float32 and n_major_in_place(b):
         pb, n_major = Operand("n-major", False, b.stride0), True
     else:
         pb, n_major = tc_operand(b.T), False
@@ -646,7 +653,7 @@ def _fp16x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     # a row-major b (matmul's) split in place into N-major pieces, each column scaled
     # (fp16x3_split_n: no transpose pass), the kernel reading them through the wgmma's
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
-    n_major = b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+    n_major = n_major_in_place(b)
     pb = Operand("n-major split", False, b.stride0) if n_major else tc_operand(b.T)
     split = ("fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
     common = dict(grid=(cdiv(N, bn), cdiv(M, WG_BM), slices), block=(WG_THREADS, 1, 1), smem=X3_SMEM_BYTES,
