@@ -155,28 +155,29 @@ def test_row_major_b_is_swapped_and_agrees_with_the_transpose_path(M, K, N, cuda
     assert ((lin.double() - ref).abs() <= tol).all()
 
 
-def test_split_k_and_tall_shapes(cuda):
-    """Small outputs with long K (split-K: slices summed in order, then the epilogue) and tall
-    M, against the rounding bound; the split result is deterministic."""
-    require_algo("tf32x3")
+@pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
+def test_split_k_and_tall_shapes(algo, cuda):
+    """Small outputs with long K (split-K: slices summed in order, fp16x3's scaled back first,
+    then the epilogue) and tall M, against the rounding bound; the split result is
+    deterministic."""
+    require_algo(algo)
     torch.manual_seed(0)
     M, K, N = 200, 3000, 136
     a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
     bias = torch.randn(N, device=cuda)
-    assert cupy_ops.gemm_plan(a, b, algo="tf32x3").slices > 1
-    first = cupy_ops.matmul(a, b, algo="tf32x3")
-    assert torch.equal(first, cupy_ops.matmul(a, b, algo="tf32x3"))
+    assert cupy_ops.gemm_plan(a, b, algo=algo).slices > 1
+    first = cupy_ops.matmul(a, b, algo=algo)
+    assert torch.equal(first, cupy_ops.matmul(a, b, algo=algo))
+    r = roundoff(algo, torch.float32)
     for split in (True, False):
-        assert_gemm_close(matmul_planned(a, b, algo="tf32x3", split_k=split), a, b,
-                          operand_roundoff=roundoff("tf32x3", torch.float32))
-        lin = linear_planned(a, b.t(), bias, 2.0, algo="tf32x3", split_k=split)
+        assert_gemm_close(matmul_planned(a, b, algo=algo, split_k=split), a, b, operand_roundoff=r)
+        lin = linear_planned(a, b.t(), bias, 2.0, algo=algo, split_k=split)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
-        tol = (2 * roundoff("tf32x3", torch.float32) + (K + 1) * 2.0**-24 * 1.01) * absprod + 2.0**-23 * ref.abs()
+        tol = (2 * r + (K + 1) * 2.0**-24 * 1.01) * absprod + 2.0**-23 * ref.abs()
         assert ((lin.double() - ref).abs() <= tol).all()
     tall_a, tall_b = torch.randn(20000, 96, device=cuda), torch.randn(96, 24, device=cuda)
-    assert_gemm_close(cupy_ops.matmul(tall_a, tall_b, algo="tf32x3"), tall_a, tall_b,
-                      operand_roundoff=roundoff("tf32x3", torch.float32))
+    assert_gemm_close(cupy_ops.matmul(tall_a, tall_b, algo=algo), tall_a, tall_b, operand_roundoff=r)
 
 
 def test_models_use_tf32x3_for_float32_on_hopper_else_the_previous_path(cuda):
