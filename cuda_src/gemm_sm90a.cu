@@ -17,18 +17,14 @@
 // slower (H100, session 11: docs/tuning.md); the kernel traps if launched otherwise. `group`:
 // cluster rows per WgWalk group. tma_store != 0: c_map covers c (16-row x 128-byte boxes,
 // 128-byte swizzle; ldc 16-byte aligned) and the epilogue stores through the TMA; 0: c_map
-// is not read and the epilogue stores with the threads. sk_clusters > 0: the last partial wave
-// as stream-K over that many clusters (WgStreamK: sk_ws sk_clusters x CM slots of WG_BM x BN
-// fp32, sk_flags as many ints, zeroed), 0: none (sk_ws, sk_flags not read).
+// is not read and the epilogue stores with the threads.
 template <class T, bool B_NMAJOR, int BN, int CM, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
-               int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale, float* sk_ws,
-               int* sk_flags, int sk_clusters) {
+               int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, T>(&a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K,
-                                           group, Epilogue<T, EPI>(bias, scale),
-                                           WgStreamK{sk_ws, sk_flags, sk_clusters});
+                                           group, Epilogue<T, EPI>(bias, scale));
 }
 
 // The same for outputs too small to fill the GPU with 128 x 128 tiles: WG_KSPLIT_BM (64) x BN
@@ -47,15 +43,13 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 // (gemm_wgmma.cuh SwapRows): b_map covers B as (K, N) row-major in boxes of 32 x 32, a_map A
 // (M, K) as a K-major B side (boxes of BN / CM rows), c_map c (M, N) in boxes of 32 x 32
 // (128-byte swizzle; ldc = N, 16-byte aligned). The grid walks C^T's tiles (kernel M = N).
-// sk_*: stream-K as for gemm_wgmma.
 template <int BN, int CM, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map,
                     const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, const u32* bias,
-                    double scale, float* sk_ws, int* sk_flags, int sk_clusters) {
+                    double scale) {
   gemm_wgmma_tiles<float, false, BN, CM, float, Epilogue<float, EPI>, true>(
-      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(bias, scale),
-      WgStreamK{sk_ws, sk_flags, sk_clusters});
+      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(bias, scale));
 }
 
 // Split-K partial products: the units of K slice z (the range [z kslice, (z + 1) kslice))

@@ -38,8 +38,8 @@
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
 // sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
 #if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES) || \
-    !defined(WG_SWAP_BOX) || !defined(WG_KSPLIT_BM) || !defined(WG_SK_SPREAD)
-#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES, WG_SWAP_BOX, WG_KSPLIT_BM, WG_SK_SPREAD (-D)"
+    !defined(WG_SWAP_BOX) || !defined(WG_KSPLIT_BM)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES, WG_SWAP_BOX, WG_KSPLIT_BM (-D)"
 #endif
 static_assert(WG_KSPLIT_BM == 64, "gemm_wgmma.cuh: KSPLIT's tile rows are one warpgroup's 64");
 static_assert(WG_EPI_BYTES == 8 * 4096, "gemm_wgmma.cuh: one 4 KB epilogue chunk per consumer warp");
@@ -545,123 +545,6 @@ struct WgWalk {
   }
 };
 
-// Stream-K for the last, partly filled wave of a persistent grid (the host's choice:
-// cupy_ops/ops/gemm_plan.py wgmma_stream_k). Of `units` units of `ktiles` k-tiles each over
-// `clusters` clusters, the last R = units % clusters units would run as a wave that leaves
-// clusters - R of them idle for a whole unit's time; instead their R x ktiles k-tiles are
-// shared out evenly over the first S (`clusters` of WgStreamK) clusters: cluster q < S takes
-// the k-tiles [b(q), b(q + 1)) of them, b(q) = q R ktiles / S (unit by unit, k-tile order),
-// first, then as every cluster its whole units q, q + clusters, ... below units - R (the
-// walk's order; the shared units are its last). A share is walked unit by unit from its last
-// unit down, each piece in k order: its first piece is the head (from k-tile 0) of its last
-// unit, its last piece the tail of its first, so at any moment the clusters read nearly the
-// same k of their units' A and B (in k order within the share, one cluster's tail ran beside
-// the next one's head, ktiles - share apart: L2 hits fell and bf16 4096^3 took 204 us against
-// 182 as whole units; H100, benchmarks/results/probe_stream_k_h100_session14.log, run 1). A
-// unit's k-tiles then fall to a few consecutive clusters: its owner (the one with its last
-// k-tile: the last piece of the owner's share) and before it the clusters whose shares end
-// inside it (each one's first piece, the only one of a share that can end inside a unit).
-// Those write their fp32 sums into `ws` (a 128 x BN slot per CTA: cluster q's rank r at slot
-// q CM + r) and set flags[q CM + r]; the owner waits for each flag, adds the slots to its own
-// sums in a fixed order (deterministic results) and stores the tile. The flags are zeroed by
-// the host for each launch. The owner rarely waits: the others' pieces come first in theirs.
-struct WgStreamK {
-  float* ws;        // S x CM slots of WG_BM x BN fp32 (nullptr: no stream-K)
-  int* flags;       // S x CM, zero at launch
-  int clusters;     // S: clusters sharing the last R units (0: none)
-};
-struct WgPiece {
-  int u, kt0, kt1;   // unit, its k-tiles [kt0, kt1)
-};
-// One cluster's pieces in order (the producer and the consumers walk the same sequence). DP
-// units (and split-K slices) come from the WgWalk; stream-K's R units are the walk's last.
-struct WgSched {
-  int dp_units, ktiles, step, u;   // the units the walk gives whole, this cluster's next one
-  int sk;                          // S: the clusters sharing the last R units (0: no stream-K)
-  int base, rem;                   // R x ktiles = base S + rem
-  int g, g_end;                    // this cluster's stream-K k-tiles: [g, g_end) of R x ktiles
-  int j, j_lo;                     // its shared units left: j down to j_lo
-  __device__ __forceinline__ WgSched(int units, int ktiles_, int clusters, int q, int sk_)
-      : ktiles(ktiles_), step(clusters), u(q) {
-    const int r = sk_ > 0 ? units % clusters : 0;
-    sk = r > 0 ? sk_ : 1;
-    const int total = r * ktiles;   // < 2^31: the host's bound (wgmma_stream_k)
-    base = total / sk, rem = total % sk;
-    if (r == 0) sk = 0;
-    dp_units = units - r;
-    g = share_begin(min(q, sk));
-    g_end = share_begin(min(q + 1, sk));
-    j_lo = g / ktiles;
-    j = g < g_end ? (g_end - 1) / ktiles : j_lo - 1;
-  }
-  // The first k-tile of share q: b(q) = floor(q R ktiles / S), in 32-bit arithmetic (q rem <
-  // S^2; a 64-bit division is a call, and inside the consumers' loop it made ptxas spill).
-  __device__ __forceinline__ int share_begin(int q) const { return q * base + (int)((u32)(q * rem) / (u32)max(sk, 1)); }
-  // The next piece (kt1 = -1: all of the unit's k-tiles, which unit_of knows); false when done.
-  __device__ __forceinline__ bool next(WgPiece& p) {
-    if (j >= j_lo) {
-      const int first = j * ktiles;
-      p.u = dp_units + j;
-      p.kt0 = max(g, first) - first;
-      p.kt1 = min(g_end, first + ktiles) - first;
-      --j;
-      return true;
-    }
-    if (u >= dp_units) return false;
-    p.u = u;
-    p.kt0 = 0;
-    p.kt1 = -1;
-    u += step;
-    return true;
-  }
-};
-
-// A stream-K piece's sums handed to the unit's owner: the 256 consumer threads (x: 0..255)
-// write their accumulators into the slot (float4 i of thread x at i 256 + x: a warp's stores
-// are 512 contiguous bytes), then, all written (named barrier 3), one thread releases the
-// flag at GPU scope (as CUTLASS's stream-K barrier: fence, then a relaxed store).
-template <int BN>
-__device__ __forceinline__ void sk_publish(const float* acc, float* slot, int* flag, int x) {
-  float4* dst = reinterpret_cast<float4*>(slot) + x;
-#pragma unroll
-  for (int i = 0; i < BN / 8; ++i) dst[i * 256] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-  asm volatile("bar.sync 3, 256;\n" ::: "memory");
-  if (x == 0) asm volatile("fence.acq_rel.gpu;\nst.relaxed.gpu.global.b32 [%0], 1;\n" ::"l"(flag) : "memory");
-}
-// The owner's side: one thread waits (acquire, GPU scope) for the flag, the 256 threads sync
-// and add the slot's sums to their own (read from L2: .cg; written by another SM), SK_BATCH
-// float4 loads in flight at a time: all of them at once would hold 4 x BN / 8 more registers
-// than the accumulators leave, and each pinned add (acc_fence) keeps the compiler from
-// hoisting the next batch's loads above it.
-#define SK_BATCH 8
-template <int BN>
-__device__ __forceinline__ void sk_accumulate(float* acc, const float* slot, const int* flag, int x) {
-  static_assert((BN / 8) % SK_BATCH == 0, "whole batches");
-  if (x == 0) {
-    int v;
-    for (;;) {
-      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
-      if (v != 0) break;
-      __nanosleep(32);
-    }
-  }
-  asm volatile("bar.sync 3, 256;\n" ::: "memory");
-  const float4* src = reinterpret_cast<const float4*>(slot) + x;
-#pragma unroll
-  for (int i0 = 0; i0 < BN / 8; i0 += SK_BATCH) {
-    float v[SK_BATCH][4];
-#pragma unroll
-    for (int i = 0; i < SK_BATCH; ++i)
-      asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=f"(v[i][0]), "=f"(v[i][1]), "=f"(v[i][2]), "=f"(v[i][3]) : "l"(src + (i0 + i) * 256) : "memory");
-#pragma unroll
-    for (int i = 0; i < SK_BATCH; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[4 * (i0 + i) + e] = add_exact(acc[4 * (i0 + i) + e], v[i][e]);
-    acc_fence<4 * SK_BATCH>(acc + 4 * i0);
-  }
-}
-
 // One consumer warp is done reading a stage: its lane c arrives on the stage's empty barrier
 // in cluster CTA c (the stage's B half that CTA multicast is then free to be overwritten).
 template <int CM> __device__ __forceinline__ void release_stage(u32 bar, int lane) {
@@ -725,8 +608,7 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
-                                                 int M, int N, int K, int kslice, int group, const Epi& epi,
-                                                 const WgStreamK sk = WgStreamK{nullptr, nullptr, 0}) {
+                                                 int M, int N, int K, int kslice, int group, const Epi& epi) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs");
   static_assert(BN / CM >= 64, "each CTA of a cluster loads whole 64-column boxes of B");
@@ -739,11 +621,6 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
   constexpr int STAGES = WgRing<BN, A_BYTES>::STAGES, STAGE_BYTES = WgRing<BN, A_BYTES>::STAGE_BYTES;
   constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
-  // Stream-K's pieces (WgStreamK), for the persistent grids (clusters of 2): not in the TF32
-  // kernel with a K-major B, which the fix-up code made spill 280 bytes, nor with clusters of 1
-  // (the 256-wide 16-bit ones spilled 8; the host runs them one CTA per tile).
-  constexpr bool STREAM_K = !KSPLIT && CM == 2 && (sizeof(typename Traits<T>::Bits) == 2 || SWAP);
-  static_assert(WG_SK_SPREAD == 2, "gemm_wgmma.cuh: a shared unit has at most 2 clusters after its owner");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   // the epilogue's buffers (WG_EPI_BYTES, 4 KB per consumer warp) right after the ring: 1024-byte
@@ -753,9 +630,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   const int tid = threadIdx.x, wg = tid >> 7;
   const WgWalk walk{(M + BM * CM - 1) / (BM * CM), (N + BN - 1) / BN, group};
   const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
-  const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM, q = blockIdx.x / CM;
-  // this cluster's pieces of work (stream-K only for unsplit K: every unit K / BK k-tiles)
-  const WgSched sched0(units, (K + BK - 1) / BK, clusters, q, !STREAM_K || kslice < K ? 0 : min(sk.clusters, clusters));
+  const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM;
   // unit u -> this CTA's tile origin (m0, n0), K slice z, its first k (k0) and k-tiles (>= 1)
   auto unit_of = [&](int u, int& m0, int& n0, int& z, int& k0, int& ktiles) {
     int row, col;
@@ -787,12 +662,10 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     if (tid == 0) {
       RingPos<STAGES> pos;   // across units
       int uses = 0;          // of stages so far: from the second round on, a stage is refilled once released
-      WgSched sched = sched0;
-      for (WgPiece pc; sched.next(pc);) {
+      for (int u = blockIdx.x / CM; u < units; u += clusters) {
         int m0, n0, z, k0, ktiles;
-        unit_of(pc.u, m0, n0, z, k0, ktiles);
-        const int kt1 = pc.kt1 < 0 ? ktiles : pc.kt1;
-        for (int kt = pc.kt0; kt < kt1; ++kt, ++uses, pos.next()) {
+        unit_of(u, m0, n0, z, k0, ktiles);
+        for (int kt = 0; kt < ktiles; ++kt, ++uses, pos.next()) {
           const int s = pos.s;
           if (uses >= STAGES) mbar_wait(bars + 8 * (STAGES + s), pos.phase ^ 1);
           const u32 full = bars + 8 * s, a_dst = ring + s * STAGE_BYTES, b_dst = a_dst + A_BYTES;
@@ -841,7 +714,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     // wgmmas, then release the previous k-tile's stage once that one's wgmmas are done. With
     // SWAP the fragments of consecutive k-tiles alternate between two register sets: a
     // k-tile's stay in use until its wgmmas are waited for, a k-tile later.
-    auto ktile = [&](float* acc, bool first, u32 (&fr)[BK / KSTEP][4]) {
+    auto ktile = [&](float* acc, int kt, u32 (&fr)[BK / KSTEP][4]) {
       const int s = pos.s;
       const u32 stage = (u32)(s * STAGE_BYTES);
       mbar_wait(bars + 8 * s, pos.phase);
@@ -861,67 +734,45 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
       }
       wgmma_commit();
       wgmma_wait<1>();   // the previous k-tile's wgmmas are done: release its stage
-      if (!first) release_stage<CM>(bars + 8 * (STAGES + prev), lane);
+      if (kt > 0) release_stage<CM>(bars + 8 * (STAGES + prev), lane);
       prev = s;
       pos.next();
     };
-    WgSched sched = sched0;
-    for (WgPiece pc; sched.next(pc);) {
+    for (int u = blockIdx.x / CM; u < units; u += clusters) {
       int m0, n0, z, k0, ktiles;
-      unit_of(pc.u, m0, n0, z, k0, ktiles);
-      const int kt0 = pc.kt0, kt1 = pc.kt1 < 0 ? ktiles : pc.kt1;
+      unit_of(u, m0, n0, z, k0, ktiles);
       float acc[BN / 2];
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       acc_fence<BN / 2>(acc);
       u32 fr0[BK / KSTEP][4], fr1[BK / KSTEP][4];
-      int kt = kt0;
+      int kt = 0;
       if constexpr (SWAP) {
-        for (; kt + 1 < kt1; kt += 2) {
-          ktile(acc, kt == kt0, fr0);
-          ktile(acc, false, fr1);
+        for (; kt + 1 < ktiles; kt += 2) {
+          ktile(acc, kt, fr0);
+          ktile(acc, kt + 1, fr1);
         }
       }
-      for (; kt < kt1; ++kt) ktile(acc, kt == kt0, fr0);
-      float rowp[2];      // (SWAP) the epilogue parameters of this thread's two rows (C columns)
-      EpiShare<BN> sh;    // (else) the tile's column parameters
-      // loaded while the last k-tile's wgmmas run
+      for (; kt < ktiles; ++kt) ktile(acc, kt, fr0);
       if constexpr (SWAP) {
+        float rowp[2];   // the epilogue parameters of this thread's two rows (C columns)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           const int n = m0 + c * 64 + rows.nloc[i];
           rowp[i] = Epi::COLUMNS && n < M ? epi.column(n) : 0.f;
         }
-      } else {
-        epi_load<BN>(sh, epi, n0, N, lane);
-      }
-      wgmma_wait<0>();
-      acc_fence<BN / 2>(acc);
-      release_stage<CM>(bars + 8 * (STAGES + prev), lane);
-      if constexpr (STREAM_K) {
-        if (kt0 > 0 || kt1 < ktiles) {   // a stream-K piece of a shared unit
-          const int x = tid - 128, slot = q * CM + rank;
-          if (kt1 < ktiles) {   // another cluster owns the unit: hand the sums over
-            sk_publish<BN>(acc, sk.ws + (i64)slot * (WG_BM * BN), sk.flags + slot, x);
-            continue;
-          }
-          // the owner: add the pieces of the clusters before it whose shares end inside the unit
-          const int unit_begin = (pc.u - sched.dp_units) * sched.ktiles;
-#pragma unroll
-          for (int i = 1; i <= WG_SK_SPREAD; ++i) {
-            const int q2 = q - i;
-            if (q2 >= 0 && sched.share_begin(q2 + 1) > unit_begin)
-              sk_accumulate<BN>(acc, sk.ws + (i64)(q2 * CM + rank) * (WG_BM * BN), sk.flags + q2 * CM + rank, x);
-          }
-          // (no third: the host's S <= WG_SK_SPREAD R makes a share at least half a unit;
-          // tests/test_plans.py walks the schedule)
-        }
-      }
-      if constexpr (SWAP) {
+        wgmma_wait<0>();
+        acc_fence<BN / 2>(acc);
+        release_stage<CM>(bars + 8 * (STAGES + prev), lane);
         wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi, rows,
                                     rowp);
       } else {
         const u32 buf = epi_buf + (c * 4 + warp) * 4096;
+        EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
+        epi_load<BN>(sh, epi, n0, N, lane);
+        wgmma_wait<0>();
+        acc_fence<BN / 2>(acc);
+        release_stage<CM>(bars + 8 * (STAGES + prev), lane);
         if constexpr (KSPLIT) {
           if (!kwg_reduce<BN>(acc, ring, c, tid & 127)) continue;   // warpgroup 0 stores the tile
         }

@@ -247,10 +247,8 @@ def test_wgmma_tma_stores_equal_the_threads_stores(bn, cluster, persistent, dtyp
     """The epilogue's two store paths write the same bits (same accumulation, same epilogue),
     for plain and fused outputs, and the TMA stores write nothing past M x N: rows and columns
     past the matrix (tails in both, a tile row past M, one row of 16-row boxes partly past M)
-    are clipped, and the rows after C in the same allocation keep their sentinel. (Without
-    stream-K: fp32's threads' stores take the TF32 kernel with b transposed, which has none,
-    and another summation order would differ in the last bits.)"""
-    kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent, stream_k=False)
+    are clipped, and the rows after C in the same allocation keep their sentinel."""
+    kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
     for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104)], dtype, cuda):
         bias = torch.randn(N, device=cuda).to(dtype)
         for epi, bb, extra in (("EpiNone", b, ()), ("EpiBiasReluScale", b.t().contiguous().t(), (bias, 0.5))):
@@ -298,46 +296,6 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
         assert ((got.double() - ref).abs() <= tol).all()
-
-
-# (M, K, N, plan overrides): stream-K tails of persistent pairs of 128 x 256 tiles: 58 of 66
-# clusters' units left (shared by all 66 clusters, k-tiles odd, K with a tail), 8 left (2
-# clusters per unit), 12 left with 3 k-tiles per unit (shares of 1-2 k-tiles); M and N tails.
-STREAM_K_SHAPES = [(4096, 1000, 4096, {}), (4224, 200, 4104, dict(tile_n=256, cluster=2)),
-                   (2304, 136, 4096, dict(tile_n=256, cluster=2)), (4100, 72, 4100, {})]
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_stream_k_tail_matches_whole_units_and_is_deterministic(dtype, cuda):
-    """The persistent grid's last partial wave as stream-K (pieces of units summed by their
-    owner; forced where the table would not take it): within the rounding bound, as close to the whole-unit result as two summation
-    orders allow, the same bits on every run, row-major (N-major) and K-major b, the fused
-    epilogue; fp32 through the swapped TF32 kernel (the K-major TF32 kernel has none)."""
-    from cupy_ops import launch
-    for (M, K, N, a, b), kw in zip(wgmma_cases([s[:3] for s in STREAM_K_SHAPES], dtype, cuda),
-                                   (s[3] for s in STREAM_K_SHAPES)):
-        for bb in ((b,) if dtype == torch.float32 else (b, b.t().contiguous().t())):
-            p = gemm.plan_for(a, bb, "EpiNone", "wgmma", stream_k=True, **kw)
-            assert p.stream_k and p.persistent and p.cluster == 2, p
-            h = gemm._handle(p.kernel, a.get_device())
-            clusters = min(p.grid[0], 2 * launch.resident_clusters(h, 2, p.block, p.smem)) // 2
-            assert gemm._stream_k(p, (2 * clusters, 1, 1), K, a.device)[0][2] > 0, "no stream-K at this shape"
-            got = matmul_planned(a, bb, algo="wgmma", stream_k=True, **kw)
-            assert torch.equal(got, matmul_planned(a, bb, algo="wgmma", stream_k=True, **kw)), "not deterministic"
-            assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
-            whole = matmul_planned(a, bb, algo="wgmma", stream_k=False, **kw)
-            tol = (4 * K * 2.0**-24 * (a.double().abs() @ bb.double().abs())
-                   + 2 * UNIT_ROUNDOFF[dtype] * whole.double().abs())   # two summation orders, one output ulp
-            assert ((got.double() - whole.double()).abs() <= tol).all(), "stream-K and whole units differ"
-        bias = torch.randn(N, device=cuda).to(dtype)
-        w = b.t().contiguous() if dtype != torch.float32 else None
-        if w is not None:   # the fused layer (K-major weight)
-            got = linear_planned(a, w, bias, 2.0, algo="wgmma", stream_k=True, **kw)
-            whole = linear_planned(a, w, bias, 2.0, algo="wgmma", stream_k=False, **kw)
-            ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
-            absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
-            tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
-            assert ((got.double() - ref).abs() <= tol).all() and ((whole.double() - ref).abs() <= tol).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])

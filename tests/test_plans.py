@@ -184,91 +184,6 @@ def test_hopper_clusters_and_persistent_grid():
             assert gplan(M, 1024, 1024, torch.bfloat16, **kw).kernel in names
 
 
-def sk_schedule(units, ktiles, clusters, sk):
-    """A model of gemm_wgmma.cuh's WgSched: each cluster's pieces (unit, kt0, kt1) in order."""
-    r = units % clusters if sk else 0
-    s = sk if r else 0
-    total = r * ktiles
-    begin = [q * (total // max(s, 1)) + (q * (total % max(s, 1))) // max(s, 1) for q in range(s + 1)]
-    assert all(b == q * total // max(s, 1) for q, b in enumerate(begin))   # the kernel's 32-bit form of q R T / S
-    pieces = []
-    for q in range(clusters):
-        mine, g, g_end = [], (begin[q] if q < s else 0), (begin[q + 1] if q < s else 0)
-        if g < g_end:   # the share's units from its last down, each piece in k order
-            for j in range((g_end - 1) // ktiles, g // ktiles - 1, -1):
-                mine.append((units - r + j, max(g, j * ktiles) - j * ktiles, min(g_end, (j + 1) * ktiles) - j * ktiles))
-        mine += [(u, 0, ktiles) for u in range(q, units - r, clusters)]
-        pieces.append(mine)
-    return pieces, begin, s
-
-
-@pytest.mark.parametrize("units, clusters", [(256, 66), (272, 66), (144, 66), (289, 66), (67, 66), (131, 66),
-                                             (200, 64), (9, 4), (7, 3)])
-@pytest.mark.parametrize("ktiles", [1, 2, 3, 5, 16, 64, 129])
-def test_stream_k_schedule_covers_each_k_tile_once_with_at_most_two_helpers(units, clusters, ktiles):
-    """The stream-K tail as the kernel walks it (a model of WgSched and the fix-up's rules):
-    every k-tile of every unit computed exactly once; a shared unit's pieces are its owner's
-    (its last k-tile: the owner's last stream-K piece, so the others are done or running) and
-    the first pieces of at most the 2 clusters before it (the kernel adds at most 2); a
-    cluster hands over at most one piece (its slot and flag are its own)."""
-    s = gemm_plan.wgmma_stream_k(units, ktiles, clusters)
-    r = units % clusters
-    assert s == (0 if units <= clusters or r == 0 else min(clusters, gemm_plan.WG_SK_SPREAD * r, r * ktiles))
-    pieces, begin, s = sk_schedule(units, ktiles, clusters, s)
-    seen = {}
-    for q, mine in enumerate(pieces):
-        handed = [p for p in mine if p[2] < ktiles]
-        assert len(handed) <= 1 and (not handed or handed[0] == mine[0])
-        for u, kt0, kt1 in mine:
-            assert kt0 < kt1
-            for kt in range(kt0, kt1):
-                assert (u, kt) not in seen
-                seen[u, kt] = q
-    assert len(seen) == units * ktiles
-    for u in range(units - (r if s else 0), units):
-        owners = sorted({seen[u, kt] for kt in range(ktiles)})
-        q = seen[u, ktiles - 1]
-        assert owners == list(range(q - len(owners) + 1, q + 1)) and len(owners) <= 3
-        if len(owners) > 1:
-            sk_pieces = [p for p in pieces[q] if p[0] >= units - r]
-            assert sk_pieces[-1][0] == u and sk_pieces[-1][2] == ktiles
-            # the kernel's test for the clusters before the owner: share q2 ends inside the unit
-            helpers = [q2 for q2 in range(q - 1, -1, -1) if begin[q2 + 1] > (u - (units - r)) * ktiles]
-            assert helpers == owners[-2::-1]
-    if s:   # stream-K balances the tail: no cluster more than one k-tile over the mean
-        work = [sum(kt1 - kt0 for _, kt0, kt1 in mine) for mine in pieces]
-        assert max(work) - min(work[:s]) <= 1 and max(work) <= (units // clusters) * ktiles + -(-r * ktiles // s)
-
-
-def test_stream_k_is_planned_where_it_pays_and_can_be_forced_or_turned_off():
-    p = gplan(8192, 8192, 8192, torch.bfloat16)                  # 34 of 66 units left: half a unit shorter
-    assert p.stream_k and p.units == 1024 and "stream-K tail" in str(p)
-    p = gplan(4096, 4096, 4096, torch.bfloat16)                  # 58 of 66: 0.12 x 64 k-tiles, under the fix-up
-    assert not p.stream_k and p.units == 256 and "stream-K" not in str(p)
-    assert gplan(4096, 4096, 4096, torch.bfloat16, stream_k=True).stream_k
-    assert gemm_plan.wgmma_stream_k_pays(1024, 128, 66) and not gemm_plan.wgmma_stream_k_pays(256, 64, 66)
-    assert gemm_plan.wgmma_stream_k_pays(272, 64, 66)            # 8 left, S = 16: 32 k-tiles shorter
-    assert not gemm_plan.wgmma_stream_k_pays(264, 64, 66)
-    assert gemm_plan.wgmma_stream_k(256, 64, 66) == 66          # 58 units left over 66 clusters
-    assert gemm_plan.wgmma_stream_k(272, 64, 66) == 16          # 8 left: 2 clusters per unit
-    assert gemm_plan.wgmma_stream_k(264, 64, 66) == 0           # whole waves
-    assert gemm_plan.wgmma_stream_k(60, 64, 66) == 0            # under a wave
-    assert gemm_plan.wgmma_stream_k(130, 2**25, 66) == 0        # 64 x 2^25 k-tiles: past the kernel's 32-bit count
-    assert not gplan(4096, 4096, 4096, torch.bfloat16, stream_k=False).stream_k
-    assert not gplan(4096, 4096, 4096, torch.bfloat16, persistent=False).stream_k
-    assert not gplan(2048, 2048, 2048, torch.bfloat16).stream_k       # one CTA per tile
-    assert gplan(8192, 8192, 8192, tf32=True).stream_k                  # the swapped TF32 kernel
-    assert not gplan(1024, 8192, 8192, b=rowmajor(8192, 8192).T, tf32=True).stream_k   # TF32, K-major b: none
-    with pytest.raises(ValueError, match=r"stream_k=True needs a persistent grid of clusters of 2, K unsplit and "
-                                         r"not TF32 with a K-major b; the plan has persistent=True, cluster=2, 1 K "
-                                         r"slices, TF32 with a K-major b"):
-        gplan(1024, 8192, 8192, b=rowmajor(8192, 8192).T, tf32=True, stream_k=True)
-    with pytest.raises(ValueError, match=r"persistent=False, cluster=1"):
-        gplan(2048, 2048, 2048, torch.bfloat16, stream_k=True)
-    with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster, persistent or stream_k override"):
-        gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, stream_k=False)
-
-
 def test_hopper_wide_grids_are_chosen_by_whole_waves():
     """From a wave of 128 x 256 tiles on, the tile width and cluster that finish first counting
     whole waves (WG_WIDE_SPEEDS): a last wave of 0.12 costs a whole one."""
@@ -326,7 +241,7 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
     assert p.ksplit and not p.swap and p.b.prep == "transpose"
     assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit   # an override of the table: the table's kernel
     assert gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True).grid == (64 * 32, 1, 1)
-    with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster, persistent or stream_k override"):
+    with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster or persistent override"):
         gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, cluster=1)
     with pytest.raises(ValueError, match=r"swap=True with ksplit=True"):
         gplan(1024, 1024, 1024, tf32=True, ksplit=True, swap=True)

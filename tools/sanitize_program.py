@@ -63,21 +63,6 @@ for dtype in DTYPES:
                                 continue
                             gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype))
                             calls += 1
-            # the persistent pairs' stream-K tail (forced): 72 units of 128 x 128 pairs over at
-            # most 66 clusters, K with a tail; both b layouts (fp32 row-major: the swapped kernel;
-            # K-major fp32 has none), the fused epilogue
-            M, K, N = 2304, 130, 1024
-            a = torch.randn(M, K, device="cuda").to(dtype)
-            bias = torch.randn(N, device="cuda").to(dtype)
-            for b in (torch.randn(K, N, device="cuda").to(dtype), torch.randn(N, K, device="cuda").to(dtype).t()):
-                for epi, extra in (("EpiNone", ()), ("EpiBiasReluScale", (bias, 0.5))):
-                    try:
-                        p = gemm.plan_for(a, b, epi, algo="wgmma", tile_n=128, cluster=2, persistent=True,
-                                          stream_k=True)
-                    except ValueError:   # TF32 with a K-major b: no stream-K
-                        continue
-                    gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype), *extra)
-                    calls += 1
             for M, K, N in [(129, 65, 33), (300, 1000, 520), (1, 600, 300)]:   # the K-splitting warpgroups
                 a = torch.randn(M, K, device="cuda").to(dtype)
                 bias = torch.randn(N, device="cuda").to(dtype)

@@ -82,23 +82,22 @@ _PLAN_CACHE_LIMIT = 4096
 def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
              tile_n: int | None = None, split_k: bool = True, cluster: int | None = None,
              group: int | None = None, persistent: bool | None = None, tma_store: bool | None = None,
-             swap: bool | None = None, ksplit: bool | None = None, stream_k: bool | None = None) -> GemmPlan:
+             swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
-    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap``, ``ksplit`` and
-    ``stream_k`` override its tables (``gemm_plan.plan``). Raises ``ValueError`` when ``algo`` cannot take
+    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap`` and ``ksplit``
+    override its tables (``gemm_plan.plan``). Raises ``ValueError`` when ``algo`` cannot take
     them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit,
-           stream_k)
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit)
     p = _plans.get(key)
     if p is None:
         p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
                            device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k,
                            cluster=cluster, group=group, persistent=persistent, tma_store=tma_store, swap=swap,
-                           ksplit=ksplit, stream_k=stream_k)
+                           ksplit=ksplit)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
@@ -214,7 +213,6 @@ def _run_hopper(p, a, b, c, bias, scale):
     if p.persistent:
         grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
     walk = (p.group,) if p.family == "wgmma" else ()   # the tf32x3 kernel has no tile walk
-    sk, keep_sk = _stream_k(p, grid, K, c.device)
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk, p.smem, p.cluster)
@@ -222,30 +220,15 @@ def _run_hopper(p, a, b, c, bias, scale):
     elif p.swap and p.family == "wgmma":
         box = gemm_plan.WG_SWAP_BOX
         c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
-        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale) + sk, p.smem, p.cluster)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
     elif p.family == "wgmma":
         c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), gemm_plan.WG_STORE_ROWS, exact=True)
                  if p.tma_store else _NO_MAP)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
-                                         bias, scale) + sk, p.smem, p.cluster)
+                                         bias, scale), p.smem, p.cluster)
     else:
         launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
-    del keep, keep_sk   # launched: the stream orders any reuse of this memory after the kernel
-
-
-def _stream_k(p: GemmPlan, grid, K: int, device: torch.device) -> tuple[tuple, tuple]:
-    """The Hopper kernel's stream-K arguments ``(sk_ws, sk_flags, sk_clusters)`` for its grid
-    as launched (``grid``: the clusters that run at once), and the tensors behind them: a
-    fp32 slot of one tile per CTA of the S sharing clusters and their flags, zeroed (the
-    kernel's handshake starts from 0 at every launch); ``(0, 0, 0)`` where it has none."""
-    if p.family != "wgmma" or p.ksplit or p.slices > 1:
-        return (), ()
-    s = gemm_plan.wgmma_stream_k(p.units, launch.cdiv(K, p.bk), grid[0] // p.cluster) if p.stream_k else 0
-    if s == 0:
-        return (0, 0, 0), ()
-    ws = torch.empty((s * p.cluster, p.tile[0] * p.tile[1]), dtype=torch.float32, device=device)
-    flags = torch.zeros((s * p.cluster,), dtype=torch.int32, device=device)
-    return (ws.data_ptr(), flags.data_ptr(), s), (ws, flags)
+    del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
 def fp16x3_pieces(t: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor, torch.Tensor]:

@@ -74,19 +74,6 @@ WG_SWAP_BOX = 32
 WG_KSPLIT_BM = 64
 WG_KSPLIT_MAX_KTILES = 32
 WG_KSPLIT = True
-# Stream-K for a persistent grid's last, partly filled wave (gemm_wgmma.cuh WgStreamK): its R
-# units' k-tiles shared out over at most this many clusters per unit (S = min(clusters, R x
-# this)), so a share is at least half a unit and a shared unit is summed from at most 3 pieces
-# (the kernel's fix-up is written for that bound).
-WG_SK_SPREAD = 2
-# ... taken where it shortens the last wave by at least this many k-tiles ((1 - R / S) x
-# ktiles): the fix-up (each shared unit's other pieces written as fp32, zeroed flags, read and
-# added by the owner) cost ~10-15 us a call. H100, session 14 (benchmarks/probe_stream_k.py,
-# benchmarks/results/probe_stream_k_h100_session14.log, run 2; a 128 x 256 k-tile ~0.7 us):
-# 8192^3 bf16 (62 k-tiles shorter) 1592 -> 1521 us, pairs at 4224 x 4096 x 4096 (32) 227 ->
-# 220 us, TF32 4096^3 (15.5) 362 -> 361 us, bf16 4096^3 and the bf16 layer 1024 x 8192 x 8192
-# (7.8) 179 -> 186 and 182 -> 190 us.
-WG_SK_MIN_KTILES = 24
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -119,8 +106,7 @@ DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "
            "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "WG_SK_SPREAD": WG_SK_SPREAD,
-                 "X3_SMEM_BYTES": X3_SMEM_BYTES,
+                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES,
                  "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
                  "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS, "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
                  "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS}
@@ -317,8 +303,6 @@ class GemmPlan:
     tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
     swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
     ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
-    units: int = 0               # ... persistent grid: its units of work (WgWalk)
-    stream_k: bool = False       # ... the last partial wave of units as stream-K (wgmma_stream_k)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -326,7 +310,6 @@ class GemmPlan:
         if self.family == "wgmma":
             split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
                       f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
-                      f"{', stream-K tail' if self.stream_k else ''}"
                       f"{', K split between the warpgroups' if self.ksplit else ''}")
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
@@ -511,24 +494,6 @@ def wgmma_walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int
     return cluster * min(units, sm_count // cluster), units
 
 
-def wgmma_stream_k(units: int, ktiles: int, clusters: int) -> int:
-    """S, the clusters that share out the k-tiles of the last R = ``units`` % ``clusters``
-    units of a persistent grid of ``clusters`` clusters (gemm_wgmma.cuh WgStreamK), each unit
-    ``ktiles`` k-tiles; 0: none (one wave or less, whole waves, or R x ktiles past the
-    kernel's 32-bit k-tile count)."""
-    r = units % clusters
-    if units <= clusters or r == 0 or r * ktiles >= 2**31:
-        return 0
-    return min(clusters, WG_SK_SPREAD * r, r * ktiles)
-
-
-def wgmma_stream_k_pays(units: int, ktiles: int, clusters: int) -> bool:
-    """Whether stream-K shortens the last wave by at least WG_SK_MIN_KTILES k-tiles (from a
-    whole unit to R / S of one)."""
-    s = wgmma_stream_k(units, ktiles, clusters)
-    return s > 0 and (1 - (units % clusters) / s) * ktiles >= WG_SK_MIN_KTILES
-
-
 def wgmma_tma_store(N: int, itemsize: int, slices: int, override: bool | None = None) -> bool:
     """Whether the Hopper kernel's epilogue stores C through the TMA: where a tensor map of
     C exists (its rows, N elements, a multiple of 16 bytes: C is a fresh contiguous tensor) and
@@ -553,11 +518,9 @@ def wgmma_ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool 
                            cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, WG_BM) * cdiv(N, bn) * slices)
 
 
-def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts, stream_k_kernel: bool = True) -> dict:
-    """The Hopper kernel's tile width, split-K, cluster, grid and stream-K for an M x N output
-    (the kernel's: C^T's when it swaps the operands), from the tables or ``opts``' overrides.
-    ``stream_k_kernel``: the kernel has stream-K compiled in for its clusters of 2 (all but
-    TF32 with a K-major B: gemm_wgmma.cuh STREAM_K)."""
+def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
+    """The Hopper kernel's tile width, split-K, cluster and grid for an M x N output (the
+    kernel's: C^T's when it swaps the operands), from the tables or ``opts``' overrides."""
     # by whole waves where neither the tile width nor the cluster is overridden
     model = None if opts.get("tile_n") or opts.get("cluster") else wgmma_wide(M, N, dev.sm_count)
     bn = opts.get("tile_n") or (model[0] if model else wgmma_tile_n(M, N, dev.sm_count))
@@ -571,19 +534,8 @@ def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts, stream_k
     persistent = opts.get("persistent")
     persistent = cluster > 1 if persistent is None else persistent
     grid, units = wgmma_walk(M, N, bn, slices, cluster, dev.sm_count)
-    # stream-K where the grid is persistent, of clusters of 2, and K unsplit, by the table
-    # where it pays at the planned grid (the runner sizes it for the clusters that run at once:
-    # wgmma_stream_k)
-    stream_k = opts.get("stream_k")
-    possible = persistent and slices == 1 and cluster == 2 and stream_k_kernel
-    if stream_k and not possible:
-        raise ValueError(f"stream_k=True needs a persistent grid of clusters of 2, K unsplit and not TF32 with a "
-                         f"K-major b; the plan has persistent={persistent}, cluster={cluster}, {slices} K slices"
-                         f"{'' if stream_k_kernel else ', TF32 with a K-major b'}")
     return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=opts.get("group") or WG_GROUP,
-                persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1), units=units,
-                stream_k=possible and (stream_k or (stream_k is None and wgmma_stream_k_pays(
-                    units, cdiv(K, bk), grid // cluster))))
+                persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
 
 
 def wgmma_swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c_map: bool = True) -> bool:
@@ -631,7 +583,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
         return GemmPlan("wgmma", f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", "gemm_sm90a.cu", geo["grid"],
                         (WG_THREADS, 1, 1), WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (WG_BM, bn),
                         kslice=K, bk=bk, cluster=cl, group=geo["group"], persistent=geo["persistent"],
-                        tma_store=True, swap=True, units=geo["units"], stream_k=geo["stream_k"])
+                        tma_store=True, swap=True)
     # a row-major B (matmul's b) is read in place, N-major, through the instruction's
     # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
     if dtype != torch.float32 and n_major_in_place(b):
@@ -639,9 +591,9 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
     else:
         pb, n_major = tc_operand(b.T), False
     ksplit = opts.get("ksplit")
-    overridden = any(opts.get(o) is not None for o in ("tile_n", "cluster", "persistent", "stream_k"))
+    overridden = any(opts.get(o) is not None for o in ("tile_n", "cluster", "persistent"))
     if ksplit and overridden:
-        raise ValueError("ksplit=True takes no tile_n, cluster, persistent or stream_k override (its tile is "
+        raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
                          f"{WG_KSPLIT_BM} x 128, one CTA each)")
     if ksplit or (ksplit is None and WG_KSPLIT and not overridden and wgmma_ksplits(M, N, K, bk, dev.sm_count,
                                                                                    opts.get("split_k", True))):
@@ -651,7 +603,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
                         group=opts.get("group") or WG_GROUP, tma_store=wgmma_tma_store(N, a.itemsize, 1,
                                                                                       opts.get("tma_store")),
                         ksplit=True)
-    geo = _wgmma_geometry(M, N, K, bk, dev, opts, stream_k_kernel=dtype != torch.float32)
+    geo = _wgmma_geometry(M, N, K, bk, dev, opts)
     bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     tma_store = wgmma_tma_store(N, a.itemsize, slices, opts.get("tma_store"))
     common = dict(grid=geo["grid"], block=(WG_THREADS, 1, 1), smem=WG_SMEM_BYTES, a=pa, b=pb, tile=(WG_BM, bn), bk=bk,
@@ -661,7 +613,7 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
                         slices=slices, kslice=geo["kslice"], reduce=f"gemm_splitk_reduce<{T}, {epi}>",
                         reduce_grid=_reduce_grid(M * N), **common)
     return GemmPlan("wgmma", f"gemm_wgmma<{T}, {_tf(n_major)}, {bn}, {cluster}, {epi}>", "gemm_sm90a.cu", kslice=K,
-                    tma_store=tma_store, units=geo["units"], stream_k=geo["stream_k"], **common)
+                    tma_store=tma_store, **common)
 
 
 def _tf32x3(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
@@ -720,8 +672,7 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
          algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
          cluster: int | None = None, group: int | None = None, persistent: bool | None = None,
-         tma_store: bool | None = None, swap: bool | None = None, ksplit: bool | None = None,
-         stream_k: bool | None = None) -> GemmPlan:
+         tma_store: bool | None = None, swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
@@ -729,10 +680,8 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     work, the hardware scheduling them), ``tma_store`` (False: the threads store C), ``swap``
     (fp32 with a row-major b: False transposes b first, True computes C^T = B^T A^T even where
     split-K would be planned; ``wgmma_swaps``; also for tf32x3) and ``ksplit`` (True: 64 x 128
-    tiles, the consumer warpgroups over halves of K; False: never; ``wgmma_ksplits``) and
-    ``stream_k`` (False: the persistent grid's last partial wave as whole units; True: stream-K
-    wherever it applies, ``wgmma_stream_k``; None: where it pays, ``wgmma_stream_k_pays``)
-    override the Hopper kernels' tables (for tuning and tests).
+    tiles, the consumer warpgroups over halves of K; False: never; ``wgmma_ksplits``) override
+    the Hopper kernels' tables (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
     if epilogue not in EPILOGUES:
@@ -746,8 +695,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
                             {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
-                             "persistent": persistent, "tma_store": tma_store, "swap": swap, "ksplit": ksplit,
-                             "stream_k": stream_k})
+                             "persistent": persistent, "tma_store": tma_store, "swap": swap, "ksplit": ksplit})
 
 
 def variants() -> dict[str, list[str]]:
