@@ -250,11 +250,7 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
     tma_prefetch_map(alo);
     tma_prefetch_map(bhi);
     tma_prefetch_map(blo);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, 8);
-    }
+    mbar_pairs_init<STAGES>(full, 1, empty, 8);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();

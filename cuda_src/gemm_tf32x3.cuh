@@ -250,16 +250,8 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
   if (tid == 0) {
     tma_prefetch_map(amap);
     tma_prefetch_map(bmap);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, 8);
-    }
-#pragma unroll
-    for (int j = 0; j < LO; ++j) {
-      mbar_init(lo_full + 8 * j, X3_SPLITTERS / 32);
-      mbar_init(lo_empty + 8 * j, 8);
-    }
+    mbar_pairs_init<STAGES>(full, 1, empty, 8);
+    mbar_pairs_init<LO>(lo_full, X3_SPLITTERS / 32, lo_empty, 8);   // b_lo's slots: the splitter warps fill them
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();

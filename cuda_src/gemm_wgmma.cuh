@@ -75,6 +75,18 @@ template <> struct WgCfg<float> { static constexpr int BK = 32, KSTEP = 8; };
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
 }
+// N pairs of ring mbarriers, 8 bytes apart: full[s] at full + 8 s (`full_arrivals`: the
+// producer's arrive.expect_tx, then the TMA's bytes; or the warps that fill the slot) and
+// empty[s] at empty + 8 s (`empty_arrivals`: one per consumer warp that reads it). The caller
+// fences the inits (fence.mbarrier_init) once all of its barriers are set.
+template <int N>
+__device__ __forceinline__ void mbar_pairs_init(u32 full, u32 full_arrivals, u32 empty, u32 empty_arrivals) {
+#pragma unroll
+  for (int s = 0; s < N; ++s) {
+    mbar_init(full + 8 * s, full_arrivals);
+    mbar_init(empty + 8 * s, empty_arrivals);
+  }
+}
 __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -646,11 +658,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     tma_prefetch_map(amap);
     tma_prefetch_map(bmap);
     if (cmap != nullptr) tma_prefetch_map(cmap);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + 8 * s, 1);                    // the producer's arrive.expect_tx
-      mbar_init(bars + 8 * (STAGES + s), 8 * CM);    // one arrive per consumer warp of the cluster
-    }
+    mbar_pairs_init<STAGES>(bars, 1, bars + 8 * STAGES, 8 * CM);   // empty: the consumer warps of the cluster
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if constexpr (CM > 1) cluster_sync();   // the peer's barriers exist before anything reaches them
