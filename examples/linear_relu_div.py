@@ -23,11 +23,7 @@ def main() -> int:
     p.add_argument("--in-features", type=int, default=problem.in_features, help="default %(default)s")
     p.add_argument("--out-features", type=int, default=problem.out_features, help="default %(default)s")
     p.add_argument("--divisor", type=float, default=problem.divisor, help="default %(default)s")
-    p.add_argument("--dtype", choices=list(kernelbench.DTYPES), default="float32", help="default %(default)s")
-    p.add_argument("--trials", type=int, default=5, help="random correctness trials (default %(default)s)")
-    p.add_argument("--runs", type=int, default=100, help="timed runs per variant (default %(default)s)")
-    p.add_argument("--max-seconds", type=float, default=5.0,
-                   help="stop timing a variant after this long, once 5 runs are in (default %(default)s)")
+    kernelbench.add_run_options(p)
     args = p.parse_args()
 
     problem_text = gpu_problem()
@@ -49,10 +45,7 @@ def main() -> int:
           flush=True)
     results = kernelbench.run(problem, variants, make_inputs=make_inputs, init_inputs=init, dtype=dtype,
                               trials=args.trials, runs=args.runs, max_seconds=args.max_seconds)
-    print(kernelbench.format_table(results, "results (torch eager = Model):"))
-    bad = [r.variant for r in results if not r.passed]
-    print("all variants correct" if not bad else f"INCORRECT: {', '.join(bad)}")
-    return 1 if bad else 0
+    return kernelbench.report(results)
 
 
 if __name__ == "__main__":

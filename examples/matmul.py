@@ -15,10 +15,7 @@ from cupy_ops.models import matmul as problem
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=problem.N, help="matrix size N (default %(default)s)")
-    p.add_argument("--dtype", choices=list(kernelbench.DTYPES), default="float32", help="default %(default)s")
-    p.add_argument("--trials", type=int, default=5, help="default %(default)s")
-    p.add_argument("--runs", type=int, default=100, help="default %(default)s")
-    p.add_argument("--max-seconds", type=float, default=5.0, help="timing budget per variant (default %(default)s)")
+    kernelbench.add_run_options(p)
     args = p.parse_args()
     problem_text = gpu_problem()
     if problem_text:
@@ -38,10 +35,7 @@ def main() -> int:
     results = kernelbench.run(problem, variants, make_inputs=make_inputs,
                               init_inputs=[], dtype=dtype, trials=args.trials, runs=args.runs,
                               max_seconds=args.max_seconds)
-    print(kernelbench.format_table(results, "results (torch eager = Model):"))
-    bad = [r.variant for r in results if not r.passed]
-    print("all variants correct" if not bad else f"INCORRECT: {', '.join(bad)}")
-    return 1 if bad else 0
+    return kernelbench.report(results)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ eager (``Model``) timed in the same process on the same inputs.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass, field
 
@@ -123,3 +124,22 @@ def format_table(results: list[Result], title: str) -> str:
         for f in r.failures:
             lines.append(f"  {r.variant}: {f}")
     return "\n".join(lines)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options every KernelBench example script takes, after its problem's sizes: --dtype
+    (a key of DTYPES), --trials, --runs and --max-seconds (``run``'s arguments)."""
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32", help="default %(default)s")
+    p.add_argument("--trials", type=int, default=5, help="random correctness trials (default %(default)s)")
+    p.add_argument("--runs", type=int, default=100, help="timed runs per variant (default %(default)s)")
+    p.add_argument("--max-seconds", type=float, default=5.0,
+                   help="stop timing a variant after this long, once 5 runs are in (default %(default)s)")
+
+
+def report(results: list[Result]) -> int:
+    """Prints ``run``'s results as a table (``format_table``) and a verdict line naming any
+    variant that failed; returns the exit status: 0 when every variant passed, else 1."""
+    print(format_table(results, "results (torch eager = Model):"))
+    bad = [r.variant for r in results if not r.passed]
+    print("all variants correct" if not bad else f"INCORRECT: {', '.join(bad)}")
+    return 1 if bad else 0
