@@ -21,12 +21,6 @@ def run(script, *args, env=None):
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))
-def test_help_documents_the_options(script):
-    proc = run(script, "--help")
-    assert proc.returncode == 0 and "--dtype" in proc.stdout
-
-
-@pytest.mark.parametrize("script", sorted(SMALL))
 def test_without_gpu_one_clear_sentence(script):
     # hide any GPU, so the no-GPU path is shown on GPU machines too
     proc = run(script, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
@@ -34,6 +28,34 @@ def test_without_gpu_one_clear_sentence(script):
     assert "Traceback" not in proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and "GPU" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_help_documents_the_options(script):
+    proc = run(script, "--help")
+    assert proc.returncode == 0
+    for option in ("--dtype", "--trials", "--runs", "--max-seconds"):
+        assert option in proc.stdout
+    assert "random correctness trials" in proc.stdout and "timed runs per variant" in proc.stdout
+
+
+def test_the_verdict_names_each_failed_variant_and_sets_the_exit_status(capsys):
+    """kernelbench.report: the table (speedups against the first row, torch eager), each
+    failure's reason under it, one verdict line, and exit status 1 when any variant failed."""
+    from cupy_ops.bench import kernelbench
+    from cupy_ops.bench.timing import Stats
+
+    ok = kernelbench.Result("torch eager", Stats(2.0, 1.9, 2.1, 30), 0.0)
+    fast = kernelbench.Result("ModelNew", Stats(0.5, 0.5, 0.6, 30), 1e-6)
+    assert kernelbench.report([ok, fast]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "results (torch eager = Model):" and "4.00x" in out[4] and "PASS" in out[4]
+    assert out[-1] == "all variants correct"
+    wrong = kernelbench.Result("ModelNew('naive')", Stats(9.0, 9.0, 9.0, 5), 0.5, False, ["trial 2: max error 0.5"])
+    assert kernelbench.report([ok, fast, wrong]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "FAIL" in out[5] and out[-2] == "  ModelNew('naive'): trial 2: max error 0.5"
+    assert out[-1] == "INCORRECT: ModelNew('naive')"
 
 
 @pytest.mark.gpu
