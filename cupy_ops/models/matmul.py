@@ -22,7 +22,7 @@ class ModelNew(nn.Module):
     """Drop-in for ``Model``: ``cupy_ops.matmul``. By default the fastest kernel that passes
     KernelBench's check (allclose at 1e-4) with an error against fp64 no larger than torch
     fp32's: for float32 on Hopper (compute capability 9.0) ``algo="fp16x3"`` (three fp16
-    products of row-scaled pieces on the tensor cores: H100, 4096^3, about 3.2-3.5x torch fp32 at
+    products of row-scaled pieces on the tensor cores: H100, 4096^3, about 3.3-3.6x torch fp32 at
     about 0.3x its error; see ``cupy_ops.matmul`` for its contract), or ``algo="tf32x3"``
     (three TF32 products) below 2^33 multiply-adds, where it is the faster; else
     ``algo="auto"``. ``ModelNew("naive")`` (or any other ``algo``) runs that kernel."""

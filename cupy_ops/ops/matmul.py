@@ -38,7 +38,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
             products summed: max error against fp64 at most torch fp32's at the benchmark
             shapes (0.2-0.6x on randn and rand); NaN and inf where torch fp32 puts them; a
             value x keeps 21 bits where |x| >= 2^-18 X, an absolute error up to 2^-38 X below
-            (so rows spanning more than ~2^17 lose precision torch keeps); ~3.2-3.5x torch fp32's
+            (so rows spanning more than ~2^17 lose precision torch keeps); ~3.3-3.6x torch fp32's
             speed on an H100 at 4096^3, slower than "tf32x3" below ~2^33 multiply-adds (the
             split pass). ``"naive"``: the
             reference kernel, one thread per output element. ``cupy_ops.gemm_plan(a, b)`` says
