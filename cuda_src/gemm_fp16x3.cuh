@@ -96,15 +96,26 @@ __device__ __forceinline__ u32 x3h_max_finite(u32 mag, float v) {
 __device__ __forceinline__ u32 x3h_max_finite4(u32 mag, float4 v) {
   return x3h_max_finite(x3h_max_finite(x3h_max_finite(x3h_max_finite(mag, v.x), v.y), v.z), v.w);
 }
-// Four values' pieces stored as two 8-byte words (hr, lr: 8-byte aligned).
-__device__ __forceinline__ void x3h_split4(float4 v, int e, u16* hr, u16* lr) {
+// Four consecutive values' pieces, value i scaled by its own exponent ei (a row's four share
+// one; fp16x3_split_n's are four columns'), packed as they lie in memory: fp16 i in bits
+// 16 (i % 2) of word i / 2 of hi and of lo.
+struct X3hPieces4 {
+  uint2 hi, lo;
+};
+__device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, int e0, int e1, int e2, int e3) {
   u16 h0, h1, h2, h3, l0, l1, l2, l3;
-  x3h_split1(v.x, e, h0, l0);
-  x3h_split1(v.y, e, h1, l1);
-  x3h_split1(v.z, e, h2, l2);
-  x3h_split1(v.w, e, h3, l3);
-  *reinterpret_cast<uint2*>(hr) = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16));
-  *reinterpret_cast<uint2*>(lr) = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16));
+  x3h_split1(v.x, e0, h0, l0);
+  x3h_split1(v.y, e1, h1, l1);
+  x3h_split1(v.z, e2, h2, l2);
+  x3h_split1(v.w, e3, h3, l3);
+  return {make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16)),
+          make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16))};
+}
+// Four values of one row (exponent e) stored as two 8-byte words (hr, lr: 8-byte aligned).
+__device__ __forceinline__ void x3h_split4(float4 v, int e, u16* hr, u16* lr) {
+  const X3hPieces4 p = x3h_pieces4(v, e, e, e, e);
+  *reinterpret_cast<uint2*>(hr) = p.hi;
+  *reinterpret_cast<uint2*>(lr) = p.lo;
 }
 
 // One block per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
@@ -206,22 +217,16 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
     const int k1 = min(k0 + X3H_NSPLIT_ROWS, K);
 #pragma unroll 4
     for (int k = k0; k < k1; ++k) {
-      const float4 v = x3h_load4(x + (i64)k * ld + n, left);
-      u16 h0, h1, h2, h3, l0, l1, l2, l3;
-      x3h_split1(v.x, e0, h0, l0);
-      x3h_split1(v.y, e1, h1, l1);
-      x3h_split1(v.z, e2, h2, l2);
-      x3h_split1(v.w, e3, h3, l3);
+      const X3hPieces4 p = x3h_pieces4(x3h_load4(x + (i64)k * ld + n, left), e0, e1, e2, e3);
       u16* hr = hi + (i64)k * ldn + n;
       u16* lr = lo + (i64)k * ldn + n;
       if (left >= 4) {
-        *reinterpret_cast<uint2*>(hr) = make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16));
-        *reinterpret_cast<uint2*>(lr) = make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16));
-      } else {
-        hr[0] = h0;
-        lr[0] = l0;
-        if (left > 1) hr[1] = h1, lr[1] = l1;
-        if (left > 2) hr[2] = h2, lr[2] = l2;
+        *reinterpret_cast<uint2*>(hr) = p.hi;
+        *reinterpret_cast<uint2*>(lr) = p.lo;
+      } else {   // the row's last 1-3 columns
+        hr[0] = (u16)p.hi.x, lr[0] = (u16)p.lo.x;
+        if (left > 1) hr[1] = (u16)(p.hi.x >> 16), lr[1] = (u16)(p.lo.x >> 16);
+        if (left > 2) hr[2] = (u16)p.hi.y, lr[2] = (u16)p.lo.y;
       }
     }
   }
