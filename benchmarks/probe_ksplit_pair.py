@@ -29,6 +29,7 @@ SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
           (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale"),
           (torch.float32, True, 1024, 1024, 1024, "N", "EpiNone"),
           (torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
+          (torch.float16, False, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.bfloat16, False, 1024, 8192, 8192, "K", "EpiBiasReluScale"),
           (torch.float32, True, 4096, 4096, 4096, "N", "EpiNone")]
 for dt, tf32, M, K, N, layout, epi in SHAPES:
