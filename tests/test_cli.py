@@ -203,3 +203,26 @@ def test_kernel_names_see_launch_attributes():
             "__global__ void __launch_bounds__(64) a(float* x);")
     assert kernel_names(code) == ["a", "b"]
     assert parse_signature(code, "a")[1] == [("ptr", "x", "float*")]
+
+
+def test_bench_tables_mark_a_time_that_spread():
+    """suite.format_rows / format_markdown: a time whose p80 / p20 exceeds SPREAD_FLAG carries
+    "~", so does every ratio built on it (torch eager's included), and the table ends with the
+    note saying what it means; a table of quiet times has neither."""
+    from cupy_ops.bench import suite
+    from cupy_ops.bench.timing import Stats
+
+    def row(ours, eager):
+        return suite.Row("matmul", "bfloat16", "1024x1024x1024", 6 << 20, 2 << 30, variants=[
+            suite.Variant("cupy_ops wgmma (auto)", ours, 0.0, True), suite.Variant("torch eager", eager, 0.0, True)])
+
+    quiet, noisy = Stats(1.0, 0.99, 1.01, 30), Stats(1.0, 0.9, 1.5, 30)
+    torch_quiet, torch_noisy = Stats(2.0, 1.98, 2.02, 30), Stats(2.0, 1.8, 3.0, 30)
+    for fmt in (suite.format_rows, lambda rows: suite.format_markdown(rows, "a GPU")):
+        assert "~" not in fmt([row(quiet, torch_quiet)])
+        table = fmt([row(noisy, torch_quiet)])
+        ours_line = next(line for line in table.splitlines() if "wgmma (auto)" in line)
+        assert "1.0000 ~" in ours_line and "2.00x ~" in ours_line and table.endswith(suite.SPREAD_NOTE)
+        table = fmt([row(quiet, torch_noisy)])   # torch's time spread: our ratio to it is marked, our time not
+        ours_line = next(line for line in table.splitlines() if "wgmma (auto)" in line)
+        assert "1.0000 ~" not in ours_line and "2.00x ~" in ours_line and table.endswith(suite.SPREAD_NOTE)

@@ -238,6 +238,26 @@ def _ratio(a: Stats | None, b: Stats | None) -> str:
     return f"{b.median / a.median:.2f}x" if a and b else "-"
 
 
+# A time whose 80th percentile is more than SPREAD_FLAG x its 20th is marked "~" in the tables:
+# the GPU's speed changed during its runs (clocks, another process, a slow host), so its median
+# and the ratios built on it are less sure. H100 runs of the whole bench (session 15): on a
+# quiet machine 2 of 136 times spread more than 1.25x (bench_h100_session15_run2.json; median
+# spread 1.025x), on a noisy one 12 (bench_h100_session15.json, up to 3.4x); a row whose
+# torch eager time is marked has its "vs eager" ratio marked too.
+SPREAD_FLAG = 1.25
+SPREAD_NOTE = (f"~ p80 / p20 above {SPREAD_FLAG}x (this time, or torch eager's for the ratio): the GPU's speed "
+               "changed during its runs; re-run before quoting it")
+
+
+def spread(s: Stats | None) -> bool:
+    """Whether ``s`` spread more than SPREAD_FLAG between its 20th and 80th percentiles."""
+    return s is not None and s.p20 > 0 and s.p80 / s.p20 > SPREAD_FLAG
+
+
+def _mark(text: str, *stats: Stats | None) -> str:
+    return text + (" ~" if any(spread(s) for s in stats) else "")
+
+
 def format_rows(rows: list[Row]) -> str:
     """One line per (case, cupy_ops variant): ms, GB/s, % of copy or TFLOP/s, speedups, error."""
     head = ("problem", "dtype", "shape", "variant", "ms", "GB/s", "%copy", "TFLOP/s", "vs eager", "vs compile",
@@ -253,10 +273,12 @@ def format_rows(rows: list[Row]) -> str:
             gbs = r.bytes / ms / 1e6
             pct = f"{100 * r.copy.median / ms:.1f}" if r.copy else "-"
             tflops = f"{r.flops / ms / 1e9:.1f}" if r.flops else "-"
-            lines.append((r.problem, r.dtype, r.shape + (" *" if r.scaled_from else ""), v.name, f"{ms:.4f}",
-                          f"{gbs:.0f}", pct, tflops,
-                          _ratio(v.stats, eager.stats if eager else None),
-                          _ratio(v.stats, comp.stats if comp and not comp.error else None),
+            es = eager.stats if eager else None
+            cs = comp.stats if comp and not comp.error else None
+            lines.append((r.problem, r.dtype, r.shape + (" *" if r.scaled_from else ""), v.name,
+                          _mark(f"{ms:.4f}", v.stats), f"{gbs:.0f}", pct, tflops,
+                          _mark(_ratio(v.stats, es), v.stats, es) if es else "-",
+                          _mark(_ratio(v.stats, cs), v.stats, cs) if cs else "-",
                           f"{v.max_abs_error:.1e}", "yes" if v.bitwise_equal else "no"))
         if r.copy:
             lines.append((r.problem, r.dtype, r.shape, "(d2d copy)", f"{r.copy.median:.4f}",
@@ -267,6 +289,8 @@ def format_rows(rows: list[Row]) -> str:
     if any(r.scaled_from for r in rows):
         out.append("* scaled down to fit GPU memory: " + ", ".join(f"{r.problem} {r.dtype} {r.scaled_from} -> {r.shape}"
                                                                     for r in rows if r.scaled_from))
+    if any(" ~" in str(c) for l in lines for c in l):
+        out.append(SPREAD_NOTE)
     return "\n".join(out)
 
 
@@ -351,12 +375,16 @@ def format_markdown(rows: list[Row], gpu: str) -> str:
             if v.name in ("torch eager", "torch.compile") or v.error or not v.stats:
                 continue
             ms = v.stats.median
-            e = eager.stats.median if eager and eager.stats else None
-            c = comp.stats.median if comp and comp.stats else None
+            es = eager.stats if eager and eager.stats else None
+            cs = comp.stats if comp and comp.stats else None
             out.append("| " + " | ".join([
-                r.problem, r.dtype, r.shape, v.name, f"{ms:.4f}", f"{e:.4f}" if e else "-", f"{c:.4f}" if c else "-",
+                r.problem, r.dtype, r.shape, v.name, _mark(f"{ms:.4f}", v.stats),
+                _mark(f"{es.median:.4f}", es) if es else "-", _mark(f"{cs.median:.4f}", cs) if cs else "-",
                 f"{100 * r.copy.median / ms:.1f}" if r.copy else "-",
                 f"{r.flops / ms / 1e9:.1f}" if r.flops else "-",
-                f"{e / ms:.2f}x" if e else "-", f"{c / ms:.2f}x" if c else "-",
+                _mark(f"{es.median / ms:.2f}x", v.stats, es) if es else "-",
+                _mark(f"{cs.median / ms:.2f}x", v.stats, cs) if cs else "-",
                 "yes" if v.bitwise_equal else f"max err {v.max_abs_error:.1e}"]) + " |")
+    if any(" ~" in line for line in out[4:]):
+        out += ["", SPREAD_NOTE]
     return "\n".join(out)
