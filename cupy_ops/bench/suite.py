@@ -382,8 +382,8 @@ def format_markdown(rows: list[Row], gpu: str) -> str:
                 _mark(f"{es.median:.4f}", es) if es else "-", _mark(f"{cs.median:.4f}", cs) if cs else "-",
                 f"{100 * r.copy.median / ms:.1f}" if r.copy else "-",
                 f"{r.flops / ms / 1e9:.1f}" if r.flops else "-",
-                _mark(f"{es.median / ms:.2f}x", v.stats, es) if es else "-",
-                _mark(f"{cs.median / ms:.2f}x", v.stats, cs) if cs else "-",
+                _mark(_ratio(v.stats, es), v.stats, es) if es else "-",
+                _mark(_ratio(v.stats, cs), v.stats, cs) if cs else "-",
                 "yes" if v.bitwise_equal else f"max err {v.max_abs_error:.1e}"]) + " |")
     if any(" ~" in line for line in out[4:]):
         out += ["", SPREAD_NOTE]
