@@ -1,7 +1,9 @@
 """Probe (GPU, Hopper): the persistent 16-bit / TF32 kernel with its two consumer warpgroups on
 alternate 64-row tiles (gemm_wgmma_pp: one's epilogue under the other's main loop, "ping-pong")
 against the table's plan (both warpgroups on one 128-row tile) and torch, timed in interleaved
-rounds (L2 flushed), after checking it bit for bit against the table's plan on odd shapes.
+rounds (L2 flushed), after checking it bit for bit against the table's plan on odd shapes. Needs
+the kernel of benchmarks/results/pingpong_session16.diff (gemm_wgmma_pp; dropped: 0.79-0.90x
+torch against the table's 0.98-1.10x, probe_pingpong_h100_session16.log).
 
     python benchmarks/probe_pingpong.py [rounds]
 """

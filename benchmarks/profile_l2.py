@@ -1,6 +1,8 @@
 """Launches bf16 4096^3 (N-major b) twice each through cupy_ops' table plan (gemm_wgmma, the
-epilogue built as WG_EPI_PROBE says: 0 full, 1 none), the same with single CTAs (cluster=1) and torch.matmul (cuBLAS), for Nsight
-Compute's memory metrics:
+epilogue built as WG_EPI_PROBE says: 0 full, 1 none; the switch exists in the scratch tree of
+benchmarks/results/epilogue_parts_session16.diff), the same with single CTAs (cluster=1), and
+torch.matmul (cuBLAS), for Nsight Compute's memory metrics
+(benchmarks/results/ncu_l2_bf16_4096_h100_session16.txt):
 
     ncu --launch-skip 4 --launch-count 4 -k regex:'gemm_wgmma|nvjet' --metrics ... python benchmarks/profile_l2.py
 """
