@@ -13,7 +13,8 @@
 // consumers:
 //   warpgroup 0: one thread issues the TMA loads of a ring of stages (as many as the host's
 //     shared-memory budget WG_SMEM_BYTES holds after the epilogue buffers: 4 at BN = 256, 6
-//     at BN = 128, 7 at BN = 64);
+//     at BN = 128, 7 at BN = 64; KSPLIT's 64-row tiles: 9 in WG_KSPLIT_SMEM_BYTES, its
+//     epilogue staged in the ring, idle by then);
 //   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
 //     flight while it waits for the next tile; then the epilogue, through a 4 KB
@@ -38,8 +39,8 @@
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
 // sizes the grid and the launch with them; the warp roles are written for 128 rows of 3 warpgroups.
 #if !defined(WG_BM) || !defined(WG_THREADS) || !defined(WG_SMEM_BYTES) || !defined(WG_EPI_BYTES) || \
-    !defined(WG_SWAP_BOX) || !defined(WG_KSPLIT_BM)
-#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES, WG_SWAP_BOX, WG_KSPLIT_BM (-D)"
+    !defined(WG_SWAP_BOX) || !defined(WG_KSPLIT_BM) || !defined(WG_KSPLIT_SMEM_BYTES)
+#error "gemm_wgmma.cuh: the host passes WG_BM, WG_THREADS, WG_SMEM_BYTES, WG_EPI_BYTES, WG_SWAP_BOX, WG_KSPLIT_BM, WG_KSPLIT_SMEM_BYTES (-D)"
 #endif
 static_assert(WG_KSPLIT_BM == 64, "gemm_wgmma.cuh: KSPLIT's tile rows are one warpgroup's 64");
 static_assert(WG_EPI_BYTES == 8 * 4096, "gemm_wgmma.cuh: one 4 KB epilogue chunk per consumer warp");
@@ -53,14 +54,14 @@ static_assert(WG_BM == 128 && WG_THREADS == 384, "gemm_wgmma.cuh: a producer and
 #define WG_CONSUMER_REGS 232
 
 // Ring geometry per tile width: stages of A (16 KB) + B (BN rows x 128 bytes), as many as the
-// host's budget holds after the epilogue's buffers (WG_EPI_BYTES, placed after the ring)
+// host's budget SMEM holds after the epilogue's buffers (EPI bytes, placed after the ring)
 // and up to 1 KB lost aligning the ring to 1024 bytes (the 128-byte swizzle repeats every
 // 1024 bytes; the descriptors assume that base), with 2 mbarriers (16 bytes) per stage.
 // A_BYTES: the A tile's rows x 128 bytes (WG_BM rows; 64 for KSPLIT's tiles).
-template <int BN, int A_BYTES = WG_A_BYTES> struct WgRing {
+template <int BN, int A_BYTES = WG_A_BYTES, int SMEM = WG_SMEM_BYTES, int EPI = WG_EPI_BYTES> struct WgRing {
   static constexpr int B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
-  static constexpr int STAGES = (WG_SMEM_BYTES - WG_EPI_BYTES - 1024) / (STAGE_BYTES + 16);
-  static_assert(STAGES >= 2, "gemm_wgmma.cuh: WG_SMEM_BYTES holds fewer than 2 stages");
+  static constexpr int STAGES = (SMEM - EPI - 1024) / (STAGE_BYTES + 16);
+  static_assert(STAGES >= 2, "gemm_wgmma.cuh: the shared-memory budget holds fewer than 2 stages");
 };
 
 // cuTensorMapEncodeTiled's opaque 128-byte CUtensorMap, passed by value as a __grid_constant__
@@ -631,14 +632,23 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   constexpr int BM = KSPLIT ? WG_KSPLIT_BM : WG_BM, A_BYTES = BM * 128;   // the tile's rows, its A tile's bytes
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
-  constexpr int STAGES = WgRing<BN, A_BYTES>::STAGES, STAGE_BYTES = WgRing<BN, A_BYTES>::STAGE_BYTES;
+  // KSPLIT (one unit per CTA) stages its epilogue in the ring, idle once the main loop is done,
+  // so its whole budget goes to stages: 9 against 7 with buffers of their own (the measurement:
+  // cupy_ops/ops/gemm_plan.py WG_KSPLIT_SMEM_BYTES).
+  constexpr int EPI_BYTES = KSPLIT ? 0 : WG_EPI_BYTES, SMEM_BYTES = KSPLIT ? WG_KSPLIT_SMEM_BYTES : WG_SMEM_BYTES;
+  typedef WgRing<BN, A_BYTES, SMEM_BYTES, EPI_BYTES> Ring;
+  constexpr int STAGES = Ring::STAGES, STAGE_BYTES = Ring::STAGE_BYTES;
+  constexpr int KWG_BYTES = BN / 8 * 2048;   // kwg_reduce's slots, from the ring's start
+  static_assert(!KSPLIT || KWG_BYTES + WG_EPI_BYTES / 2 <= STAGES * STAGE_BYTES,
+                "KSPLIT: the reduction's slots and warpgroup 0's epilogue buffers fit in the ring");
   constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  // the epilogue's buffers (WG_EPI_BYTES, 4 KB per consumer warp) right after the ring: 1024-byte
-  // aligned, as the TMA's 128-byte swizzle of a store's source needs
-  const u32 epi_buf = ring + STAGES * STAGE_BYTES;
-  const u32 bars = epi_buf + WG_EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
+  // the epilogue's buffers (WG_EPI_BYTES, 4 KB per consumer warp) right after the ring (KSPLIT:
+  // warpgroup 0's in the ring, after the reduction's slots): 1024-byte aligned, as the TMA's
+  // 128-byte swizzle of a store's source needs
+  const u32 epi_buf = KSPLIT ? ring + KWG_BYTES : ring + STAGES * STAGE_BYTES;
+  const u32 bars = ring + STAGES * STAGE_BYTES + EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
   const WgWalk walk{(M + BM * CM - 1) / (BM * CM), (N + BN - 1) / BN, group};
   const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
@@ -654,6 +664,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   // The cluster size is the launch's (the host passes it; no __cluster_dims__): a launch that
   // disagrees with CM would multicast into, and arrive on, CTAs that are not there. Trap.
   if (cluster_ctas() != (u32)CM) asm volatile("trap;\n");
+  // KSPLIT reuses the ring after its main loop (kwg_reduce, the epilogue): one unit per CTA
+  if (KSPLIT && (int)gridDim.x < units) asm volatile("trap;\n");
   if (tid == 0) {
     tma_prefetch_map(amap);
     tma_prefetch_map(bmap);

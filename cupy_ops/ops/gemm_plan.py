@@ -72,6 +72,15 @@ WG_SWAP_BOX = 32
 # 256x1024x1024 0.93x -> 1.34x, 64x2048x2048 0.99x -> 1.14x) and lost at 64 and more (bf16
 # 128x4096x1024 2.12x -> 1.96x, 256x4096x512 0.80x -> 0.67x; TF32 128x4096x1024 1.32x -> 0.93x).
 WG_KSPLIT_BM = 64
+# Its shared memory: all a block may have on compute capability 9.0 (227 KB), for 9 ring stages
+# of 24 KB (A 64 rows + B 128 columns x 128 bytes of K): one unit per CTA, so its epilogue stages
+# in the ring, idle by then, instead of 32 KB of buffers of its own (7 stages). Its loads come
+# from DRAM behind the flushed L2, and more stages keep more of them in flight. H100, session 16
+# (benchmarks/results/probe_ksplit_smem_h100_session16.log, builds timed in one process): 8
+# stages against 7 bf16 1024^3 +1.2 to +1.7 %, fp16 +1.6 to +2.0 %, 1024x4096x1024 +2.5 to
+# +3.1 %, fused TF32 1024^3 +1.4 to +1.9 %; 9 against 8: +0.8 to +1.1 %, +1.2 to +1.3 %, +1.3
+# to +1.5 %, +0.7 to +0.9 %; 6 stages -3 %, 4 -11 %, 3 -23 % against 7 at bf16 1024^3.
+WG_KSPLIT_SMEM_BYTES = 227 * 1024
 WG_KSPLIT_MAX_KTILES = 32
 WG_KSPLIT = True
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
@@ -106,7 +115,8 @@ DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "
            "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
            "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "X3_SMEM_BYTES": X3_SMEM_BYTES,
+                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "WG_KSPLIT_SMEM_BYTES": WG_KSPLIT_SMEM_BYTES,
+                 "X3_SMEM_BYTES": X3_SMEM_BYTES,
                  "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
                  "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS, "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
                  "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS}
@@ -599,8 +609,8 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
                                                                                    opts.get("split_k", True))):
         units = cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128)
         return GemmPlan("wgmma", f"gemm_wgmma_ksplit<{T}, {_tf(n_major)}, 128, {epi}>", "gemm_sm90a.cu",
-                        (units, 1, 1), (WG_THREADS, 1, 1), WG_SMEM_BYTES, pa, pb, (WG_KSPLIT_BM, 128), kslice=K, bk=bk,
-                        group=opts.get("group") or WG_GROUP, tma_store=wgmma_tma_store(N, a.itemsize, 1,
+                        (units, 1, 1), (WG_THREADS, 1, 1), WG_KSPLIT_SMEM_BYTES, pa, pb, (WG_KSPLIT_BM, 128), kslice=K,
+                        bk=bk, group=opts.get("group") or WG_GROUP, tma_store=wgmma_tma_store(N, a.itemsize, 1,
                                                                                       opts.get("tma_store")),
                         ksplit=True)
     geo = _wgmma_geometry(M, N, K, bk, dev, opts)
