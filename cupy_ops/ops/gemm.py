@@ -231,17 +231,41 @@ def _run_hopper(p, a, b, c, bias, scale):
     del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
+def _split_rows(t: torch.Tensor, op: gemm_plan.Operand, hi: int, lo: int, ldo: int, ex: int) -> None:
+    """fp16x3_split of ``t`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
+    device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
+    (int32)."""
+    rows, k = t.shape
+    launch.launch(_handle("fp16x3_split", t.get_device()), (rows, 1, 1), (gemm_plan.X3H_SPLIT_THREADS, 1, 1),
+                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex))
+
+
+def _split_columns(b: torch.Tensor, op: gemm_plan.Operand, mag: int, hi: int, lo: int, ldn: int, ex: int) -> None:
+    """fp16x3_colmax_n then fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld``
+    apart) into the pieces at ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns'
+    exponents at ``ex``; ``mag`` (int32, N) must hold zeros (the columns' atomicMax)."""
+    k, n = b.shape
+    cols, dev = launch.cdiv(n, 4 * gemm_plan.X3H_NSPLIT_THREADS), b.get_device()
+    block = (gemm_plan.X3H_NSPLIT_THREADS, 1, 1)
+    launch.launch(_handle("fp16x3_colmax_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_COLMAX_ROWS), 65535), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag))
+    launch.launch(_handle("fp16x3_split_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_NSPLIT_ROWS), 65535), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag, hi, lo, ldn, ex))
+
+
+def _piece_ld(k: int) -> int:
+    """Row length of fp16x3 pieces of rows of ``k`` values: their tensor maps need 16-byte rows."""
+    return launch.cdiv(max(k, 1), 8) * 8
+
+
 def fp16x3_pieces(t: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
     (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows scaled by 2^exponents[row]
     (int32, (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
     t = tc_operand(t, op)
-    rows, k = t.shape
-    ldo = launch.cdiv(max(k, 1), 8) * 8   # the pieces' tensor maps need 16-byte rows
-    pieces = torch.empty((2, rows, ldo), dtype=torch.float16, device=t.device)
-    ex = torch.empty((rows,), dtype=torch.int32, device=t.device)
-    launch.launch(_handle("fp16x3_split", t.get_device()), (rows, 1, 1), (gemm_plan.X3H_SPLIT_THREADS, 1, 1),
-                  (t.data_ptr(), op.ld, rows, k, pieces[0].data_ptr(), pieces[1].data_ptr(), ldo, ex.data_ptr()))
+    pieces = torch.empty((2, t.shape[0], _piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
+    ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
+    _split_rows(t, op, pieces[0].data_ptr(), pieces[1].data_ptr(), pieces.shape[2], ex.data_ptr())
     return pieces, ex
 
 
@@ -250,42 +274,56 @@ def fp16x3_pieces_n(b: torch.Tensor, op: gemm_plan.Operand) -> tuple[torch.Tenso
     aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
     rounded up to 8) fp16, hi then lo, of ``b``'s columns scaled by 2^exponents[n]."""
     k, n = b.shape
-    ldn = launch.cdiv(max(n, 1), 8) * 8   # the pieces' tensor maps need 16-byte rows
-    pieces = torch.empty((2, k, ldn), dtype=torch.float16, device=b.device)
+    pieces = torch.empty((2, k, _piece_ld(n)), dtype=torch.float16, device=b.device)
     ex = torch.empty((n,), dtype=torch.int32, device=b.device)
-    mag = torch.zeros((n,), dtype=torch.int32, device=b.device)   # atomicMax of the magnitudes' bits
-    cols, dev = launch.cdiv(n, 4 * gemm_plan.X3H_NSPLIT_THREADS), b.get_device()
-    block = (gemm_plan.X3H_NSPLIT_THREADS, 1, 1)
-    launch.launch(_handle("fp16x3_colmax_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_COLMAX_ROWS), 65535), 1),
-                  block, (b.data_ptr(), op.ld, k, n, mag.data_ptr()))
-    launch.launch(_handle("fp16x3_split_n", dev), (cols, min(launch.cdiv(k, gemm_plan.X3H_NSPLIT_ROWS), 65535), 1),
-                  block, (b.data_ptr(), op.ld, k, n, mag.data_ptr(), pieces[0].data_ptr(), pieces[1].data_ptr(), ldn,
-                          ex.data_ptr()))
+    mag = torch.zeros((n,), dtype=torch.int32, device=b.device)
+    _split_columns(b, op, mag.data_ptr(), pieces[0].data_ptr(), pieces[1].data_ptr(), pieces.shape[2], ex.data_ptr())
     return pieces, ex
 
 
+def _carve(sizes: list[int]) -> tuple[list[int], int]:
+    """Offsets of parts of ``sizes`` bytes laid out one after another from 256-byte boundaries
+    (the TMA reads a matrix from a 16-byte one), and the bytes they take together."""
+    offsets, end = [], 0
+    for n in sizes:
+        offsets.append(end)
+        end += launch.cdiv(n, 256) * 256
+    return offsets, end
+
+
 def _run_fp16x3(p, a, b, c, bias, scale):
-    """fp16x3: the operands' pieces (A's rows, B's columns), their tensor maps, the GEMM and,
-    for split-K, the reduction."""
+    """fp16x3: the operands' pieces (A's rows, B's columns) in one workspace allocation, their
+    tensor maps, the GEMM and, for split-K, the reduction. (Five allocations a call, one per
+    piece pair, exponent and magnitude array, cost ~20 % of its host time: H100 machine,
+    session 16, benchmarks/host_profile.py matmul float32 fp16x3 256.)"""
     (M, K), N = a.shape, b.shape[1]
-    pa, ea = fp16x3_pieces(a, p.a)
-    maps = tuple(tma.tensor_map(pa[i], K, M, pa.shape[2], p.bk, p.tile[0]) for i in (0, 1))
-    if p.b.prep == "n-major split":   # boxes of 64 columns (128 bytes) x bk rows of K
-        pb, eb = fp16x3_pieces_n(b, p.b)
-        maps += tuple(tma.tensor_map(pb[i], N, K, pb.shape[2], 64, p.bk) for i in (0, 1))
+    n_major = p.b.prep == "n-major split"
+    a2 = tc_operand(a, p.a)
+    bt = b if n_major else tc_operand(b.t(), p.b)   # row-major (K, N) as is, or (N, K) K-major
+    lda, ldb = _piece_ld(K), _piece_ld(N) if n_major else _piece_ld(K)
+    b_rows = K if n_major else N   # rows of B's pieces
+    a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
+    (ahi, alo, ea, bhi, blo, eb, mag), total = _carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N,
+                                                       4 * N if n_major else 0])
+    ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
+    base = ws.data_ptr()
+    _split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea)
+    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))
+    if n_major:   # boxes of 64 columns (128 bytes) x bk rows of K
+        ws[mag:mag + 4 * N].zero_()
+        _split_columns(bt, p.b, base + mag, base + bhi, base + blo, ldb, base + eb)
+        maps += tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
     else:
-        pb, eb = fp16x3_pieces(b.t(), p.b)
-        maps += tuple(tma.tensor_map(pb[i], K, N, pb.shape[2], p.bk, p.tile[1]) for i in (0, 1))
+        _split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb)
+        maps += tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
     h = _handle(p.kernel, c.get_device())
     if p.slices > 1:
-        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, maps + (ws.data_ptr(), M, N, K, p.kslice, ea.data_ptr(), eb.data_ptr()),
-                      p.smem)
-        _reduce(p, ws, c, bias, scale)
+        part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb), p.smem)
+        _reduce(p, part, c, bias, scale)
     else:
-        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, ea.data_ptr(), eb.data_ptr(), bias, scale),
-                      p.smem)
-    del pa, pb, ea, eb   # launched: the stream orders any reuse of this memory after the kernel
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale), p.smem)
+    del ws, a2, bt   # launched: the stream orders any reuse of this memory after the kernel
 
 
 _RUNNERS = {"naive": _run_naive, "simt": _run_simt, "tc": _run_tc, "wgmma": _run_hopper, "tf32x3": _run_hopper,

@@ -53,22 +53,27 @@ def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int,
 
     Raises ``RuntimeError`` with the driver's error code if the driver rejects the map.
     """
-    key = (t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer, exact)
+    return tensor_map_at(t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer, exact=exact)
+
+
+def tensor_map_at(ptr: int, dtype: torch.dtype, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
+                  exact: bool = False) -> bytes:
+    """``tensor_map`` of the ``dtype`` matrix at device address ``ptr`` (a part of a workspace)."""
+    key = (ptr, dtype, inner, outer, ld, box_inner, box_outer, exact)
     m = _cache.get(key)
     if m is not None:
         return m
-    es = t.element_size()
+    es = dtype.itemsize
     buf = (ctypes.c_uint64 * 16)()
     dims = (ctypes.c_uint64 * 2)(inner, outer)
     strides = (ctypes.c_uint64 * 1)(ld * es)
     box = (ctypes.c_uint32 * 2)(box_inner, box_outer)
     elem = (ctypes.c_uint32 * 2)(1, 1)
-    dtype = _FLOAT32 if exact and t.dtype == torch.float32 else _DATA_TYPE[t.dtype]
-    rc = _encoder()(buf, dtype, 2, t.data_ptr(), dims, strides, box, elem, 0, _SWIZZLE_128B,
-                    _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
+    code = _FLOAT32 if exact and dtype == torch.float32 else _DATA_TYPE[dtype]
+    rc = _encoder()(buf, code, 2, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
     if rc != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner} {t.dtype} matrix "
-                           f"with row pitch {ld} at 0x{t.data_ptr():x}, box {box_outer}x{box_inner}")
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner} {dtype} matrix "
+                           f"with row pitch {ld} at 0x{ptr:x}, box {box_outer}x{box_inner}")
     m = bytes(buf)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()
