@@ -10,39 +10,32 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
+from gemm_cases import prepared
 
 names = {0: "full", 1: "none", 2: "cvt+sts", 4: "cvt", 5: "fence", 6: "evfirst", 7: "evlast"}
 exprs = [e for e in gemm_plan.variants()["gemm_sm90a.cu"] if e.startswith("gemm_wgmma<")]
 kern = {m: Kernel.builtin("gemm_sm90a.cu", "gemm_wgmma", exprs, arch="sm_90a",
                           defines=dict(gemm_plan.SM90A_DEFINES, WG_EPI_PROBE=m)) for m in names}
 torch.manual_seed(0)
-SHAPES = [(torch.bfloat16, 4096, 4096, 4096, "N", "EpiNone"), (torch.float16, 4096, 4096, 4096, "N", "EpiNone"),
-          (torch.bfloat16, 1024, 8192, 8192, "K", "EpiBiasReluScale"), (torch.bfloat16, 8192, 8192, 8192, "N", "EpiNone")]
-for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
-    for dt, M, K, N, layout, epi in SHAPES:
-        a = torch.randn(M, K, device="cuda", dtype=dt)
-        b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-        bias = torch.randn(N, device="cuda", dtype=dt)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
-        p = gemm.plan_for(a, b, epi, "wgmma")
-        if epi != "EpiNone":
-            w = b.t()
-            fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-        else:
-            fns = {"torch": lambda: torch.matmul(a, b)}
-        def mk(m):
-            def f():
-                gemm.KERNELS["gemm_wgmma"] = kern[m]
-                gemm.run(p, a, b, c, bias, 0.5)
-            return f
-        for m in names:
-            fns[names[m]] = mk(m)
-        pt = gemm.plan_for(a, b, epi, "wgmma", tma_store=False)
-        def staged():
-            gemm.KERNELS["gemm_wgmma"] = kern[0]
-            gemm.run(pt, a, b, c, bias, 0.5)
-        fns["threads"] = staged
-        t = time_cuda_interleaved(fns, runs=100)
-        tr = t["torch"].median
-        print(f"{str(dt)[6:]:8s} {M}x{K}x{N} {epi:16s} torch {tr*1e3:7.1f} us  " +
-              "  ".join(f"{m} {t[m].median*1e3:7.1f} {tr/t[m].median:5.3f}x" for m in list(names.values()) + ["threads"]), flush=True)
+SHAPES = [(torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
+          (torch.float16, False, 4096, 4096, 4096, "N", "EpiNone"),
+          (torch.bfloat16, False, 1024, 8192, 8192, "K", "EpiBiasReluScale"),
+          (torch.bfloat16, False, 8192, 8192, 8192, "N", "EpiNone")]
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, int(sys.argv[1]) if len(sys.argv) > 1 else 1):
+    p = gemm.plan_for(a, b, epi, "wgmma")
+    def mk(m):
+        def f():
+            gemm.KERNELS["gemm_wgmma"] = kern[m]
+            gemm.run(p, a, b, c, bias, 0.5)
+        return f
+    for m in names:
+        fns[names[m]] = mk(m)
+    pt = gemm.plan_for(a, b, epi, "wgmma", tma_store=False)
+    def staged():
+        gemm.KERNELS["gemm_wgmma"] = kern[0]
+        gemm.run(pt, a, b, c, bias, 0.5)
+    fns["threads"] = staged
+    t = time_cuda_interleaved(fns, runs=100)
+    tr = t["torch"].median
+    print(f"{str(dt)[6:]:8s} {M}x{K}x{N} {epi:16s} torch {tr*1e3:7.1f} us  " +
+          "  ".join(f"{m} {t[m].median*1e3:7.1f} {tr/t[m].median:5.3f}x" for m in list(names.values()) + ["threads"]), flush=True)

@@ -11,6 +11,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
+from gemm_cases import case_name, prepared
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 GROUPS = (1, 2, 4, 8, 16, 32)
@@ -21,25 +22,14 @@ SHAPES = [(torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.float32, True, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.bfloat16, False, 8192, 8192, 8192, "N", "EpiNone"),
           (torch.bfloat16, False, 6144, 6144, 6144, "N", "EpiNone")]
-for r in range(rounds):
-    for dt, tf32, M, K, N, layout, epi in SHAPES:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        a = torch.randn(M, K, device="cuda", dtype=dt)
-        b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-        bias = torch.randn(N, device="cuda", dtype=dt)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
-        if epi != "EpiNone":
-            w = b.t()
-            fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-        else:
-            fns = {"torch": lambda: torch.matmul(a, b)}
-        p = gemm.plan_for(a, b, epi, "wgmma")
-        for g in GROUPS:
-            q = dataclasses.replace(p, group=g)
-            fns[f"g{g}"] = lambda q=q: gemm.run(q, a, b, c, bias, 0.5)
-        t = time_cuda_interleaved(fns, runs=100)
-        tr = t["torch"].median
-        name = f"{'tf32' if tf32 else str(dt)[6:]} {M}x{K}x{N} {layout}"
-        print(f"{name:26s} torch {tr * 1e3:7.1f} us  " +
-              "  ".join(f"g{g} {tr / t[f'g{g}'].median:5.3f}x" for g in GROUPS) + f"  [{p.kernel}, group {p.group}]",
-              flush=True)
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, rounds):
+    p = gemm.plan_for(a, b, epi, "wgmma")
+    for g in GROUPS:
+        q = dataclasses.replace(p, group=g)
+        fns[f"g{g}"] = lambda q=q: gemm.run(q, a, b, c, bias, 0.5)
+    t = time_cuda_interleaved(fns, runs=100)
+    tr = t["torch"].median
+    name = case_name(dt, tf32, M, K, N, layout)
+    print(f"{name:26s} torch {tr * 1e3:7.1f} us  " +
+          "  ".join(f"g{g} {tr / t[f'g{g}'].median:5.3f}x" for g in GROUPS) + f"  [{p.kernel}, group {p.group}]",
+          flush=True)

@@ -18,6 +18,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
+from gemm_cases import case_name, prepared
 
 label = sys.argv[1] if len(sys.argv) > 1 else "-"
 torch.manual_seed(0)
@@ -32,18 +33,8 @@ SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
           (torch.float16, False, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.bfloat16, False, 1024, 8192, 8192, "K", "EpiBiasReluScale"),
           (torch.float32, True, 4096, 4096, 4096, "N", "EpiNone")]
-for dt, tf32, M, K, N, layout, epi in SHAPES:
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    a = torch.randn(M, K, device="cuda", dtype=dt)
-    b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-    bias = torch.randn(N, device="cuda", dtype=dt)
-    c = torch.empty(M, N, device="cuda", dtype=dt)
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
     fused = epi != "EpiNone"
-    if fused:
-        w = b.t()
-        fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-    else:
-        fns = {"torch": lambda: torch.matmul(a, b)}
     plans = {"table": gemm.plan_for(a, b, epi, "wgmma")}
     if plans["table"].ksplit:
         try:
@@ -60,5 +51,5 @@ for dt, tf32, M, K, N, layout, epi in SHAPES:
     tr = t["torch"].median
     cols = "  ".join(f"{k} {t[k].median * 1e3:7.2f} us {tr / t[k].median:.3f}x" if k in t else f"{k} -"
                      for k in ("table", "pair"))
-    name = f"{'tf32' if tf32 else str(dt)[6:]} {M}x{K}x{N} {layout} {'fused' if fused else 'mm'}"
+    name = f"{case_name(dt, tf32, M, K, N, layout)} {'fused' if fused else 'mm'}"
     print(f"{label:<4} {name:<28} torch {tr * 1e3:7.2f} us  {cols}   [{plans['table'].kernel}]", flush=True)

@@ -11,6 +11,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
+from gemm_cases import case_name, prepared
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 torch.manual_seed(0)
@@ -23,24 +24,13 @@ SHAPES = [(torch.bfloat16, False, 128, 4096, 1024, "N", "EpiNone"),
           (torch.float32, True, 256, 2048, 1024, "K", "EpiBiasReluScale"),
           (torch.bfloat16, False, 2048, 1024, 1024, "N", "EpiNone"),
           (torch.bfloat16, False, 1024, 2048, 1536, "N", "EpiNone")]
-for r in range(rounds):
-    for dt, tf32, M, K, N, layout, epi in SHAPES:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        a = torch.randn(M, K, device="cuda", dtype=dt)
-        b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-        bias = torch.randn(N, device="cuda", dtype=dt)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
-        if epi != "EpiNone":
-            w = b.t()
-            fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-        else:
-            fns = {"torch": lambda: torch.matmul(a, b)}
-        plans = {"table": gemm.plan_for(a, b, epi, "wgmma"), "ksplit": gemm.plan_for(a, b, epi, "wgmma", ksplit=True)}
-        for k, p in plans.items():
-            fns[k] = lambda p=p: gemm.run(p, a, b, c, bias, 0.5)
-        t = time_cuda_interleaved(fns, runs=200)
-        tr = t["torch"].median
-        name = f"{'tf32' if tf32 else str(dt)[6:]} {M}x{K}x{N} {layout}"
-        print(f"{name:24s} torch {tr * 1e3:7.2f} us  " + "  ".join(
-            f"{k} {t[k].median * 1e3:7.2f} {tr / t[k].median:5.3f}x" for k in plans) + f"  [{plans['table'].kernel}"
-            f"{', split ' + str(plans['table'].slices) if plans['table'].slices > 1 else ''}]", flush=True)
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, rounds):
+    plans = {"table": gemm.plan_for(a, b, epi, "wgmma"), "ksplit": gemm.plan_for(a, b, epi, "wgmma", ksplit=True)}
+    for k, p in plans.items():
+        fns[k] = lambda p=p: gemm.run(p, a, b, c, bias, 0.5)
+    t = time_cuda_interleaved(fns, runs=200)
+    tr = t["torch"].median
+    name = case_name(dt, tf32, M, K, N, layout)
+    print(f"{name:24s} torch {tr * 1e3:7.2f} us  " + "  ".join(
+        f"{k} {t[k].median * 1e3:7.2f} {tr / t[k].median:5.3f}x" for k in plans) + f"  [{plans['table'].kernel}"
+        f"{', split ' + str(plans['table'].slices) if plans['table'].slices > 1 else ''}]", flush=True)

@@ -15,6 +15,7 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
+from gemm_cases import case_name, prepared
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 STAGE = 64 * 128 + 128 * 128 + 16   # A (64 rows) + B (128 columns) x 128 bytes, 2 mbarriers
@@ -33,35 +34,24 @@ SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
           (torch.bfloat16, False, 1024, 4096, 1024, "N", "EpiNone"),
           (torch.bfloat16, False, 256, 1024, 1024, "K", "EpiBiasReluScale"),
           (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale")]
-for r in range(rounds):
-    for dt, tf32, M, K, N, layout, epi in SHAPES:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        a = torch.randn(M, K, device="cuda", dtype=dt)
-        b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-        bias = torch.randn(N, device="cuda", dtype=dt)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
-        if epi != "EpiNone":
-            w = b.t()
-            fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-        else:
-            fns = {"torch": lambda: torch.matmul(a, b)}
-        p = gemm.plan_for(a, b, epi, "wgmma")
-        assert p.ksplit, p
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, rounds):
+    p = gemm.plan_for(a, b, epi, "wgmma")
+    assert p.ksplit, p
 
-        def run(q, k):
-            def f():
-                gemm.KERNELS["gemm_wgmma_ksplit"] = k
-                gemm.run(q, a, b, c, bias, 0.5)
-            return f
-        fns["table"] = run(p, table_kernel)
-        fns["table"]()
-        ref = c.clone()
-        for name, (smem, k) in builds.items():
-            fns[name] = run(dataclasses.replace(p, smem=smem), k)
-            fns[name]()
-            assert torch.equal(c, ref), name
-        t = time_cuda_interleaved(fns, runs=300)
-        tr = t["torch"].median
-        name = f"{'tf32' if tf32 else str(dt)[6:]} {M}x{K}x{N} {layout}"
-        print(f"{name:24s} torch {tr * 1e3:6.2f} us  " + "  ".join(
-            f"{k} {t[k].median * 1e3:6.2f} {tr / t[k].median:5.3f}x" for k in ["table"] + list(builds)), flush=True)
+    def run(q, k):
+        def f():
+            gemm.KERNELS["gemm_wgmma_ksplit"] = k
+            gemm.run(q, a, b, c, bias, 0.5)
+        return f
+    fns["table"] = run(p, table_kernel)
+    fns["table"]()
+    ref = c.clone()
+    for name, (smem, k) in builds.items():
+        fns[name] = run(dataclasses.replace(p, smem=smem), k)
+        fns[name]()
+        assert torch.equal(c, ref), name
+    t = time_cuda_interleaved(fns, runs=300)
+    tr = t["torch"].median
+    name = case_name(dt, tf32, M, K, N, layout)
+    print(f"{name:24s} torch {tr * 1e3:6.2f} us  " + "  ".join(
+        f"{k} {t[k].median * 1e3:6.2f} {tr / t[k].median:5.3f}x" for k in ["table"] + list(builds)), flush=True)

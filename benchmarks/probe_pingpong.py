@@ -15,6 +15,7 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
+from gemm_cases import operands, prepared
 
 # the probe's kernel, not (yet) among the plan's variants
 gemm.KERNELS["gemm_wgmma_pp"] = Kernel.builtin(
@@ -30,12 +31,6 @@ def pp(p):
     return dataclasses.replace(p, kernel=p.kernel.replace("gemm_wgmma<", "gemm_wgmma_pp<"), tile=(64, p.tile[1]))
 
 
-def operands(dt, M, K, N, layout):
-    a = torch.randn(M, K, device="cuda", dtype=dt)
-    b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
-    return a, b, torch.randn(N, device="cuda", dtype=dt)
-
-
 # bit for bit against the table's kernel (forced persistent pairs of 256-wide tiles)
 checks = 0
 for dt, M, K, N, layout, epi, over in [
@@ -46,8 +41,7 @@ for dt, M, K, N, layout, epi, over in [
         (torch.float32, 777, 520, 1000, "K", "EpiBiasReluScale", dict(tile_n=256, cluster=2, persistent=True)),
         (torch.bfloat16, 8192, 1024, 8192, "N", "EpiNone", {}),
         (torch.bfloat16, 256, 8, 512, "N", "EpiNone", dict(tile_n=256, cluster=2, persistent=True))]:
-    torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
-    a, b, bias = operands(dt, M, K, N, layout)
+    a, b, bias = operands(dt, M, K, N, layout, tf32=dt == torch.float32)
     p = gemm.plan_for(a, b, epi, "wgmma", **over)
     assert not p.swap and not p.ksplit and p.slices == 1, p
     c0 = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
@@ -68,25 +62,16 @@ SHAPES = [(torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.bfloat16, False, 2048, 2048, 2048, "N", "EpiNone"),
           (torch.bfloat16, False, 6144, 6144, 6144, "N", "EpiNone"),
           (torch.bfloat16, False, 4096, 4096, 4096, "K", "EpiBiasReluScale")]
-for r in range(rounds):
-    for dt, tf32, M, K, N, layout, epi in SHAPES:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        a, b, bias = operands(dt, M, K, N, layout)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
-        if epi != "EpiNone":
-            w = b.t()
-            fns = {"torch": lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0}
-        else:
-            fns = {"torch": lambda: torch.matmul(a, b)}
-        p = gemm.plan_for(a, b, epi, "wgmma")
-        plans = {"table": p}
-        if not p.swap and not p.ksplit and p.slices == 1 and p.persistent:
-            plans["pp"] = pp(p)
-            plans["pp_g16"] = dataclasses.replace(pp(p), group=16)
-        for k, q in plans.items():
-            fns[k] = lambda q=q: gemm.run(q, a, b, c, bias, 0.5)
-        t = time_cuda_interleaved(fns, runs=100 if M * N * K >= 2 ** 38 else 200)
-        tr = t["torch"].median
-        cells = "  ".join(f"{k} {t[k].median * 1e3:8.1f} us {tr / t[k].median:5.3f}x" for k in plans)
-        print(f"{str(dt)[6:]:8s} {M}x{K}x{N} {layout} {epi:16s} torch {tr * 1e3:8.1f} us  {cells}  [{p.kernel}]",
-              flush=True)
+for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, rounds):
+    p = gemm.plan_for(a, b, epi, "wgmma")
+    plans = {"table": p}
+    if not p.swap and not p.ksplit and p.slices == 1 and p.persistent:
+        plans["pp"] = pp(p)
+        plans["pp_g16"] = dataclasses.replace(pp(p), group=16)
+    for k, q in plans.items():
+        fns[k] = lambda q=q: gemm.run(q, a, b, c, bias, 0.5)
+    t = time_cuda_interleaved(fns, runs=100 if M * N * K >= 2 ** 38 else 200)
+    tr = t["torch"].median
+    cells = "  ".join(f"{k} {t[k].median * 1e3:8.1f} us {tr / t[k].median:5.3f}x" for k in plans)
+    print(f"{str(dt)[6:]:8s} {M}x{K}x{N} {layout} {epi:16s} torch {tr * 1e3:8.1f} us  {cells}  [{p.kernel}]",
+          flush=True)

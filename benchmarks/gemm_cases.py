@@ -1,0 +1,37 @@
+"""The GEMM probes' shared set-up (benchmarks/probe_*.py): a case's operands and torch's own
+call for it. A case: dtype, TF32 on or off, M, K, N, the layout of b ("N": row-major (K, N),
+matmul's; "K": the nn.Linear weight's (N, K) seen as (K, N)) and the epilogue ("EpiNone":
+a @ b; "EpiBiasReluScale": the layer relu(a @ b + bias) / 2)."""
+import torch
+
+
+def operands(dt: torch.dtype, M: int, K: int, N: int, layout: str, tf32: bool = False):
+    """``(a, b, bias)``: randn values on the GPU in that layout; TF32 switched as the case says
+    (torch's matmul reads the switch)."""
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(N, K, device="cuda", dtype=dt).t() if layout == "K" else torch.randn(K, N, device="cuda", dtype=dt)
+    return a, b, torch.randn(N, device="cuda", dtype=dt)
+
+
+def torch_op(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, epi: str):
+    """torch's call for the case (the reference the probes time against)."""
+    if epi == "EpiNone":
+        return lambda: torch.matmul(a, b)
+    w = b.t()
+    return lambda: torch.relu(torch.nn.functional.linear(a, w, bias)) / 2.0
+
+
+def case_name(dt: torch.dtype, tf32: bool, M: int, K: int, N: int, layout: str) -> str:
+    return f"{'tf32' if tf32 else str(dt)[6:]} {M}x{K}x{N} {layout}"
+
+
+def prepared(shapes, rounds: int = 1):
+    """Each case of ``shapes`` (tuples (dtype, tf32, M, K, N, layout, epi)), ``rounds`` times
+    over: ``(case, a, b, bias, c, fns)``, ``c`` an empty (M, N) output and ``fns`` holding
+    torch's call as "torch" (the probe adds its own)."""
+    for _ in range(rounds):
+        for case in shapes:
+            dt, tf32, M, K, N, layout, epi = case
+            a, b, bias = operands(dt, M, K, N, layout, tf32)
+            yield case, a, b, bias, torch.empty(M, N, device="cuda", dtype=dt), {"torch": torch_op(a, b, bias, epi)}
