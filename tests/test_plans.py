@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from cupy_ops import checks
-from cupy_ops.ops import elementwise, gemm_plan
+from cupy_ops.ops import elementwise, gemm, gemm_plan
 from cupy_ops.ops import divisor as _divisor
 from cupy_ops.ops.gemm_plan import Device, Matrix
 
@@ -456,3 +456,16 @@ def test_sizes_past_32_bits_take_the_64_bit_kernel_or_are_refused_by_name():
                                              r"K = 2147483648"):
             gemm_plan.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100, algo=algo)
     assert gemm_plan.plan(1, 1, big - 1, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "simt"
+
+
+def test_fp16x3_workspace_parts_are_disjoint_and_on_256_byte_boundaries():
+    """fp16x3's one allocation a call (gemm._carve): each part (pieces, exponents, magnitudes)
+    from a 256-byte boundary (the TMA reads a matrix from a 16-byte one), after the end of the
+    part before it, the total covering the last; an empty part (no magnitudes for a K-major b)
+    takes no room."""
+    sizes = [3 * 2056 * 2, 3 * 2056 * 2, 4 * 3, 1, 0, 4 * 7, 257, 0]
+    offsets, total = gemm._carve(sizes)
+    assert all(o % 256 == 0 for o in offsets), offsets
+    ends = [o + n for o, n in zip(offsets, sizes)]
+    assert all(end <= nxt for end, nxt in zip(ends, offsets[1:])) and ends[-1] <= total, (offsets, total)
+    assert offsets[4] == offsets[5] and total == offsets[-1], (offsets, total)
