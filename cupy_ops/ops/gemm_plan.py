@@ -76,11 +76,11 @@ WG_KSPLIT_BM = 64
 # of 24 KB (A 64 rows + B 128 columns x 128 bytes of K): one unit per CTA, so its epilogue stages
 # in the ring, idle by then, instead of 32 KB of buffers of its own (7 stages). Its loads come
 # from DRAM behind the flushed L2, and more stages keep more of them in flight. H100, session 16
-# (benchmarks/results/probe_ksplit_smem_h100_session16.log, builds timed in one process): 8
-# stages against 7 bf16 1024^3 +1.2 to +1.7 %, fp16 +1.6 to +2.0 %, 1024x4096x1024 +2.5 to
-# +3.1 %, fused TF32 1024^3 +1.4 to +1.9 %; 9 against 8: +0.8 to +1.1 %, +1.2 to +1.3 %, +1.3
-# to +1.5 %, +0.7 to +0.9 %; against 7 at bf16 1024^3, 6 stages -0.5 % (1024x4096x1024 -5 %), 4
-# -11 %, 3 -23 %.
+# (benchmarks/results/probe_ksplit_smem_h100_session16.log and probes_rerun_h100_session16.log,
+# builds timed in one process): 8 stages against 7 bf16 1024^3 +1.2 to +1.7 %, fp16 +1.6 to
+# +2.0 %, 1024x4096x1024 +2.5 to +3.1 %, fused TF32 1024^3 +1.4 to +2.3 %; 9 against 8: +0.8 to
+# +1.1 %, +1.1 to +1.3 %, +1.3 to +1.8 %, +0.7 to +1.6 %; against 7 at bf16 1024^3, 6 stages
+# -0.5 % (1024x4096x1024 -5 %), 4 -11 %, 3 -23 %.
 WG_KSPLIT_SMEM_BYTES = 227 * 1024
 WG_KSPLIT_MAX_KTILES = 32
 WG_KSPLIT = True
