@@ -35,3 +35,23 @@ def prepared(shapes, rounds: int = 1):
             dt, tf32, M, K, N, layout, epi = case
             a, b, bias = operands(dt, M, K, N, layout, tf32)
             yield case, a, b, bias, torch.empty(M, N, device="cuda", dtype=dt), {"torch": torch_op(a, b, bias, epi)}
+
+
+def runner(p, a, b, c, bias, kernels: dict):
+    """A call of plan ``p`` (the layer's scale 0.5) with ``kernels`` (kernel name -> a
+    cupy_ops.Kernel build) put in place of gemm.KERNELS's entries first: the probes time
+    several builds of one kernel in one process."""
+    from cupy_ops.ops import gemm
+
+    def f():
+        gemm.KERNELS.update(kernels)
+        gemm.run(p, a, b, c, bias, 0.5)
+    return f
+
+
+def ratios(t: dict, names) -> str:
+    """``"torch T us  name T ratio ..."``: the medians of ``time_cuda_interleaved``'s ``t`` (ms)
+    in us, and torch's time over each of ``names``'s (those in ``t``)."""
+    tr = t["torch"].median
+    return f"torch {tr * 1e3:8.2f} us  " + "  ".join(
+        f"{k} {t[k].median * 1e3:8.2f} {tr / t[k].median:5.3f}x" for k in names if k in t)

@@ -14,12 +14,12 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
-from gemm_cases import case_name, prepared
+from gemm_cases import case_name, prepared, ratios, runner
 
 exprs = [e for e in gemm_plan.variants()["gemm_sm90a.cu"] if e.startswith("gemm_wgmma<")]
-builds = {"table": gemm.KERNELS["gemm_wgmma"]}
-builds.update({name: Kernel.builtin("gemm_sm90a.cu", "gemm_wgmma", exprs, arch="sm_90a",
-                                    defines=dict(gemm_plan.SM90A_DEFINES, WG_EPI_DEFER=m))
+builds = {"table": {"gemm_wgmma": gemm.KERNELS["gemm_wgmma"]}}
+builds.update({name: {"gemm_wgmma": Kernel.builtin("gemm_sm90a.cu", "gemm_wgmma", exprs, arch="sm_90a",
+                                                   defines=dict(gemm_plan.SM90A_DEFINES, WG_EPI_DEFER=m))}
                for name, m in (("defer", 1), ("no stores", 2))})
 torch.manual_seed(0)
 SHAPES = [(torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
@@ -29,16 +29,8 @@ SHAPES = [(torch.bfloat16, False, 4096, 4096, 4096, "N", "EpiNone"),
           (torch.bfloat16, False, 2048, 2048, 2048, "N", "EpiNone")]
 for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES, int(sys.argv[1]) if len(sys.argv) > 1 else 2):
     p = gemm.plan_for(a, b, epi, "wgmma")
-
-    def mk(k):
-        def f():
-            gemm.KERNELS["gemm_wgmma"] = k
-            gemm.run(p, a, b, c, bias, 0.5)
-        return f
     for name, k in builds.items():
-        fns[name] = mk(k)
+        fns[name] = runner(p, a, b, c, bias, k)
     t = time_cuda_interleaved(fns, runs=100 if M * N * K >= 2 ** 36 else 200)
-    gemm.KERNELS["gemm_wgmma"] = builds["table"]
-    tr = t["torch"].median
-    print(f"{case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]} torch {tr * 1e3:8.2f} us  " + "  ".join(
-        f"{k} {t[k].median * 1e3:8.2f} {tr / t[k].median:5.3f}x" for k in builds), f"[{p.kernel}]", flush=True)
+    gemm.KERNELS.update(builds["table"])
+    print(f"{case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]}", ratios(t, builds), f"[{p.kernel}]", flush=True)

@@ -19,7 +19,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
-from gemm_cases import case_name, operands, prepared
+from gemm_cases import case_name, operands, prepared, ratios, runner
 from probe_timeline import KS, TABLE, WG, build, timeline
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
@@ -41,27 +41,18 @@ SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
 for rnd in range(rounds):
     for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
         p = gemm.plan_for(a, b, epi, "wgmma")
-        gemm.KERNELS.update(TABLE)
-        gemm.run(p, a, b, c, bias, 0.5)
+        fns["table"] = runner(p, a, b, c, bias, TABLE)
+        fns["table"]()
         ref = c.clone()
-
-        def run(kernels):
-            def f():
-                gemm.KERNELS.update(kernels)
-                gemm.run(p, a, b, c, bias, 0.5)
-            return f
-        fns["table"] = run(TABLE)
         for f, k in BUILDS.items():
-            fns[f] = run(k)
+            fns[f] = runner(p, a, b, c, bias, k)
             c.zero_()
             fns[f]()
             assert torch.equal(c, ref), (f, case_name(dt, tf32, M, K, N, layout))
         t = time_cuda_interleaved(fns, runs=300 if M * N * K < 2 ** 33 else 100)
         gemm.KERNELS.update(TABLE)
-        tr = t["torch"].median
-        print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]} torch {tr * 1e3:7.2f} us  " + "  ".join(
-            f"{k} {t[k].median * 1e3:7.2f} {tr / t[k].median:5.3f}x" for k in ["table"] + list(BUILDS)),
-            f"[{p.kernel}]", flush=True)
+        print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]}", ratios(t, ["table"] + list(BUILDS)),
+              f"[{p.kernel}]", flush=True)
 
 TLB = {"table": dict(WG_TIMELINE=1), "early": dict(WG_TIMELINE=1, WG_EARLY_LOADS=1),
        "both": dict(WG_TIMELINE=1, WG_EARLY_LOADS=1, WG_DIRECT_STORE=1)}

@@ -22,7 +22,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
-from gemm_cases import case_name, operands, prepared
+from gemm_cases import case_name, operands, prepared, ratios, runner
 from probe_timeline import KS, TABLE, build, timeline
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -80,31 +80,17 @@ SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
 for rnd in range(rounds):
     for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
         p = gemm.plan_for(a, b, epi, "wgmma")
-
-        def run(kernels):
-            def f():
-                gemm.KERNELS.update(kernels)
-                gemm.run(p, a, b, c, bias, 0.5)
-            return f
-        fns["table"] = run(TABLE)
-        fns["last"] = run(LAST)
+        fns["table"] = runner(p, a, b, c, bias, TABLE)
+        fns["last"] = runner(p, a, b, c, bias, LAST)
         if thr:
-            fns["halves"] = run(HALVES)
+            fns["halves"] = runner(p, a, b, c, bias, HALVES)
             pt = dataclasses.replace(p, tma_store=False)
-
-            def run_thr(kernels):
-                def f():
-                    gemm.KERNELS.update(kernels)
-                    gemm.run(pt, a, b, c, bias, 0.5)
-                return f
-            fns["table thr"] = run_thr(TABLE)
-            fns["last thr"] = run_thr(LAST)
+            fns["table thr"] = runner(pt, a, b, c, bias, TABLE)
+            fns["last thr"] = runner(pt, a, b, c, bias, LAST)
         t = time_cuda_interleaved(fns, runs=300)
         gemm.KERNELS.update(TABLE)
-        tr = t["torch"].median
-        print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]} torch {tr * 1e3:7.2f} us  " + "  ".join(
-            f"{k} {t[k].median * 1e3:7.2f} {tr / t[k].median:5.3f}x" for k in ("table", "halves", "last", "table thr", "last thr") if k in fns),
-            f"[{p.kernel}]", flush=True)
+        print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]}",
+              ratios(t, ("table", "halves", "last", "table thr", "last thr")), f"[{p.kernel}]", flush=True)
 
 a, b, bias = operands(torch.bfloat16, 1024, 1024, 1024, "N")
 c = torch.empty(1024, 1024, device="cuda", dtype=torch.bfloat16)

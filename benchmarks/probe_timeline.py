@@ -25,7 +25,7 @@ from cupy_ops import launch
 from cupy_ops.bench.timing import L2_FLUSH_BYTES, time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan, tma
-from gemm_cases import case_name, operands, prepared
+from gemm_cases import case_name, operands, prepared, ratios, runner
 
 reps = int(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else 20
 torch.manual_seed(0)
@@ -142,23 +142,14 @@ def part2():
         for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
             p = gemm.plan_for(a, b, epi, "wgmma")
             assert p.ksplit, p
-            gemm.KERNELS.update(TABLE)
-            gemm.run(p, a, b, c, bias, 0.5)
+            fns["table"] = runner(p, a, b, c, bias, TABLE)
+            fns["table"]()
             ref = c.clone()
-
-            def run(q, k):
-                def f():
-                    gemm.KERNELS["gemm_wgmma_ksplit"] = k
-                    gemm.run(q, a, b, c, bias, 0.5)
-                return f
-            fns["table"] = run(p, TABLE["gemm_wgmma_ksplit"])
-            fns["pair"] = run(pair_of(p), PLAIN["gemm_wgmma_ksplit"])
+            fns["pair"] = runner(pair_of(p), a, b, c, bias, PLAIN)
             fns["pair"]()
             assert torch.equal(c, ref), "pair"
             t = time_cuda_interleaved(fns, runs=300)
-            tr = t["torch"].median
-            print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):24s} torch {tr * 1e3:6.2f} us  " + "  ".join(
-                f"{k} {t[k].median * 1e3:6.2f} {tr / t[k].median:5.3f}x" for k in ("table", "pair")), flush=True)
+            print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):24s}", ratios(t, ("table", "pair")), flush=True)
             gemm.KERNELS.update(TABLE)
 
 
