@@ -5,7 +5,11 @@ and last end (%globaltimer stamps). Prints, in us, the medians of: marker to mar
 with its launch gaps), and for ours marker 1 -> first CTA entry, the CTAs' span, last CTA end ->
 marker 2; torch's GEMM (cuBLAS) and an empty kernel for comparison.
 
-    python benchmarks/probe_gaps.py [reps]
+With --pairs: the K-splitting kernel's single CTAs against its pairs (clusters of 2 sharing B:
+probe_timeline.pair_of), both as timeline builds, at 1024^3 and 1024x4096x1024: what a cluster
+launch adds outside the CTAs.
+
+    python benchmarks/probe_gaps.py [reps] [--pairs]
 """
 import statistics
 import sys
@@ -18,7 +22,8 @@ from cupy_ops.ops import gemm
 import probe_timeline as tl
 from gemm_cases import operands
 
-reps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+reps = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 50
+pairs = "--pairs" in sys.argv
 MARK = cupy.RawKernel(r'''extern "C" __global__ void mark(unsigned long long* t) {
   unsigned long long v; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v)); *t = v; }''', "mark")
 EMPTY = cupy.RawKernel(r'''extern "C" __global__ void empty(int* p) { if (p == nullptr && threadIdx.x == 999) *p = 0; }''', "empty")
@@ -45,7 +50,7 @@ def sandwich(fn, stamps=None, n=None):
     return [statistics.median(col) for col in zip(*rows)]
 
 
-for M, K, N in [(1024, 1024, 1024), (1024, 4096, 1024), (4096, 4096, 4096)]:
+for M, K, N in [] if pairs else [(1024, 1024, 1024), (1024, 4096, 1024), (4096, 4096, 4096)]:
     a, b, bias = operands(torch.bfloat16, M, K, N, "N")
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     p = gemm.plan_for(a, b, "EpiNone", "wgmma")
@@ -61,3 +66,16 @@ for M, K, N in [(1024, 1024, 1024), (1024, 4096, 1024), (4096, 4096, 4096)]:
     print(f"bf16 {M}x{K}x{N} N: marker to marker: ours (timeline build) {ours[0]:.2f} us [marker -> first CTA "
           f"{ours[1]:.2f}, CTAs' span {ours[2]:.2f}, last CTA -> marker {ours[3]:.2f}], ours (table build) "
           f"{plain[0]:.2f}, torch {cublas[0]:.2f}, an empty kernel {empty[0]:.2f}", flush=True)
+
+for M, K, N in [(1024, 1024, 1024), (1024, 4096, 1024)] if pairs else []:
+    a, b, bias = operands(torch.bfloat16, M, K, N, "N")
+    c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    p = gemm.plan_for(a, b, "EpiNone", "wgmma")
+    gemm.KERNELS.update(tl.TL)
+    stamps = torch.zeros(132 * 128, dtype=torch.int64, device="cuda")
+    for name, q in (("single CTAs", p), ("pairs", tl.pair_of(p))):
+        n = tl.launch_tl(q, a, b, c, stamps)
+        r = sandwich(lambda: tl.launch_tl(q, a, b, c, stamps), stamps, n)
+        print(f"bf16 {M}x{K}x{N} N, K-splitting kernel, {name} (timeline build): marker to marker {r[0]:.2f} us "
+              f"[marker -> first CTA {r[1]:.2f}, CTAs' span {r[2]:.2f}, last CTA -> marker {r[3]:.2f}]", flush=True)
+    gemm.KERNELS.update(tl.TABLE)
