@@ -78,4 +78,10 @@ for M, K, N in [(1024, 1024, 1024), (1024, 4096, 1024)] if pairs else []:
         r = sandwich(lambda: tl.launch_tl(q, a, b, c, stamps), stamps, n)
         print(f"bf16 {M}x{K}x{N} N, K-splitting kernel, {name} (timeline build): marker to marker {r[0]:.2f} us "
               f"[marker -> first CTA {r[1]:.2f}, CTAs' span {r[2]:.2f}, last CTA -> marker {r[3]:.2f}]", flush=True)
+    for name, q, k in (("single CTAs", p, tl.TABLE), ("pairs", tl.pair_of(p), tl.PLAIN)):
+        gemm.KERNELS.update(k)
+        gemm.run(q, a, b, c)
+        r = sandwich(lambda: gemm.run(q, a, b, c))
+        print(f"bf16 {M}x{K}x{N} N, K-splitting kernel, {name} (plain build, gemm.run): marker to marker "
+              f"{r[0]:.2f} us", flush=True)
     gemm.KERNELS.update(tl.TABLE)
