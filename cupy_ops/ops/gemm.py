@@ -301,7 +301,7 @@ def _run_fp16x3(p, a, b, c, bias, scale):
     n_major = p.b.prep == "n-major split"
     a2 = tc_operand(a, p.a)
     bt = b if n_major else tc_operand(b.t(), p.b)   # row-major (K, N) as is, or (N, K) K-major
-    lda, ldb = _piece_ld(K), _piece_ld(N) if n_major else _piece_ld(K)
+    lda, ldb = _piece_ld(K), _piece_ld(N if n_major else K)   # pieces' rows: A's of K values, B's of N or K
     b_rows = K if n_major else N   # rows of B's pieces
     a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
     (ahi, alo, ea, bhi, blo, eb, mag), total = _carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N,
