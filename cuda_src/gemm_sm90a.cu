@@ -39,6 +39,18 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
       &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
 }
 
+// The same with one CTA per WG_BM x BN tile of the plain kernel (gemm_wgmma_tiles SINGLE: the
+// epilogue staged in the ring, 9 stages at BN = 64 instead of 7), for outputs too small to fill
+// the GPU with 128 x 128 tiles and K short enough (gemm_plan.wgmma_singles). The grid: the tiles.
+template <class T, bool B_NMAJOR, int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_wgmma_single(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
+                      const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
+                      int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, 1, T, Epilogue<T, EPI>, false, false, true>(
+      &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
+}
+
 // fp32 (TF32) C = epilogue(A @ B) for a row-major B (K, N), computed as C^T = B^T A^T
 // (gemm_wgmma.cuh SwapRows): b_map covers B as (K, N) row-major in boxes of 32 x 32, a_map A
 // (M, K) as a K-major B side (boxes of BN / CM rows), c_map c (M, N) in boxes of 32 x 32

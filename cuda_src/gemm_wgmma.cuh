@@ -13,8 +13,8 @@
 // consumers:
 //   warpgroup 0: one thread issues the TMA loads of a ring of stages (as many as the host's
 //     shared-memory budget WG_SMEM_BYTES holds after the epilogue buffers: 4 at BN = 256, 6
-//     at BN = 128, 7 at BN = 64; KSPLIT's 64-row tiles: 9 in WG_KSPLIT_SMEM_BYTES, its
-//     epilogue staged in the ring, idle by then);
+//     at BN = 128, 7 at BN = 64; with one unit per CTA, KSPLIT's 64-row tiles and SINGLE's
+//     128 x 64 ones: 9 in WG_KSPLIT_SMEM_BYTES, the epilogue staged in the ring, idle by then);
 //   warpgroups 1, 2: each owns 64 rows x BN columns (BN / 2 fp32 accumulators per thread)
 //     and issues one wgmma per 16 (8 for TF32) values of K, keeping one k-tile of wgmmas in
 //     flight while it waits for the next tile; then the epilogue, through a 4 KB
@@ -29,9 +29,10 @@
 // multicast (each loads half). Shared memory: WG_SMEM_BYTES (dynamic: the host raises the
 // kernel's limit). 128-byte swizzle on both sides (TMA writes it, the wgmma descriptors read
 // it): conflict-free without padding.
-// Two variants of the same skeleton (gemm_wgmma_tiles): SWAP, TF32 with a row-major B computed
-// as C^T = B^T A^T, B^T through the wgmma's registers (SwapRows); KSPLIT, 64-row tiles for small
-// outputs, the two consumer warpgroups each over half of every k-tile (kwg_reduce).
+// Three variants of the same skeleton (gemm_wgmma_tiles): SWAP, TF32 with a row-major B computed
+// as C^T = B^T A^T, B^T through the wgmma's registers (SwapRows); for small outputs, one tile per
+// CTA and a deeper ring: KSPLIT, 64-row tiles, the two consumer warpgroups each over half of
+// every k-tile (kwg_reduce), and SINGLE, the plain kernel's tiles.
 #pragma once
 #include "common.cuh"
 #include "wgmma_ops.cuh"
@@ -610,6 +611,9 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // SWAP (TF32 only): the kernel computes C^T (M and N are C^T's: C's N and M; see SwapRows):
 // its A tile comes N-major through the consumers' registers, and cmap (32 x 32 boxes of C) is
 // required.
+// SINGLE (CM = 1, not SWAP; one unit per CTA: the grid is the units, never persistent): the
+// epilogue's buffers in the ring (idle after the main loop; both consumer warpgroups' wgmmas
+// done first), its whole budget WG_KSPLIT_SMEM_BYTES for stages: 9 at BN = 64 against 7.
 // KSPLIT (CM = 1, one unit per CTA: the grid is the units, never persistent): tiles of 64 x BN,
 // both consumer warpgroups on the tile's 64 rows, warpgroup c over k-steps c KS / 2 ..
 // (c + 1) KS / 2 - 1 of each k-tile (KS = BK / KSTEP); then warpgroup 1's sums go through
@@ -618,7 +622,8 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
 // computes, twice a 128-wide one's per value: benchmarks/results/probe_cluster_h100_session9.log,
 // docs/tuning.md session 9).
-template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false>
+template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false,
+          bool SINGLE = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
                                                  int M, int N, int K, int kslice, int group, const Epi& epi) {
@@ -629,25 +634,28 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
                 "SWAP: TF32, the kernel's B side K-major, boxes a k-tile deep");
   static_assert(!KSPLIT || (CM == 1 && !SWAP && (WgCfg<T>::BK / WgCfg<T>::KSTEP) % 2 == 0),
                 "KSPLIT: single CTAs, operands as they are, an even number of k-steps per k-tile");
+  static_assert(!SINGLE || (CM == 1 && !SWAP && !KSPLIT), "SINGLE: single CTAs, operands as they are");
+  constexpr bool ONE = KSPLIT || SINGLE;   // one unit per CTA: the epilogue staged in the ring
   constexpr int BM = KSPLIT ? WG_KSPLIT_BM : WG_BM, A_BYTES = BM * 128;   // the tile's rows, its A tile's bytes
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
   constexpr int KSTEP_BYTES = KSTEP * (int)sizeof(typename Traits<T>::Bits);
-  // KSPLIT (one unit per CTA) stages its epilogue in the ring, idle once the main loop is done,
-  // so its whole budget goes to stages: 9 against 7 with buffers of their own (the measurement:
-  // cupy_ops/ops/gemm_plan.py WG_KSPLIT_SMEM_BYTES).
-  constexpr int EPI_BYTES = KSPLIT ? 0 : WG_EPI_BYTES, SMEM_BYTES = KSPLIT ? WG_KSPLIT_SMEM_BYTES : WG_SMEM_BYTES;
+  // One unit per CTA (KSPLIT, SINGLE) stages its epilogue in the ring, idle once the main loop is
+  // done, so its whole budget goes to stages: 9 against 7 with buffers of their own (the
+  // measurements: cupy_ops/ops/gemm_plan.py WG_KSPLIT_SMEM_BYTES, WG_SINGLE_MAX_KTILES).
+  constexpr int EPI_BYTES = ONE ? 0 : WG_EPI_BYTES, SMEM_BYTES = ONE ? WG_KSPLIT_SMEM_BYTES : WG_SMEM_BYTES;
   typedef WgRing<BN, A_BYTES, SMEM_BYTES, EPI_BYTES> Ring;
   constexpr int STAGES = Ring::STAGES, STAGE_BYTES = Ring::STAGE_BYTES;
   constexpr int KWG_BYTES = BN / 8 * 2048;   // kwg_reduce's slots, from the ring's start
   static_assert(!KSPLIT || KWG_BYTES + WG_EPI_BYTES / 2 <= STAGES * STAGE_BYTES,
                 "KSPLIT: the reduction's slots and warpgroup 0's epilogue buffers fit in the ring");
+  static_assert(!SINGLE || WG_EPI_BYTES <= STAGES * STAGE_BYTES, "SINGLE: the epilogue buffers fit in the ring");
   constexpr int B_ROWS = BN / CM;   // B rows (K-major) or columns (N-major) each CTA loads
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   // the epilogue's buffers (WG_EPI_BYTES, 4 KB per consumer warp) right after the ring (KSPLIT:
-  // warpgroup 0's in the ring, after the reduction's slots): 1024-byte aligned, as the TMA's
-  // 128-byte swizzle of a store's source needs
-  const u32 epi_buf = KSPLIT ? ring + KWG_BYTES : ring + STAGES * STAGE_BYTES;
+  // warpgroup 0's in the ring, after the reduction's slots; SINGLE: in the ring from its start):
+  // 1024-byte aligned, as the TMA's 128-byte swizzle of a store's source needs
+  const u32 epi_buf = KSPLIT ? ring + KWG_BYTES : SINGLE ? ring : ring + STAGES * STAGE_BYTES;
   const u32 bars = ring + STAGES * STAGE_BYTES + EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
   const WgWalk walk{(M + BM * CM - 1) / (BM * CM), (N + BN - 1) / BN, group};
@@ -664,8 +672,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   // The cluster size is the launch's (the host passes it; no __cluster_dims__): a launch that
   // disagrees with CM would multicast into, and arrive on, CTAs that are not there. Trap.
   if (cluster_ctas() != (u32)CM) asm volatile("trap;\n");
-  // KSPLIT reuses the ring after its main loop (kwg_reduce, the epilogue): one unit per CTA
-  if (KSPLIT && (int)gridDim.x < units) asm volatile("trap;\n");
+  // KSPLIT and SINGLE reuse the ring after the main loop (kwg_reduce, the epilogue): one unit per CTA
+  if (ONE && (int)gridDim.x < units) asm volatile("trap;\n");
   if (tid == 0) {
     tma_prefetch_map(amap);
     tma_prefetch_map(bmap);
@@ -796,6 +804,9 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         if constexpr (KSPLIT) {
           if (!kwg_reduce<BN>(acc, ring, c, tid & 127)) continue;   // warpgroup 0 stores the tile
         }
+        // SINGLE: the buffers lie in the ring, which the other warpgroup's last wgmmas may still
+        // read (named barrier 3: both consumer warpgroups)
+        if constexpr (SINGLE) asm volatile("bar.sync 3, 256;\n" ::: "memory");
         if (cmap != nullptr) wg_store_tile_tma<Out, BN>(acc, cmap, m0 + c * 64 + warp * 16, n0, lane, buf, epi, sh);
         else wg_store_tile_staged<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, warp, lane, buf, epi, sh);
       }

@@ -298,25 +298,25 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
         assert ((got.double() - ref).abs() <= tol).all()
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_ksplit_splits_k_between_the_warpgroups(dtype, cuda):
-    """64 x 128 tiles with the two consumer warpgroups each over half of every k-tile, summed
-    in shared memory (gemm_wgmma_ksplit): against the bound, both b layouts (a row-major fp32
-    b is transposed first), the fused epilogue, the TMA's and the threads' stores; K of one
-    partial k-tile up to thousands, tails in M (a tile of 64 rows partly past M) and N, one row;
-    nothing stored past M (the rows after C keep their sentinel); deterministic."""
+def check_one_tile_per_cta(dtype, cuda, kernel, tile, **force):
+    """The kernels with one output tile per CTA and their epilogue staged in the ring (``force``:
+    the plan override that asks for one; ``kernel``: its name's start; ``tile``: its tile):
+    against the bound, both b layouts (a row-major fp32 b is transposed first), the fused
+    epilogue, the TMA's and the threads' stores; K of one partial k-tile up to thousands, tails
+    in M (a tile partly past M) and N, one row; nothing stored past M (the rows after C keep
+    their sentinel); deterministic."""
     for M, K, N, a, b in wgmma_cases([(300, 1000, 520), (129, 3, 256), (1, 64, 8), (1024, 1024, 1024),
-                                      (8, 3000, 136), (65, 200, 130)], dtype, cuda):
+                                      (8, 3000, 136), (65, 200, 130), (127, 4097, 129)], dtype, cuda):
         for bb in (b, b.t().contiguous().t()):
             for tma_store in ((True, False) if (N * a.element_size()) % 16 == 0 else (False,)):
-                p = gemm.plan_for(a, bb, "EpiNone", "wgmma", ksplit=True, tma_store=tma_store)
-                assert p.ksplit and p.kernel.startswith("gemm_wgmma_ksplit<") and p.tile == (64, 128), p
+                p = gemm.plan_for(a, bb, "EpiNone", "wgmma", tma_store=tma_store, **force)
+                assert p.kernel.startswith(kernel) and p.tile == tile and not p.persistent, p
                 big = torch.full((M + 40, N), float("nan"), dtype=dtype, device=cuda)
                 gemm.run(p, a, bb, big[:M])
                 assert big[M:].isnan().all(), f"stores past row {M} ({p})"
                 assert_gemm_close(big[:M], a, bb, operand_roundoff=roundoff("wgmma", dtype))
         bias = torch.randn(N, device=cuda).to(dtype)
-        got = linear_planned(a, b.t().contiguous(), bias, 2.0, algo="wgmma", ksplit=True)
+        got = linear_planned(a, b.t().contiguous(), bias, 2.0, algo="wgmma", **force)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
@@ -324,8 +324,25 @@ def test_wgmma_ksplit_splits_k_between_the_warpgroups(dtype, cuda):
     torch.manual_seed(1)
     a = torch.randn(256, 2048, device=cuda).to(dtype)
     b = torch.randn(2048, 512, device=cuda).to(dtype)
-    first = matmul_planned(a, b, algo="wgmma", ksplit=True)
-    assert all(torch.equal(first, matmul_planned(a, b, algo="wgmma", ksplit=True)) for _ in range(3))
+    first = matmul_planned(a, b, algo="wgmma", **force)
+    assert all(torch.equal(first, matmul_planned(a, b, algo="wgmma", **force)) for _ in range(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_wgmma_ksplit_splits_k_between_the_warpgroups(dtype, cuda):
+    """64 x 128 tiles with the two consumer warpgroups each over half of every k-tile, summed
+    in shared memory (gemm_wgmma_ksplit)."""
+    check_one_tile_per_cta(dtype, cuda, "gemm_wgmma_ksplit<", (64, 128), ksplit=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_wgmma_single_stages_its_epilogue_in_the_ring(dtype, cuda):
+    """128 x 64 tiles of the plain kernel, one per CTA, the epilogue's buffers in the ring
+    (gemm_wgmma_single): the same sums as the plain kernel's 128 x 64 tiles, bit for bit."""
+    check_one_tile_per_cta(dtype, cuda, "gemm_wgmma_single<", (128, 64), single=True)
+    for M, K, N, a, b in wgmma_cases([(300, 1000, 520), (65, 200, 130)], dtype, cuda):
+        plain = matmul_planned(a, b, algo="wgmma", tile_n=64, cluster=1, persistent=False, split_k=False, ksplit=False)
+        assert torch.equal(matmul_planned(a, b, algo="wgmma", single=True), plain)
 
 
 def test_wgmma_swapped_tf32_is_what_auto_runs_and_keeps_specials(cuda):

@@ -222,14 +222,15 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
 
 def test_hopper_small_outputs_split_k_between_the_warpgroups():
     """Where the table would take 128 x 64 tiles, or split K into no more CTAs than 64 x 128
-    tiles make: 64 x 128 tiles, the two consumer warpgroups over halves of every k-tile, one CTA
-    per tile; not past that, nor for the swapped TF32 kernel; overrides."""
-    p = gplan(1024, 1024, 1024, torch.bfloat16)
+    tiles make, and no single 128 x 64 tile per CTA (below): 64 x 128 tiles, the two consumer
+    warpgroups over halves of every k-tile, one CTA per tile; not past that, nor for the
+    swapped TF32 kernel; overrides."""
+    p = gplan(1024, 2048, 1024, torch.bfloat16)                          # 32 k-tiles
     assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiNone>"
     assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store) == ((64, 128), (128, 1, 1), 1, False, 1, True)
     assert "K split between the warpgroups" in str(p)
-    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale")    # split-K's 2 x 16 CTAs: 4 x 8 instead
-    assert p.ksplit and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
+    p = gplan(64, 1024, 2048, torch.bfloat16, epi="EpiBiasReluScale")   # 64 rows: no 128-row tile
+    assert p.ksplit and p.grid == (16, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
     assert gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit   # 32 k-tiles: split-K's 64 CTAs lose
     assert not gplan(64, 8192, 256, torch.bfloat16).ksplit               # 2 tiles split in 16: 128 k-tiles
     assert not gplan(128, 4096, 1024, torch.bfloat16).ksplit             # 64 k-tiles, 16 CTAs against 64
@@ -239,12 +240,44 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
     assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<float, false, 128, EpiBiasReluScale>"
     p = gplan(1024, 1024, 1024, tf32=True, ksplit=True)                  # asked: b transposed, not swapped
     assert p.ksplit and not p.swap and p.b.prep == "transpose"
+    assert gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True).ksplit   # asked, where the table takes single tiles
     assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit   # an override of the table: the table's kernel
     assert gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True).grid == (64 * 32, 1, 1)
     with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster or persistent override"):
         gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, cluster=1)
     with pytest.raises(ValueError, match=r"swap=True with ksplit=True"):
         gplan(1024, 1024, 1024, tf32=True, ksplit=True, swap=True)
+
+
+def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
+    """Where the table would split K between the warpgroups, 16-bit outputs of more than 64
+    rows with at most WG_SINGLE_MAX_KTILES k-tiles take the plain kernel's 128 x 64 tiles, one
+    per CTA, the epilogue staged in the ring (gemm_wgmma_single, the K-splitting kernel's
+    shared memory); TF32, 64 rows or longer K keep the K split; overrides."""
+    assert gemm_plan.WG_SINGLE_MAX_KTILES == 24
+    p = gplan(1024, 1024, 1024, torch.bfloat16)
+    assert p.single and not p.ksplit and p.kernel == "gemm_wgmma_single<bf16, true, 64, EpiNone>"
+    assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store, p.smem) == (
+        (128, 64), (128, 1, 1), 1, False, 1, True, gemm_plan.WG_KSPLIT_SMEM_BYTES)
+    assert "one tile per CTA, epilogue staged in the ring" in str(p)
+    p = gplan(256, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
+    assert p.single and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_single<f16, false, 64, EpiBiasReluScale>"
+    assert gplan(1024, 1536, 1024, torch.bfloat16).single                # 24 k-tiles
+    assert not gplan(1024, 1600, 1024, torch.bfloat16).single            # 25: the K split
+    assert not gplan(64, 1024, 2048, torch.bfloat16).single              # 64 rows: the K split's 64-row tiles
+    assert gplan(65, 1024, 2048, torch.bfloat16).single
+    assert not gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).single   # TF32: the K split
+    assert not gplan(2048, 1024, 1024, torch.bfloat16).single            # a wave of 128 x 128 tiles
+    assert not gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False).single   # no small-output kernel: 128 x 64 tiles
+    assert not gplan(1024, 1024, 1024, torch.bfloat16, single=False).single
+    p = gplan(4096, 8192, 4096, torch.bfloat16, single=True)             # asked: one CTA per tile anywhere
+    assert p.single and p.grid == (32 * 64, 1, 1)
+    for kw in (dict(tile_n=64), dict(cluster=1), dict(persistent=False), dict(ksplit=True)):
+        with pytest.raises(ValueError, match=r"single=True takes 16-bit operands and no tile_n, cluster, persistent "
+                                             r"or ksplit=True override .* got torch.bfloat16"):
+            gplan(1024, 1024, 1024, torch.bfloat16, single=True, **kw)
+    with pytest.raises(ValueError, match=r"single=True takes 16-bit operands .* got torch.float32"):
+        gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, single=True)
 
 
 def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():

@@ -63,17 +63,21 @@ for dtype in DTYPES:
                                 continue
                             gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype))
                             calls += 1
-            for M, K, N in [(129, 65, 33), (300, 1000, 520), (1, 600, 300)]:   # the K-splitting warpgroups
+            # one tile per CTA, the epilogue staged in the ring: the K-splitting warpgroups, and
+            # (16-bit) single 128 x 64 tiles
+            forced = [dict(ksplit=True)] + ([dict(single=True)] if dtype != torch.float32 else [])
+            for M, K, N in [(129, 65, 33), (300, 1000, 520), (1, 600, 300)]:
                 a = torch.randn(M, K, device="cuda").to(dtype)
                 bias = torch.randn(N, device="cuda").to(dtype)
                 for b in (torch.randn(K, N, device="cuda").to(dtype), torch.randn(N, K, device="cuda").to(dtype).t()):
                     for store in (True, False):
-                        try:
-                            p = gemm.plan_for(a, b, "EpiBiasReluScale", algo="wgmma", ksplit=True, tma_store=store)
-                        except ValueError:   # no TMA store for this C
-                            continue
-                        gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype), bias, 0.5)
-                        calls += 1
+                        for force in forced:
+                            try:
+                                p = gemm.plan_for(a, b, "EpiBiasReluScale", algo="wgmma", tma_store=store, **force)
+                            except ValueError:   # no TMA store for this C
+                                continue
+                            gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype), bias, 0.5)
+                            calls += 1
         if algo == "tf32x3":   # the split's rare path: TF32-exact values, +-inf, NaN, subnormals
             a = torch.randn(129, 300, device="cuda")
             a[::3] = 1.0

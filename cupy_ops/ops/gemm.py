@@ -82,22 +82,23 @@ _PLAN_CACHE_LIMIT = 4096
 def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", *,
              tile_n: int | None = None, split_k: bool = True, cluster: int | None = None,
              group: int | None = None, persistent: bool | None = None, tma_store: bool | None = None,
-             swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
+             swap: bool | None = None, ksplit: bool | None = None, single: bool | None = None) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0. The same plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` would carry out with ``algo``; ``tile_n``,
-    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap`` and ``ksplit``
-    override its tables (``gemm_plan.plan``). Raises ``ValueError`` when ``algo`` cannot take
-    them."""
+    ``split_k``, ``cluster``, ``group``, ``persistent``, ``tma_store``, ``swap``, ``ksplit`` and
+    ``single`` override its tables (``gemm_plan.plan``). Raises ``ValueError`` when ``algo``
+    cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit)
+           a.get_device(), epilogue, algo, tf32, tile_n, split_k, cluster, group, persistent, tma_store, swap, ksplit,
+           single)
     p = _plans.get(key)
     if p is None:
         p = gemm_plan.plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
                            device_info(a.get_device()), algo=algo, tf32=tf32, tile_n=tile_n, split_k=split_k,
                            cluster=cluster, group=group, persistent=persistent, tma_store=tma_store, swap=swap,
-                           ksplit=ksplit)
+                           ksplit=ksplit, single=single)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p

@@ -84,6 +84,20 @@ WG_KSPLIT_BM = 64
 WG_KSPLIT_SMEM_BYTES = 227 * 1024
 WG_KSPLIT_MAX_KTILES = 32
 WG_KSPLIT = True
+# Where the table takes the K-splitting kernel, 16-bit outputs of more than WG_KSPLIT_BM rows
+# with K of at most WG_SINGLE_MAX_KTILES k-tiles take the plain kernel's 128 x 64 tiles instead,
+# one per CTA with their epilogue staged in the ring (gemm_wgmma_single; the same budget, 9
+# stages): no reduction of the two warpgroups' sums. H100, session 18: Nsight Compute
+# (benchmarks/results/ncu_smem_bf16_h100_session18.txt) put cuBLAS's 1024^3 kernel (128 x 64
+# tiles) ~700 cycles of SM time shorter than the K-splitting kernel, what its reduction takes
+# (session 17's timeline), while reading more shared memory per k-tile. Sweep of 45 16-bit
+# shapes the K split took (probe_ring_epi_sweep_h100_session18.log, two rounds, speed against
+# it): at 8 and 16 k-tiles +1 to +10 % everywhere (bf16 1024^3 +1.1 / +2.3 %, fp16 +2.2 %, the
+# fused bf16 layer 1024^3 +6 / +7 %, 256x1024x1024 +5 / +6 %) but M = 64 (+0.4 to +2 %); at 24
+# +1.2 to +5.5 % but M = 64 (-2 to -8 %); at 32 -3 to +7 % (1024x2048x1024 -2.7 to +2.8 %); at
+# 64 -7 to -10 %. TF32 (fused 1024^3, probe_ring_epi_h100_session18.log) lost 5-8 %: kept on
+# the K split.
+WG_SINGLE_MAX_KTILES = 24
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
 # Shared memory of gemm_tf32x3.cuh: all a block may have on compute capability 9.0 (227 KB):
 # 6 stages of A + B (32 KB each) and 2 slots of b_lo (16 KB each) at BN = 128. The kernel
@@ -314,6 +328,7 @@ class GemmPlan:
     tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
     swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
     ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
+    single: bool = False         # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -321,7 +336,8 @@ class GemmPlan:
         if self.family == "wgmma":
             split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
                       f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
-                      f"{', K split between the warpgroups' if self.ksplit else ''}")
+                      f"{', K split between the warpgroups' if self.ksplit else ''}"
+                      f"{', one tile per CTA, epilogue staged in the ring' if self.single else ''}")
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -529,6 +545,13 @@ def wgmma_ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool 
                            cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, WG_BM) * cdiv(N, bn) * slices)
 
 
+def wgmma_singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
+    """Whether the table takes one WG_BM x 64 tile per CTA (gemm_wgmma_single) where it would
+    take the K-splitting warpgroups: 16-bit, more than WG_KSPLIT_BM rows, K of at most
+    WG_SINGLE_MAX_KTILES k-tiles."""
+    return dtype != torch.float32 and M > WG_KSPLIT_BM and cdiv(K, bk) <= WG_SINGLE_MAX_KTILES
+
+
 def _wgmma_geometry(M: int, N: int, K: int, bk: int, dev: Device, opts) -> dict:
     """The Hopper kernel's tile width, split-K, cluster and grid for an M x N output (the
     kernel's: C^T's when it swaps the operands), from the tables or ``opts``' overrides."""
@@ -601,19 +624,27 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
         pb, n_major = Operand("n-major", False, b.stride0), True
     else:
         pb, n_major = tc_operand(b.T), False
-    ksplit = opts.get("ksplit")
+    ksplit, single = opts.get("ksplit"), opts.get("single")
     overridden = any(opts.get(o) is not None for o in ("tile_n", "cluster", "persistent"))
     if ksplit and overridden:
         raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
                          f"{WG_KSPLIT_BM} x 128, one CTA each)")
-    if ksplit or (ksplit is None and WG_KSPLIT and not overridden and wgmma_ksplits(M, N, K, bk, dev.sm_count,
-                                                                                   opts.get("split_k", True))):
+    if single and (overridden or ksplit or dtype == torch.float32):
+        raise ValueError(f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
+                         f"override (its tile is {WG_BM} x 64, one CTA each); got {dtype}")
+    small = ksplit is None and WG_KSPLIT and not overridden and wgmma_ksplits(M, N, K, bk, dev.sm_count,
+                                                                              opts.get("split_k", True))
+    tma_store = wgmma_tma_store(N, a.itemsize, 1, opts.get("tma_store"))
+    if single or (single is None and small and wgmma_singles(M, K, dtype, bk)):
+        return GemmPlan("wgmma", f"gemm_wgmma_single<{T}, {_tf(n_major)}, 64, {epi}>", "gemm_sm90a.cu",
+                        (cdiv(M, WG_BM) * cdiv(N, 64), 1, 1), (WG_THREADS, 1, 1), WG_KSPLIT_SMEM_BYTES, pa, pb,
+                        (WG_BM, 64), kslice=K, bk=bk, group=opts.get("group") or WG_GROUP, tma_store=tma_store,
+                        single=True)
+    if ksplit or small:
         units = cdiv(M, WG_KSPLIT_BM) * cdiv(N, 128)
         return GemmPlan("wgmma", f"gemm_wgmma_ksplit<{T}, {_tf(n_major)}, 128, {epi}>", "gemm_sm90a.cu",
                         (units, 1, 1), (WG_THREADS, 1, 1), WG_KSPLIT_SMEM_BYTES, pa, pb, (WG_KSPLIT_BM, 128), kslice=K,
-                        bk=bk, group=opts.get("group") or WG_GROUP, tma_store=wgmma_tma_store(N, a.itemsize, 1,
-                                                                                      opts.get("tma_store")),
-                        ksplit=True)
+                        bk=bk, group=opts.get("group") or WG_GROUP, tma_store=tma_store, ksplit=True)
     geo = _wgmma_geometry(M, N, K, bk, dev, opts)
     bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     tma_store = wgmma_tma_store(N, a.itemsize, slices, opts.get("tma_store"))
@@ -683,16 +714,18 @@ ALGOS = ("auto",) + tuple(FAMILIES)
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
          algo: str = "auto", tf32: bool = False, tile_n: int | None = None, split_k: bool = True,
          cluster: int | None = None, group: int | None = None, persistent: bool | None = None,
-         tma_store: bool | None = None, swap: bool | None = None, ksplit: bool | None = None) -> GemmPlan:
+         tma_store: bool | None = None, swap: bool | None = None, ksplit: bool | None = None,
+         single: bool | None = None) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now. ``tile_n`` (64, 128 or 256), ``split_k=False``,
     ``cluster`` (1 or 2), ``group`` (>= 1), ``persistent`` (False: one cluster per unit of
     work, the hardware scheduling them), ``tma_store`` (False: the threads store C), ``swap``
     (fp32 with a row-major b: False transposes b first, True computes C^T = B^T A^T even where
-    split-K would be planned; ``wgmma_swaps``; also for tf32x3) and ``ksplit`` (True: 64 x 128
-    tiles, the consumer warpgroups over halves of K; False: never; ``wgmma_ksplits``) override
-    the Hopper kernels' tables (for tuning and tests).
+    split-K would be planned; ``wgmma_swaps``; also for tf32x3), ``ksplit`` (True: 64 x 128
+    tiles, the consumer warpgroups over halves of K; False: never; ``wgmma_ksplits``) and
+    ``single`` (True: 16-bit, one 128 x 64 tile per CTA, its epilogue staged in the ring; False:
+    never; ``wgmma_singles``) override the Hopper kernels' tables (for tuning and tests).
     Raises ``ValueError`` when an explicit ``algo`` cannot take the problem or an override
     is out of range."""
     if epilogue not in EPILOGUES:
@@ -706,7 +739,8 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     family = choose(algo, M, N, K, dtype, dev, tf32)
     return FAMILIES[family](M, N, K, dtype, a, b, epilogue, dev,
                             {"tile_n": tile_n, "split_k": split_k, "cluster": cluster, "group": group,
-                             "persistent": persistent, "tma_store": tma_store, "swap": swap, "ksplit": ksplit})
+                             "persistent": persistent, "tma_store": tma_store, "swap": swap, "ksplit": ksplit,
+                             "single": single})
 
 
 def variants() -> dict[str, list[str]]:
@@ -726,6 +760,8 @@ def variants() -> dict[str, list[str]]:
                           for e in EPILOGUES if cl * 64 <= bn]
                 sm90a.append(f"gemm_wgmma_partial<{T}, {_tf(n_major)}, 128, {cl}>")
             sm90a += [f"gemm_wgmma_ksplit<{T}, {_tf(n_major)}, 128, {e}>" for e in EPILOGUES]
+            if dt != torch.float32:
+                sm90a += [f"gemm_wgmma_single<{T}, {_tf(n_major)}, 64, {e}>" for e in EPILOGUES]
     sm90a += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in WG_TILE_NS for cl in WG_CLUSTERS for e in EPILOGUES
               if cl * 64 <= bn]
     for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
