@@ -7,47 +7,37 @@ showed it reading *more* shared memory per k-tile than ours: the reason session 
 K split (shared-memory reads per k-tile) does not hold as the bound. Plain 128 x 64 tiles have
 no reduction, but 7 stages (their epilogue buffers beside the ring).
 
-Builds: the table's (k-split: "table"; plain 128 x 64 tiles at 7 stages: "p64"), and the scratch
-switch WG_RING_EPI (benchmarks/results/ring_epi_session18.diff: apply it first): the plain
-kernel with one unit per CTA, its epilogue buffers in the ring and all a block's shared memory
-for stages, 9 at BN = 64 ("p64 9st"). Correctness: "p64 9st" bit for bit against "p64" (the same
-summation order) on odd shapes; timing in interleaved rounds (L2 flushed) against torch.
+Plans: the K split ("table" in session 18's logs, before ba22bcd; forced with ksplit=True now),
+plain 128 x 64 tiles at 7 stages ("p64"), and the plain kernel with one unit per CTA, its
+epilogue buffers in the ring and all a block's shared memory for stages, 9 at BN = 64 ("p64
+9st"): in the logs a scratch switch (benchmarks/results/ring_epi_session18.diff, WG_RING_EPI),
+landed as gemm_wgmma_single (single=True), which this script now runs. Correctness: "p64 9st"
+bit for bit against "p64" (the same summation order) on odd shapes (16-bit; TF32 ran in the
+logs, the landed kernel is 16-bit only); timing in interleaved rounds (L2 flushed) against torch.
 
     python benchmarks/probe_ring_epi.py [rounds] [sweep]
 
 "sweep": 16-bit shapes where the table takes the K-splitting kernel, K from 512 to 4096, and
 no correctness pass (the timing only; for the table's rule).
 """
-import dataclasses
 import sys
 
 import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
-from cupy_ops.kernel import Kernel
-from cupy_ops.ops import gemm, gemm_plan
+from cupy_ops.ops import gemm
 from gemm_cases import case_name, operands, prepared, ratios, runner
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 sweep = "sweep" in sys.argv
-WG64 = [e for e in gemm_plan.variants()["gemm_sm90a.cu"] if e.startswith("gemm_wgmma<") and ", 64, 1," in e]
 TABLE = dict(gemm.KERNELS)
-RING = {"gemm_wgmma": Kernel.builtin("gemm_sm90a.cu", "gemm_wgmma", WG64, arch="sm_90a",
-                                     defines=dict(gemm_plan.SM90A_DEFINES, WG_RING_EPI=1))}
 PLAIN = dict(tile_n=64, ksplit=False, cluster=1, persistent=False, split_k=False)
 torch.manual_seed(0)
 
-
-def ring_plan(p):
-    return dataclasses.replace(p, smem=gemm_plan.WG_KSPLIT_SMEM_BYTES)
-
-
 bad = 0
-for dt, tf32 in [] if sweep else [(torch.bfloat16, False), (torch.float16, False), (torch.float32, True)]:
+for dt, tf32 in [] if sweep else [(torch.bfloat16, False), (torch.float16, False)]:
     for M, K, N in [(3, 1000, 40), (129, 4097, 200), (256, 1024, 1024), (70, 2048, 130), (1, 64, 1)]:
         for layout in ("N", "K"):
-            if tf32 and layout == "N":
-                continue   # TF32 with a row-major b is the swapped kernel
             for epi in ("EpiNone", "EpiBiasReluScale"):
                 a, b, bias = operands(dt, M, K, N, layout, tf32)
                 try:
@@ -56,13 +46,10 @@ for dt, tf32 in [] if sweep else [(torch.bfloat16, False), (torch.float16, False
                     print("skip", case_name(dt, tf32, M, K, N, layout), e)
                     continue
                 c = torch.empty(M, N, device="cuda", dtype=dt)
-                gemm.KERNELS.update(TABLE)
                 gemm.run(p, a, b, c, bias, 0.5)
                 ref = c.clone()
-                gemm.KERNELS.update(RING)
                 c.fill_(7)
-                gemm.run(ring_plan(p), a, b, c, bias, 0.5)
-                gemm.KERNELS.update(TABLE)
+                gemm.run(gemm.plan_for(a, b, epi, "wgmma", single=True), a, b, c, bias, 0.5)
                 if not torch.equal(c, ref):
                     bad += 1
                     print("DIFF", case_name(dt, tf32, M, K, N, layout), epi, p)
@@ -83,17 +70,17 @@ if sweep:
               if dt == torch.bfloat16 or (M, N) == (1024, 1024)]
 for rnd in range(rounds):
     for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
-        p = gemm.plan_for(a, b, epi, "wgmma")
+        p = gemm.plan_for(a, b, epi, "wgmma", ksplit=True)
         p64 = gemm.plan_for(a, b, epi, "wgmma", **PLAIN)
         if rnd == 0 and not sweep:
             print(p, p64, sep="\n")
-        if not p.ksplit:
-            print("not k-split:", case_name(dt, tf32, M, K, N, layout), p)
+        if sweep and not gemm.plan_for(a, b, epi, "wgmma", single=False).ksplit:
+            print("not k-split:", case_name(dt, tf32, M, K, N, layout))
             continue
         fns["table"] = runner(p, a, b, c, bias, TABLE)
         fns["p64"] = runner(p64, a, b, c, bias, TABLE)
-        fns["p64 9st"] = runner(ring_plan(p64), a, b, c, bias, RING)
+        if not tf32:
+            fns["p64 9st"] = runner(gemm.plan_for(a, b, epi, "wgmma", single=True), a, b, c, bias, TABLE)
         t = time_cuda_interleaved(fns, runs=300)
-        gemm.KERNELS.update(TABLE)
         print(f"{rnd} {case_name(dt, tf32, M, K, N, layout):26s} {epi[3:7]}", ratios(t, ("table", "p64", "p64 9st")),
               flush=True)
