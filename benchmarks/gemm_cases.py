@@ -4,6 +4,15 @@ matmul's; "K": the nn.Linear weight's (N, K) seen as (K, N)) and the epilogue ("
 a @ b; "EpiBiasReluScale": the layer relu(a @ b + bias) / 2)."""
 import torch
 
+# The small outputs the probes of the one-tile-per-CTA kernels time (sessions 17-18): the K
+# split's and gemm_wgmma_single's shapes, N- and K-major b, both epilogues, TF32 among them.
+SMALL_SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
+                (torch.float16, False, 1024, 1024, 1024, "N", "EpiNone"),
+                (torch.bfloat16, False, 1024, 4096, 1024, "N", "EpiNone"),
+                (torch.bfloat16, False, 256, 1024, 1024, "K", "EpiBiasReluScale"),
+                (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale"),
+                (torch.bfloat16, False, 1024, 1024, 1024, "K", "EpiBiasReluScale")]
+
 
 def operands(dt: torch.dtype, M: int, K: int, N: int, layout: str, tf32: bool = False):
     """``(a, b, bias)``: randn values on the GPU in that layout; TF32 switched as the case says

@@ -24,7 +24,7 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
-from gemm_cases import case_name, operands, prepared, ratios, runner
+from gemm_cases import SMALL_SHAPES, case_name, operands, prepared, ratios, runner
 
 KS = [e for e in gemm_plan.variants()["gemm_sm90a.cu"] if e.startswith("gemm_wgmma_ksplit<")]
 TABLE = dict(gemm.KERNELS)
@@ -65,12 +65,7 @@ for dt, tf32 in [(torch.bfloat16, False), (torch.float32, True)]:
                 gemm.KERNELS.update(TABLE)
 print(f"correctness: {bad} differing cases", flush=True)
 
-SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.float16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 1024, 4096, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 256, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.bfloat16, False, 1024, 1024, 1024, "K", "EpiBiasReluScale")]
+SHAPES = SMALL_SHAPES
 for rnd in range(rounds):
     for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
         p = gemm.plan_for(a, b, epi, "wgmma")

@@ -22,7 +22,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
-from gemm_cases import case_name, operands, prepared, ratios, runner
+from gemm_cases import SMALL_SHAPES, case_name, operands, prepared, ratios, runner
 from probe_timeline import KS, TABLE, build, timeline
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -71,12 +71,7 @@ for dt, tf32 in [(torch.bfloat16, False), (torch.float16, False), (torch.float32
                     print("DIFF", case_name(dt, tf32, M, K, N, layout), epi, f"halves equal {ok_h}, last error {e_l:.3g} against {e_t:.3g}", p)
 print(f"correctness: {bad} differing cases", flush=True)
 
-SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.float16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 1024, 4096, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 256, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.bfloat16, False, 1024, 1024, 1024, "K", "EpiBiasReluScale")]
+SHAPES = SMALL_SHAPES
 for rnd in range(rounds):
     for (dt, tf32, M, K, N, layout, epi), a, b, bias, c, fns in prepared(SHAPES):
         p = gemm.plan_for(a, b, epi, "wgmma")

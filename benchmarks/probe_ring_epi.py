@@ -26,7 +26,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
-from gemm_cases import case_name, operands, prepared, ratios, runner
+from gemm_cases import SMALL_SHAPES, case_name, operands, prepared, ratios, runner
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 sweep = "sweep" in sys.argv
@@ -55,12 +55,7 @@ for dt, tf32 in [] if sweep else [(torch.bfloat16, False), (torch.float16, False
                     print("DIFF", case_name(dt, tf32, M, K, N, layout), epi, p)
 print(f"correctness: {bad} differing cases", flush=True)
 
-SHAPES = [(torch.bfloat16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.float16, False, 1024, 1024, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 1024, 4096, 1024, "N", "EpiNone"),
-          (torch.bfloat16, False, 256, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.float32, True, 1024, 1024, 1024, "K", "EpiBiasReluScale"),
-          (torch.bfloat16, False, 1024, 1024, 1024, "K", "EpiBiasReluScale")]
+SHAPES = SMALL_SHAPES
 if sweep:
     SHAPES = [(dt, False, M, K, N, layout, epi)
               for dt, layout, epi in [(torch.bfloat16, "N", "EpiNone"), (torch.bfloat16, "K", "EpiBiasReluScale"),
