@@ -272,9 +272,10 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
     assert not gplan(1024, 1024, 1024, torch.bfloat16, single=False).single
     p = gplan(4096, 8192, 4096, torch.bfloat16, single=True)             # asked: one CTA per tile anywhere
     assert p.single and p.grid == (32 * 64, 1, 1)
-    for kw in (dict(tile_n=64), dict(cluster=1), dict(persistent=False), dict(ksplit=True)):
+    for kw, named in ((dict(tile_n=64), "tile_n=64"), (dict(cluster=1), "cluster=1"),
+                      (dict(persistent=False), "persistent=False"), (dict(ksplit=True), "ksplit=True")):
         with pytest.raises(ValueError, match=r"single=True takes 16-bit operands and no tile_n, cluster, persistent "
-                                             r"or ksplit=True override .* got torch.bfloat16"):
+                                             rf"or ksplit=True override .* got torch.bfloat16, {named}$"):
             gplan(1024, 1024, 1024, torch.bfloat16, single=True, **kw)
     with pytest.raises(ValueError, match=r"single=True takes 16-bit operands .* got torch.float32"):
         gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, single=True)

@@ -630,8 +630,10 @@ def _wgmma(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, opts) -> GemmPlan:
         raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
                          f"{WG_KSPLIT_BM} x 128, one CTA each)")
     if single and (overridden or ksplit or dtype == torch.float32):
+        got = ", ".join([str(dtype)] + [f"{o}={opts[o]!r}" for o in ("tile_n", "cluster", "persistent", "ksplit")
+                                        if opts.get(o) is not None])
         raise ValueError(f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
-                         f"override (its tile is {WG_BM} x 64, one CTA each); got {dtype}")
+                         f"override (its tile is {WG_BM} x 64, one CTA each); got {got}")
     small = ksplit is None and WG_KSPLIT and not overridden and wgmma_ksplits(M, N, K, bk, dev.sm_count,
                                                                               opts.get("split_k", True))
     tma_store = wgmma_tma_store(N, a.itemsize, 1, opts.get("tma_store"))
