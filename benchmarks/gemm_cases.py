@@ -46,6 +46,27 @@ def prepared(shapes, rounds: int = 1):
             yield case, a, b, bias, torch.empty(M, N, device="cuda", dtype=dt), {"torch": torch_op(a, b, bias, epi)}
 
 
+def odd_cases(dtypes, shapes, **plan_kw):
+    """The probes' correctness cases: each ``(dtype, tf32)`` of ``dtypes`` x ``(M, K, N)`` of
+    ``shapes`` x b layout ("N", "K") x epilogue, as ``(label, epi, a, b, bias, c, p)``: ``p`` the
+    Hopper plan ``gemm.plan_for(a, b, epi, "wgmma", **plan_kw)``, ``c`` an empty (M, N) output;
+    a case the plan refuses is printed as skipped."""
+    from cupy_ops.ops import gemm
+
+    for dt, tf32 in dtypes:
+        for M, K, N in shapes:
+            for layout in ("N", "K"):
+                for epi in ("EpiNone", "EpiBiasReluScale"):
+                    a, b, bias = operands(dt, M, K, N, layout, tf32)
+                    label = case_name(dt, tf32, M, K, N, layout)
+                    try:
+                        p = gemm.plan_for(a, b, epi, "wgmma", **plan_kw)
+                    except ValueError as e:
+                        print("skip", label, e)
+                        continue
+                    yield label, epi, a, b, bias, torch.empty(M, N, device="cuda", dtype=dt), p
+
+
 def runner(p, a, b, c, bias, kernels: dict):
     """A call of plan ``p`` (the layer's scale 0.5) with ``kernels`` (kernel name -> a
     cupy_ops.Kernel build) put in place of gemm.KERNELS's entries first: the probes time

@@ -24,7 +24,7 @@ import torch
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.kernel import Kernel
 from cupy_ops.ops import gemm, gemm_plan
-from gemm_cases import SMALL_SHAPES, case_name, operands, prepared, ratios, runner
+from gemm_cases import SMALL_SHAPES, case_name, odd_cases, prepared, ratios, runner
 
 KS = [e for e in gemm_plan.variants()["gemm_sm90a.cu"] if e.startswith("gemm_wgmma_ksplit<")]
 TABLE = dict(gemm.KERNELS)
@@ -41,28 +41,20 @@ BUILDS = {name: {"gemm_wgmma_ksplit": build("gemm_wgmma_ksplit", KS, **d)} for n
 torch.manual_seed(0)
 
 bad = 0
-for dt, tf32 in [(torch.bfloat16, False), (torch.float32, True)]:
-    for M, K, N in [(3, 1000, 40), (129, 4097, 200), (256, 1024, 1024), (70, 2048, 130)]:
-        for layout in ("N", "K"):
-            for epi in ("EpiNone", "EpiBiasReluScale"):
-                a, b, bias = operands(dt, M, K, N, layout, tf32)
-                try:
-                    p = gemm.plan_for(a, b, epi, "wgmma", ksplit=True)
-                except ValueError as e:
-                    print("skip", case_name(dt, tf32, M, K, N, layout), e)
-                    continue
-                c = torch.empty(M, N, device="cuda", dtype=dt)
-                gemm.KERNELS.update(TABLE)
-                gemm.run(p, a, b, c, bias, 0.5)
-                ref = c.clone()
-                for name, kern in BUILDS.items():
-                    gemm.KERNELS.update(kern)
-                    c.fill_(7)
-                    gemm.run(p, a, b, c, bias, 0.5)
-                    if not torch.equal(c, ref):
-                        bad += 1
-                        print("DIFF", name, case_name(dt, tf32, M, K, N, layout), epi, p)
-                gemm.KERNELS.update(TABLE)
+for label, epi, a, b, bias, c, p in odd_cases([(torch.bfloat16, False), (torch.float32, True)],
+                                              [(3, 1000, 40), (129, 4097, 200), (256, 1024, 1024), (70, 2048, 130)],
+                                              ksplit=True):
+    gemm.KERNELS.update(TABLE)
+    gemm.run(p, a, b, c, bias, 0.5)
+    ref = c.clone()
+    for name, kern in BUILDS.items():
+        gemm.KERNELS.update(kern)
+        c.fill_(7)
+        gemm.run(p, a, b, c, bias, 0.5)
+        if not torch.equal(c, ref):
+            bad += 1
+            print("DIFF", name, label, epi, p)
+    gemm.KERNELS.update(TABLE)
 print(f"correctness: {bad} differing cases", flush=True)
 
 SHAPES = SMALL_SHAPES

@@ -22,7 +22,7 @@ import torch
 
 from cupy_ops.bench.timing import time_cuda_interleaved
 from cupy_ops.ops import gemm
-from gemm_cases import SMALL_SHAPES, case_name, operands, prepared, ratios, runner
+from gemm_cases import SMALL_SHAPES, case_name, odd_cases, operands, prepared, ratios, runner
 from probe_timeline import KS, TABLE, build, timeline
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -33,42 +33,34 @@ torch.manual_seed(0)
 
 # correctness: odd shapes through the K-splitting kernel (forced), both epilogues
 bad = 0
-for dt, tf32 in [(torch.bfloat16, False), (torch.float16, False), (torch.float32, True)]:
-    for M, K, N in [(1, 64, 1), (3, 127, 40), (129, 129, 200), (127, 4097, 129), (64, 64, 64), (200, 1000, 72),
-                    (256, 1024, 1024), (65, 33, 136), (64, 640, 128), (70, 704, 130), (128, 576, 256), (64, 1152, 64),
-                    (64, 65, 128)]:
-        for layout in ("N", "K"):
-            for epi in ("EpiNone", "EpiBiasReluScale"):
-                a, b, bias = operands(dt, M, K, N, layout, tf32)
-                try:
-                    p = gemm.plan_for(a, b, epi, "wgmma", ksplit=True)
-                except ValueError as e:
-                    print("skip", case_name(dt, tf32, M, K, N, layout), e)
-                    continue
-                c = torch.empty(M, N, device="cuda", dtype=dt)
-                gemm.KERNELS.update(TABLE)
-                gemm.run(p, a, b, c, bias, 0.5)
-                ref = c.clone()
-                gemm.KERNELS.update(HALVES)
-                c.fill_(7)
-                gemm.run(p, a, b, c, bias, 0.5)
-                ok_h = torch.equal(c, ref)
-                gemm.KERNELS.update(LAST)
-                c.fill_(7)
-                gemm.run(p, a, b, c, bias, 0.5)
-                gemm.KERNELS.update(TABLE)
-                # "last": against the fp64 product, no worse than twice the table's error + 1 ulp
-                x = a.double() @ b.double()
-                if epi != "EpiNone":
-                    x = torch.relu(x.to(dt).double() + bias.double()) * 0.5
-                e_t = (ref.double() - x).abs().max().item()
-                e_l = (c.double() - x).abs().max().item()
-                eps = torch.finfo(dt).eps * max(x.abs().max().item(), 1e-30)
-                ok_l = e_l <= 2 * e_t + eps and not torch.isnan(c).any()
-                ok = ok_h and ok_l
-                bad += not ok
-                if not ok:
-                    print("DIFF", case_name(dt, tf32, M, K, N, layout), epi, f"halves equal {ok_h}, last error {e_l:.3g} against {e_t:.3g}", p)
+for label, epi, a, b, bias, c, p in odd_cases(
+        [(torch.bfloat16, False), (torch.float16, False), (torch.float32, True)],
+        [(1, 64, 1), (3, 127, 40), (129, 129, 200), (127, 4097, 129), (64, 64, 64), (200, 1000, 72), (256, 1024, 1024),
+         (65, 33, 136), (64, 640, 128), (70, 704, 130), (128, 576, 256), (64, 1152, 64), (64, 65, 128)], ksplit=True):
+    dt = a.dtype
+    gemm.KERNELS.update(TABLE)
+    gemm.run(p, a, b, c, bias, 0.5)
+    ref = c.clone()
+    gemm.KERNELS.update(HALVES)
+    c.fill_(7)
+    gemm.run(p, a, b, c, bias, 0.5)
+    ok_h = torch.equal(c, ref)
+    gemm.KERNELS.update(LAST)
+    c.fill_(7)
+    gemm.run(p, a, b, c, bias, 0.5)
+    gemm.KERNELS.update(TABLE)
+    # "last": against the fp64 product, no worse than twice the table's error + 1 ulp
+    x = a.double() @ b.double()
+    if epi != "EpiNone":
+        x = torch.relu(x.to(dt).double() + bias.double()) * 0.5
+    e_t = (ref.double() - x).abs().max().item()
+    e_l = (c.double() - x).abs().max().item()
+    eps = torch.finfo(dt).eps * max(x.abs().max().item(), 1e-30)
+    ok_l = e_l <= 2 * e_t + eps and not torch.isnan(c).any()
+    ok = ok_h and ok_l
+    bad += not ok
+    if not ok:
+        print("DIFF", label, epi, f"halves equal {ok_h}, last error {e_l:.3g} against {e_t:.3g}", p)
 print(f"correctness: {bad} differing cases", flush=True)
 
 SHAPES = SMALL_SHAPES
