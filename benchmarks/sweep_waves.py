@@ -1,13 +1,13 @@
 """Experiment (GPU, Hopper): the Hopper kernel's wide grids at shapes on and off whole waves.
 
 For outputs of at least a wave of 128 x 256 tiles, times the plan's own choice ("table") and
-each candidate of gemm_plan.WG_WIDE_SPEEDS: 128 x 256 tiles in persistent 2-CTA clusters,
+each candidate of tables.WG_WIDE_SPEEDS: 128 x 256 tiles in persistent 2-CTA clusters,
 128 x 256 tiles one CTA each (the hardware schedules them), 128 x 128 tiles in persistent
 clusters, and 128 x 128 tiles one CTA each; against torch in the same process. The last
-columns give the waves of the first two (units over the clusters / tiles over the SMs). Set
-WG_WIDE_SPEEDS (session 7).
+columns give the waves of the first two (units over the clusters / tiles over the SMs): how
+WG_WIDE_SPEEDS was set (docs/gemm.md#whole-waves).
 
-    python benchmarks/sweep_waves.py | tee benchmarks/results/sweep_waves_<gpu>.log
+    python benchmarks/sweep_waves.py | tee sweep_waves.log
 """
 import math
 

@@ -1,12 +1,12 @@
-"""Tuning experiment for the elementwise loop (run on the GPU machine; results in
-benchmarks/results/, the story in docs/tuning.md).
+"""Tuning experiment for the elementwise loop (run on the GPU machine; the decision it made:
+docs/gemm.md#elementwise).
 
 Times launch shapes and cache hints of a ReLU kernel against torch.relu and a d2d copy on
 the same buffers: grid-stride with a device-sized grid vs one-shot chunked blocks, vectors
 per thread, and streaming (.cs) loads/stores. Prints a table, median of CUDA-event timings.
 The kernels are built with CuPy's RawModule directly (an experiment outside the package).
 
-    python benchmarks/tune_elementwise.py | tee benchmarks/results/elementwise_tuning_<gpu>_run<N>.log
+    python benchmarks/tune_elementwise.py | tee tune_elementwise.log
 """
 import sys
 

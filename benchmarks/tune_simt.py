@@ -1,16 +1,16 @@
 """Experiment (GPU): variants of the tiled fp32 GEMM (gemm_simt.cuh) built through the public
 cupy_ops.Kernel API with different register caps (blocks per SM), timed against torch's SGEMM
 (TF32 off) in this process at the KernelBench shapes. The geometry defines are the plan's
-(cupy_ops/ops/gemm_plan.py DEFINES), written into the source.
+(cupy_ops/ops/gemm/geometry.py DEFINES), written into the source (docs/gemm.md#simt-occupancy).
 
-    python benchmarks/tune_simt.py | tee benchmarks/results/tune_simt_<gpu>_run<N>.log
+    python benchmarks/tune_simt.py | tee tune_simt.log
 """
 import torch
 
 import cupy_ops
 from cupy_ops.bench.env import describe, environment
 from cupy_ops.bench.timing import time_cuda
-from cupy_ops.ops.gemm_plan import DEFINES
+from cupy_ops.ops.gemm.geometry import DEFINES
 
 SRC = "".join(f"#define {k} {v}\n" for k, v in DEFINES.items()) + """
 #include "gemm_simt.cuh"

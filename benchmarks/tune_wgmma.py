@@ -1,16 +1,17 @@
 """Experiment (GPU, Hopper): the Hopper GEMM's two block-tile widths (128 x 128, 128 x 256)
-against torch at several shapes, bf16 and TF32, to set gemm_plan.WGMMA_WIDE_MIN_WAVES (the
+against torch at several shapes, bf16 and TF32, to set tables.WGMMA_WIDE_MIN_WAVES (the
 number of waves of 128 x 256 blocks below which 128 x 128 blocks are used) and
 WG_SPLIT_MAX_WAVES. The bn columns force one width without split-K through the plan's
 overrides (``cupy_ops.ops.gemm.plan_for(..., tile_n=, split_k=False)``); "auto" is the table.
 
-    python benchmarks/tune_wgmma.py | tee benchmarks/results/tune_wgmma_<gpu>_run<N>.log
+    python benchmarks/tune_wgmma.py | tee tune_wgmma.log        (docs/gemm.md#tile-width)
 """
 import torch
 import torch.nn.functional as F
 
 from cupy_ops.bench.env import describe, environment
 from cupy_ops.bench.timing import time_cuda
+from cupy_ops import cdiv
 from cupy_ops.ops import gemm
 
 SHAPES = [(256, 1024, 1024), (1024, 1024, 1024), (2048, 2048, 2048), (1024, 8192, 8192), (2048, 8192, 8192),
@@ -41,6 +42,6 @@ for dname, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
                               runs=30).median
                 row.append(f"{fl / t:>7.0f} ({t_ref / t:.2f}x)")
             cells += row
-        waves = gemm.gemm_plan.cdiv(M, 128) * gemm.gemm_plan.cdiv(N, 256) / sms
+        waves = cdiv(M, 128) * cdiv(N, 256) / sms
         print(f"{dname:<5} {f'{M}x{K}x{N}':<16} {waves:>9.2f} " + " ".join(cells), flush=True)
 torch.backends.cuda.matmul.allow_tf32 = False

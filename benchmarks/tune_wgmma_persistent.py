@@ -2,10 +2,10 @@
 cluster size (1: each CTA loads its whole B tile; 2: a CTA pair shares it by TMA multicast),
 tile-walk group height, tile width and epilogue stores (the threads' or the TMA's), against
 torch in the same process, with each result's error against an fp32 reference (a broken
-variant shows as a large error, not only as a time). Set gemm_plan.WG_CLUSTER_MIN_WAVES,
-WG_GROUP and WG_NARROW_MAX_WAVES (session 6) and the TMA stores (session 7).
+variant shows as a large error, not only as a time): how tables.WG_CLUSTER_MIN_WAVES,
+WG_GROUP and WG_NARROW_MAX_WAVES and the TMA stores were set (docs/gemm.md#clusters).
 
-    python benchmarks/tune_wgmma_persistent.py [c,g,p[,n[,s]] ...] [--small] | tee benchmarks/results/tune_wgmma_<what>_<gpu>.log
+    python benchmarks/tune_wgmma_persistent.py [c,g,p[,n[,s]] ...] [--small] | tee tune.log
 
 Each field is an int or "-" for the plan's own table: c cluster, g group, p persistent (0/1),
 n tile width, s TMA stores (0/1).

@@ -7,7 +7,7 @@
 //   C[m, n] = 2^-(ea[m] + eb[n]) * sum_k a_lo b_hi + a_hi b_lo + a_hi b_hi,
 // three fp16 wgmmas per k-step: the fp16 tensor cores run at twice the TF32 rate, so the three
 // products cost what 1.5 TF32 products do, and the kernel does no splitting of its own
-// (3xTF32 spends ~24 % of its time splitting: docs/tuning.md, session 5). fp16 has TF32's
+// (3xTF32 spends ~24 % of its time splitting: docs/gemm.md#tf32x3). fp16 has TF32's
 // 11-bit significand, so hi + lo is xs to within 2^-21 |xs| as in 3xTF32; the scaling keeps
 // every row's values inside fp16's exponent range (a value 2^-38 below its row's largest, or
 // less, is lost: its share of any dot product is below fp32's rounding of the row's largest).
@@ -31,8 +31,8 @@
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
-// Tuned on H100 (benchmarks/probe_fp16x3_promote.py, results/probe_fp16x3_promote_h100_session13.log;
-// -D overrides are for that probe):
+// Tuned on H100 (docs/gemm.md#fp16x3; the -D overrides let a tuning build
+// set them):
 //   X3H_PROMOTE_EVERY: k-tiles per promotion. 2 ran 1.08-1.16x faster than 1 unordered, but
 //     its error on rand at 1024^3 was 1.13x torch fp32's (1: 0.55x): 1.
 //   X3H_ORDERED: the consumer warpgroups take turns issuing k-tiles (below). 4096^3 matmul

@@ -51,8 +51,8 @@ __device__ __forceinline__ void load4(float r[4], const float* p, i64 step, int 
 
 // DYN_SMEM: the tiles in dynamic shared memory (SG_SMEM_BYTES, passed by the launch) instead
 // of static arrays. Same layout and arithmetic, but at the 128-register cap of 2 blocks per SM
-// ptxas schedules the fragment loads differently by how the tiles are declared: H100, session
-// 10 (benchmarks/results/probe_simt_h100_session10.log) A K-major, B N-major at 2 blocks:
+// ptxas schedules the fragment loads differently by how the tiles are declared (H100,
+// docs/gemm.md#simt-occupancy): A K-major, B N-major at 2 blocks:
 // dynamic 0.94x torch at 4096^3, static 0.79x; B K-major: static 0.88x, dynamic 0.82x. The host
 // picks per layout (SIMT_OCCUPANCY).
 template <bool A_KMAJOR, bool B_KMAJOR, int BK, bool DYN_SMEM, class Epi>

@@ -14,7 +14,7 @@
 // the clusters that run at once (persistent) or x the units (one per cluster). The host gives
 // the cluster size at launch (cupy_ops/launch.py, launch(..., cluster=CM)), not
 // __cluster_dims__: compiled into the kernel, a cluster of 1 made these kernels up to 19 %
-// slower (H100, session 11: docs/tuning.md); the kernel traps if launched otherwise. `group`:
+// slower (H100, docs/gemm.md#clusters); the kernel traps if launched otherwise. `group`:
 // cluster rows per WgWalk group. tma_store != 0: c_map covers c (16-row x 128-byte boxes,
 // 128-byte swizzle; ldc 16-byte aligned) and the epilogue stores through the TMA; 0: c_map
 // is not read and the epilogue stores with the threads.

@@ -3,7 +3,7 @@
 // Each fp32 operand x is split into two TF32 numbers, x ~= hi + lo, and
 // C = sum_k a_lo b_hi + a_hi b_lo + a_hi b_hi: three TF32 wgmmas per k-step. The dropped
 // a_lo b_lo and the rounding of lo leave < 2^-21 relative per product, the order of fp32's own
-// rounding (error table: benchmarks/results/probe_tf32x3_h100_session5.log).
+// rounding (error table: docs/numerics.md#tf32x3).
 //
 // Same skeleton as gemm_wgmma.cuh (block tile WG_BM (128) x BN (128), 384 threads, TMA ring of
 // STAGES stages of A (128 rows x 32 fp32) and B (BN rows x 32 fp32), both K-major, 128-byte
@@ -37,7 +37,7 @@
 #error "gemm_tf32x3.cuh: the host passes X3_SMEM_BYTES (-D)"
 #endif
 
-// Tuned on H100 (4096^3 and 1024 x 8192 x 8192, benchmarks/results/probe_tf32x3_h100_session5.log):
+// Tuned on H100 (4096^3 and 1024 x 8192 x 8192, docs/gemm.md#tf32x3):
 //   X3_LO: b_lo slots; 3 with the early split share ran 1.33 / 1.39 ms, 2 ran 1.43 / 1.42 ms.
 //   X3_PROMOTE_EVERY: k-tiles per promotion; 2 ran 3 % faster than 1 (half the add.rn) with
 //     the error still 0.3x torch fp32's at the benchmark shapes.
@@ -59,13 +59,13 @@ template <int BN> struct X3Ring {
 #define X3_SPLITTERS (WG_THREADS - 32)
 
 // x = hi + lo (approximately), both read by the tensor cores as TF32 (which truncate the low
-// 13 bits of what they are given: benchmarks/results/probe_tf32_h200_run6.log):
+// 13 bits of what they are given: docs/numerics.md#tf32-rounding):
 //   hi: x truncated to TF32 (never rounds up, so never overflows to inf). For B the tensor
 //       cores truncate the tile in place; A's is explicit (it sits in registers).
 //   lo: the remainder r = x - hi (exact in fp32, same sign as x) rounded to the nearest TF32:
 //       hi + lo is x to within 2^-22 |x| (unbiased; truncating lo instead made the error of
 //       all-positive inputs grow with K); the error table is in
-//       benchmarks/results/probe_tf32x3_h100_session5.log.
+//       docs/numerics.md#tf32x3.
 // The split is ALU work the tensor cores wait for, so its common path is 5 instructions (and,
 // sub, compare, add, and: tf32_rem, tf32_special, tf32_round); the rest is rare ("special": the
 // remainder computed with denormals flushed is +-0, inf or NaN, i.e. x is zero, subnormal, a

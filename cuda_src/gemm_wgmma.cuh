@@ -98,9 +98,9 @@ __device__ __forceinline__ void mbar_arrive(u32 bar) {
 // Waits until the barrier's phase of this parity has completed. try_wait with a suspend-time
 // hint (ns, an upper bound: the warp is woken when the phase completes): the waiting warp
 // sleeps instead of spinning through issue slots the other warps need. Without it the 1024^3
-// bf16 kernel executed 2.0M instructions against cuBLAS's 0.84M (ncu_1024_h100_session7.txt);
-// with it 1024^3 0.80x -> 0.85x torch in a scratch build (probe_try_wait_hint_h100_session7.log),
-// 0.79x -> 0.81x in session 8's A/B (probe_epilogue_h100_session8.log); larger shapes unchanged.
+// bf16 kernel executed 2.0M instructions against cuBLAS's 0.84M (Nsight Compute, H100); with
+// it 1024^3 0.80x -> 0.85x torch in a scratch build, 0.79x -> 0.81x in an A/B of the landed
+// kernel; larger shapes unchanged (docs/gemm.md#wait-hint).
 #define WG_WAIT_HINT_NS 10000000u
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   u32 done;
@@ -138,7 +138,7 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
 // Pins the accumulator registers at this point: the compiler sees them read and rewritten
 // here, so it neither moves an ordinary read of them (the epilogue's) above a wgmma_wait nor
 // a write (zeroing) below the next wgmma. Without it ptxas serialized the wgmmas of the fp32
-// variants (warning C7514; TF32 4096^3 0.77x torch against 0.85x, H100, session 6).
+// variants (warning C7514; TF32 4096^3 0.77x torch against 0.85x, H100).
 template <int N> __device__ __forceinline__ void acc_fence(float* acc) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
@@ -172,7 +172,7 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
 // thread the columns of its fragment by shuffles. Loaded by each thread for its own columns,
 // the 2 x 16 loads of a round were issued a few at a time, each batch waited on before the next
 // (the accumulators leave ptxas no registers to keep more in flight): the fused epilogue took
-// ~10 us per 128x256 tile, the fused bf16 layer 0.91x of the plain product (H100, session 8).
+// ~10 us per 128x256 tile, the fused bf16 layer 0.91x of the plain product (H100).
 template <int BN> struct EpiShare {
   static_assert(BN % 64 == 0, "whole words of 32 column pairs");
   static constexpr int WORDS = BN / 64;
@@ -376,7 +376,7 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
 // into the wgmma's A registers by the consumers (a register operand may have any layout in
 // shared memory), its B side A itself (K-major, as a K-major B). The output tile is stored
 // transposed, through shared memory and the TMA. Without it, B went through a transpose pass
-// first: ~10 % of TF32 4096^3 (docs/tuning.md, session 8).
+// first: ~10 % of TF32 4096^3 (docs/gemm.md#swap).
 //
 // Which C column n each accumulator row holds: any permutation will do (the epilogue stores
 // by it), and this one makes the fragment loads conflict-free. Warp w's row g + 8 i (g = lane
@@ -513,8 +513,8 @@ __device__ __forceinline__ void cluster_sync() {
 // Arrive on the mbarrier at the same shared-memory offset as `bar` in the cluster's CTA `cta`.
 // Default semantics (release at CTA scope): the arriving warp publishes nothing (its wgmmas
 // only read the stage, and have completed), and .release.cluster costs a memory barrier per
-// arrive (H100: 39 % of the consumers' stall cycles, the kernel 1.4x slower;
-// benchmarks/results/ncu_wgmma_cluster_h100_session6.txt).
+// arrive (H100: 39 % of the consumers' stall cycles, the kernel 1.4x slower under
+// Nsight Compute; docs/gemm.md#clusters).
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
   asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
                "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
@@ -607,7 +607,7 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // the pair takes tile rows 2 row + r of one column and shares the B tile: each CTA loads its
 // A tile and half of B, multicast to both. A stage is refilled once the consumer warps of
 // both CTAs released it (empty counts 8 CM arrivals). (Pairs sharing A instead, along N,
-// measured slower at every shape: benchmarks/results/tune_wgmma_share_a_*_h100_session6.log.)
+// measured slower at every shape: docs/gemm.md#tried-and-not-kept.)
 // SWAP (TF32 only): the kernel computes C^T (M and N are C^T's: C's N and M; see SwapRows):
 // its A tile comes N-major through the consumers' registers, and cmap (32 x 32 boxes of C) is
 // required.
@@ -620,8 +620,8 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // shared memory to warpgroup 0, which adds them and stores the tile (kwg_reduce). For outputs
 // too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
-// computes, twice a 128-wide one's per value: benchmarks/results/probe_cluster_h100_session9.log,
-// docs/tuning.md session 9).
+// computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups).
+//
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false,
           bool SINGLE = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
@@ -814,8 +814,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
     // the TMA has read the last stores' shared memory before it goes away. Only read, as
     // CUTLASS's epilogue tail (tma_store_wait): the writes to C complete with the grid, and
     // waiting for them kept the CTA on its SM (a next CTA of a grid of several waves waiting)
-    // for the writes' round trip. Measured at one wave (benchmarks/results/
-    // probe_ksplit_pair_h100_session11.log, tree "tail"): within the spread.
+    // for the writes' round trip. Measured at one wave (a build waiting for them): within
+    // the spread.
     if (cmap != nullptr && lane == 0) bulk_wait_read();
   }
   // No CTA of a cluster leaves while its peer may still multicast into its shared memory or
