@@ -5,9 +5,10 @@
       compute capability, and the kernel cache folder with its size: what a bug report needs.
       Says what is missing (no GPU, no CuPy) instead of failing.
 
-  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL]
+  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL] [--jobs N]
       compiles kernels with NVRTC as their first launch would (same options), without a GPU,
-      and prints one line per kernel variant: registers, spill bytes, shared memory. With no
+      in N processes, and prints one line per kernel variant: registers, spill bytes, shared
+      memory (the same report for any N). With no
       PATH: every built-in variant. With PATH.cu: your file's kernels (``--name``: only that
       one; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
       ``cupy_ops.Kernel`` would). Default architectures: sm_80 and sm_90. Exits 1 if any
@@ -16,7 +17,10 @@
   python -m cupy_ops warm [--capability 9.0 ...] [--jobs N]
       compiles every built-in kernel variant this machine's GPUs (or the compute capabilities
       given) would launch into the kernel cache, in N processes, so no first call waits for
-      NVRTC. Prints what it compiled and what was cached already; exits 1 if a variant fails.
+      NVRTC. Shows its progress, prints what it compiled and what was cached already; exits 1
+      if a variant fails.
+
+--jobs defaults to the CPU count, at most 8 (compile PATH.cu: 1).
 """
 from __future__ import annotations
 
@@ -28,6 +32,11 @@ import time
 import warnings
 from pathlib import Path
 
+from .bench._shadow import restore
+
+restore()   # a folder named cupy_ops in the current directory hides the package: see _shadow
+
+DEFAULT_JOBS = min(8, os.cpu_count() or 1)
 _NO_NVRTC = "install cupy_ops with the cuda12 or cuda13 extra (pip install -e \".[cuda13]\")"
 
 
@@ -41,11 +50,12 @@ def _nvrtc_version():
         return None
 
 
-def _user_sources(paths, name):
-    """``[(label, compile function for an arch)]`` of the kernels in the user's files."""
+def _user_tasks(paths, name, archs):
+    """One task per (arch, kernel) of the user's files; checks the files and kernels first."""
     from .kernel import Kernel, kernel_names
+    from .warm import CompileTask
 
-    jobs = []
+    kernels = []
     for path in paths:
         path = Path(path)
         if not path.is_file():
@@ -55,57 +65,64 @@ def _user_sources(paths, name):
             raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
         for n in names:
             try:
-                k = Kernel(path, n)
+                Kernel(path, n)
             except (ValueError, FileNotFoundError) as exc:
                 raise SystemExit(f"error: {path}: {exc}") from None
-            jobs.append(k.compile_offline)
-    return jobs
+            kernels.append((str(path), n))
+    return [CompileTask(arch, path, kernel=n) for arch in archs for path, n in kernels]
 
 
 def _compile(args) -> int:
-    from . import compiler
-
     version = _nvrtc_version()
     if version is None:
         return 2
+    from . import compiler
+    from .warm import builtin_compile_tasks, compile_tasks
+
     if args.paths:
-        jobs = _user_sources(args.paths, args.name)
+        args.jobs = args.jobs or 1
+        tasks = _user_tasks(args.paths, args.name, args.arch)
     else:
         if args.name:
             raise SystemExit("error: --name needs a PATH.cu")
-        from . import ops  # noqa: F401  (importing the ops declares their kernels in the registry)
-
-        jobs = [lambda arch, src=src: compiler.compile_offline(src, arch) for src in compiler.sources()]
+        args.jobs = args.jobs or DEFAULT_JOBS
+        tasks = builtin_compile_tasks(args.arch, args.jobs)
     print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
           f"+ each source's -D defines")
     header = (f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
               f"{'smem':>6}")
     print(header)
-    print("-" * len(header))
+    print("-" * len(header), flush=True)
     failures = total = 0
     shown: set[str] = set()
     t0 = time.perf_counter()
-    for arch in args.arch:
-        for job in jobs:
-            for r in job(arch):
-                if r.skipped:
-                    print(f"{r.source:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
-                    continue
-                total += 1
-                if r.ok:
-                    spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
-                    stack = "?" if r.stack_bytes is None else r.stack_bytes
-                    print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} {stack:>6} "
-                          f"{r.shared_bytes or 0:>6}")
-                else:
-                    failures += 1
-                    print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} FAILED")
-                    if r.log not in shown:  # one NVRTC log per failed compile, not per variant
-                        shown.add(r.log)
-                        print(f"{r.source} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
+    for task, results in zip(tasks, compile_tasks(tasks, args.jobs)):
+        arch = task.arch
+        for r in results:
+            if r.skipped:
+                print(f"{r.source:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
+                continue
+            total += 1
+            if r.ok:
+                spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
+                stack = "?" if r.stack_bytes is None else r.stack_bytes
+                print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} {stack:>6} "
+                      f"{r.shared_bytes or 0:>6}")
+            else:
+                failures += 1
+                print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} FAILED")
+                if r.log not in shown:  # one NVRTC log per failed compile, not per variant
+                    shown.add(r.log)
+                    print(f"{r.source} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
+        sys.stdout.flush()
     dt = time.perf_counter() - t0
-    print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s")
+    print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s "
+          f"with {_processes(min(args.jobs, len(tasks)))}")
     return 1 if failures else 0
+
+
+def _processes(n: int) -> str:
+    return f"{n} process" + ("es" if n != 1 else "")
 
 
 def _folder_size(folder: Path) -> tuple[int, int]:
@@ -152,6 +169,22 @@ def _info(args) -> int:
     return 0
 
 
+def _progress(stream):
+    """``warm``'s progress callback: one line rewritten in place on a terminal, else a line
+    per tenth of the variants (a whole cold warm takes ~40 s on a 2-core CPU)."""
+    t0 = time.perf_counter()
+    tty = stream.isatty()
+
+    def show(done: int, total: int) -> None:
+        text = f"{done}/{total} kernel variants done ({time.perf_counter() - t0:.0f} s)"
+        if tty:
+            stream.write("\r" + text + ("\n" if done == total else ""))
+            stream.flush()
+        elif done % max(1, -(-total // 10)) == 0 or done == total:
+            print(text, file=stream, flush=True)
+    return show
+
+
 def _warm(args) -> int:
     from .warm import warm
 
@@ -166,7 +199,7 @@ def _warm(args) -> int:
                              "e.g. --capability 9.0")
         caps = [tuple(torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())]
     t0 = time.perf_counter()
-    results = warm(caps, args.jobs)
+    results = warm(caps, args.jobs, progress=_progress(sys.stderr))
     failed = [r for r in results if r.error]
     for r in failed:
         print(f"FAILED {r.source} {r.expr} ({r.arch}): {r.error}", file=sys.stderr)
@@ -174,7 +207,7 @@ def _warm(args) -> int:
     cpu = sum(r.seconds for r in results if not r.cached)
     print(f"{len(results)} kernel variants for compute capability {', '.join('%d.%d' % c for c in dict.fromkeys(caps))}: "
           f"{fresh} compiled ({cpu:.0f} s of NVRTC), {len(results) - fresh - len(failed)} already cached, "
-          f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {args.jobs} processes")
+          f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {_processes(args.jobs)}")
     return 1 if failed else 0
 
 
@@ -207,10 +240,13 @@ def main(argv=None) -> int:
     p.add_argument("--name", help="the __global__ kernel of PATH.cu to build (default: every one in the file)")
     p.add_argument("--arch", action="append", type=_arch,
                    help="target architecture, repeatable (default: sm_80 and sm_90)")
+    p.add_argument("--jobs", type=_jobs, default=None,
+                   help="compiling processes (default: the CPU count, at most 8, for the built-in kernels; "
+                        "1 for PATH.cu, whose few kernels compile faster than a process starts)")
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
     p.add_argument("--capability", action="append", type=_capability,
                    help="compute capability to build for, repeatable (default: this machine's GPUs)")
-    p.add_argument("--jobs", type=_jobs, default=min(8, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=_jobs, default=DEFAULT_JOBS,
                    help="compiling processes (default: the CPU count, at most 8)")
     args = parser.parse_args(argv)
     if args.command == "info":

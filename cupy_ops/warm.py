@@ -1,5 +1,6 @@
-"""Fill the kernel cache ahead of time: every built-in kernel variant compiled by NVRTC for
-the given GPUs, in parallel processes (``python -m cupy_ops warm``).
+"""Compile every built-in kernel variant ahead of time, in parallel processes: into the
+kernel cache (``python -m cupy_ops warm``), or offline for the register and spill report
+(``python -m cupy_ops compile``).
 
 A variant is otherwise compiled on its first launch, one at a time (the Hopper GEMM variants
 take seconds each); a warm cache makes every first call a disk read. Needs NVRTC, not a GPU:
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,79 @@ def _one(job) -> Warmed:
     return Warmed(name, expr, arch, time.perf_counter() - t0, b.cached)
 
 
-def warm(capabilities, workers: int) -> list[Warmed]:
+def _pool(workers: int) -> ProcessPoolExecutor:
+    # spawned, not forked: a forked child would inherit whatever CUDA state the parent has
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def warm(capabilities, workers: int, progress=None) -> list[Warmed]:
     """Compile every built-in variant for ``capabilities`` into the kernel cache with
     ``workers`` (>= 1) processes (spawned: none of them touches CUDA). One ``Warmed`` per
-    variant."""
+    variant, in ``jobs_for``'s order; ``progress(done, total)`` is called before the first and
+    as each finishes."""
     jobs = jobs_for(capabilities)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        return list(ex.map(_one, jobs))
+    results: list[Warmed | None] = [None] * len(jobs)
+    if progress:
+        progress(0, len(jobs))
+    with _pool(workers) as ex:
+        futures = {ex.submit(_one, job): i for i, job in enumerate(jobs)}
+        for done, future in enumerate(as_completed(futures), 1):
+            results[futures[future]] = future.result()
+            if progress:
+                progress(done, len(jobs))
+    return results
+
+
+@dataclass(frozen=True)
+class CompileTask:
+    """One NVRTC program of ``python -m cupy_ops compile``, as data a worker process can
+    rebuild: the variants ``exprs`` of the built-in source ``source`` (None: all of them), or
+    the kernel ``kernel`` of the user's file ``source``."""
+
+    arch: str
+    source: str
+    exprs: tuple[str, ...] | None = None
+    kernel: str | None = None
+
+
+def run_compile_task(task: CompileTask):
+    """``compile_offline``'s results of one task."""
+    if task.kernel is not None:
+        from .kernel import Kernel
+
+        return Kernel(Path(task.source), task.kernel).compile_offline(task.arch)
+    from . import compiler, ops  # noqa: F401
+
+    src = next(s for s in compiler.sources() if s.name == task.source)
+    return compiler.compile_offline(src, task.arch, task.exprs)
+
+
+def builtin_compile_tasks(archs, jobs: int) -> list[CompileTask]:
+    """Every built-in variant for each of ``archs``, each source's in up to ``jobs`` programs
+    of consecutive variants: NVRTC compiles each kernel on its own either way, so the report is
+    the same, and one program per source would leave the Hopper GEMMs (34 of the 46 s for
+    sm_90 on a 2-core CPU) to one process."""
+    from . import compiler, ops  # noqa: F401
+
+    tasks = []
+    for arch in archs:
+        for src in compiler.sources():
+            exprs = list(src.variants)
+            parts = min(jobs, len(exprs))
+            if parts <= 1:
+                tasks.append(CompileTask(arch, src.name))
+                continue
+            bounds = [round(i * len(exprs) / parts) for i in range(parts + 1)]
+            tasks += [CompileTask(arch, src.name, tuple(exprs[a:b])) for a, b in zip(bounds, bounds[1:])]
+    return tasks
+
+
+def compile_tasks(tasks: list[CompileTask], jobs: int):
+    """The results of ``tasks``, in their order (each as soon as it and those before it are
+    done), from ``jobs`` processes; in this process for one."""
+    if jobs == 1 or len(tasks) == 1:
+        for task in tasks:
+            yield run_compile_task(task)
+        return
+    with _pool(min(jobs, len(tasks))) as ex:
+        yield from ex.map(run_compile_task, tasks)

@@ -46,6 +46,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _skip_reason(report) -> str:
+    return str(report.longrepr[2]).removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """Without a GPU, one line for every test skipped for that reason instead of a line per
+    test file and line in the -rs list (~90 of them); other skip reasons stay listed. Wraps
+    the terminal reporter's summary and gives its skips back for the final counts."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    gpu = {id(r) for r in skipped if GPU_REASON is not None and _skip_reason(r) == GPU_REASON}
+    if gpu:
+        terminalreporter.stats["skipped"] = [r for r in skipped if id(r) not in gpu]
+    try:
+        return (yield)
+    finally:
+        if gpu:
+            terminalreporter.stats["skipped"] = skipped
+            terminalreporter.write_line(f"{len(gpu)} GPU tests skipped: {GPU_REASON}")
+
+
 @pytest.fixture
 def cuda():
     """The CUDA device tests run on; skips (with the reason) where there is none."""

@@ -1,5 +1,6 @@
 """The example scripts: a clear one-sentence exit without a GPU, a correct table with one."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ def run(script, *args, env=None):
                           capture_output=True, text=True, timeout=600, env=env)
 
 
-@pytest.mark.parametrize("script", sorted(SMALL))
+@pytest.mark.parametrize("script", sorted(SMALL) + OTHER)
 def test_without_gpu_one_clear_sentence(script):
     # hide any GPU, so the no-GPU path is shown on GPU machines too
     proc = run(script, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
@@ -28,6 +29,22 @@ def test_without_gpu_one_clear_sentence(script):
     assert "Traceback" not in proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and "GPU" in lines[0], proc.stderr
+    # and what works without one: NVRTC compiles on the CPU
+    assert "--arch sm_90" in lines[0] and "compile_offline" in lines[0] and " compiles " in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("script", sorted(SMALL) + OTHER)
+def test_every_example_answers_help(script):
+    proc = run(script, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:") and not proc.stderr.strip(), proc.stderr
+
+
+def test_user_kernel_example_compiles_without_a_gpu():
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
+    proc = run("my_kernel.py", "--arch", "sm_90", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4 and all(" sm_90: " in l and " registers, " in l for l in lines), proc.stdout
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))
@@ -67,11 +84,6 @@ def test_with_gpu_every_variant_correct(script, dtype):
     assert "all variants correct" in proc.stdout and "FAIL" not in proc.stdout
 
 
-def test_user_kernel_example_without_gpu():
-    proc = run("my_kernel.py", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "GPU" in proc.stderr
-
-
 @pytest.mark.gpu
 def test_user_kernel_example():
     proc = run("my_kernel.py")
@@ -95,6 +107,37 @@ def test_committed_notebook_ran_clean_on_a_gpu():
     first = "".join(t for o in code[0]["outputs"] for t in o.get("text", []))
     assert "cuda:0" in first and "compute capability" in first, "the first cell must name the GPU it ran on"
     assert any("image/png" in o.get("data", {}) for c in code for o in c["outputs"]), "no benchmark plot"
+
+
+def test_notebook_shows_no_machine_path_and_uses_public_commands_only():
+    text = NOTEBOOK.read_text()
+    assert not re.findall(r"(?<![\w.~$])/(?:root|home|tmp|Users|work|var/folders)/[^\s\"']*", text)
+    for internal in ("cupy_ops.__main__", ".suite.", "suite.run", "from cupy_ops.bench import suite"):
+        assert internal not in text, internal
+
+
+def test_notebook_runner_runs_shell_lines_and_keeps_machine_paths_out(tmp_path):
+    """tools/run_notebook.py: ``!command`` lines as IPython runs them (``{name}`` expanded,
+    ``python`` this interpreter), a failing one fails its cell; the outputs carry no path of
+    this machine."""
+    import json
+
+    notebook = tmp_path / "nb.ipynb"
+    cells = [["import os, tempfile", "folder = tempfile.mkdtemp()",
+              "!python -c \"import sys; print('argv', sys.argv[1:])\" {folder}", "print(os.getcwd())",
+              "print(os.path.expanduser('~/x'))"],
+             ["!python -c \"raise SystemExit(3)\""]]
+    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "\n".join(c)}
+        for c in cells]}))
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(notebook)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "FAILED" in proc.stdout, proc.stdout + proc.stderr
+    first, second = [c["outputs"] for c in json.loads(notebook.read_text())["cells"]]
+    text = "".join(first[0]["text"])
+    assert re.fullmatch(r"argv \['\$TMPDIR/[^/']+'\]\n\.\n~/x\n", text), text
+    assert second[-1]["output_type"] == "error" and "exit status 3" in second[-1]["evalue"]
+    assert str(tmp_path) not in notebook.read_text()
 
 
 @pytest.mark.gpu

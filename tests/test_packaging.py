@@ -1,6 +1,7 @@
 """Packaging: the wheel carries cuda_src and finds it installed outside the repository;
 importing cupy_ops compiles nothing (and does not even import CuPy)."""
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -67,3 +68,16 @@ def test_wheel_carries_license_and_py_typed(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "cupy_ops/py.typed" in names
     assert any(n.endswith("LICENSE") for n in names), names
+
+
+def test_wheel_long_description_has_no_relative_link(wheel):
+    """A package index shows the long description away from the repository: a relative link
+    (README's docs/ pages, its plot) would lead nowhere there."""
+    with zipfile.ZipFile(wheel) as z:
+        metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    description = metadata.split("\n\n", 1)[1]
+    assert "cupy_ops" in description and "NVRTC" in description
+    assert "](docs/" not in description
+    links = re.findall(r"\]\(([^)]*)\)", description) + re.findall(r"""src=["']([^"']*)""", description)
+    assert all(re.match(r"https?://", link) for link in links), links
+

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (the device tool): full pytest (which executes the quickstart notebook:
-# $OUT/quickstart.ipynb is the executed copy to commit), the examples, the benchmarks (table,
-# JSON and plot) and the first-call figures. Logs go to $OUT (or ./gpu_out).
+# Run on a GPU machine: full pytest (which executes the quickstart notebook: $OUT/quickstart.ipynb
+# is the executed copy to commit), the examples, the benchmarks (table, JSON lines and plot) and
+# the first-call figures. Logs go to $OUT (or ./gpu_out).
 # Usage: bash tools/gpu_suite.sh [tests|examples|bench|first_call|all]...
 # Wheels the GPU machine lacks (hypothesis, ...) are installed from ./.whl when it exists.
 # CUPY_OPS_COMMIT names the commit in the result files: set it from your own checkout
-# (CUPY_OPS_COMMIT=$(git rev-parse --short HEAD), expanded before the command is sent), as a
-# synced copy's git metadata may be older than its files (session 8: it said the session start).
-# PYTEST_TARGETS (default: tests) picks what `tests` runs, e.g. half of the files when one call
-# of the device tool (10 minutes) cannot hold the whole suite: on 2 x H100 it took 560 s after
-# the warm step (session 7). The 20 slowest tests are listed at the end of pytest.log.
+# (CUPY_OPS_COMMIT=$(git rev-parse --short HEAD), expanded before the command is sent), as the
+# git metadata of a synced copy can be older than its files.
+# PYTEST_TARGETS (default: tests) picks what `tests` runs, e.g. half of the files where one
+# command may run only 10 minutes: the whole suite takes ~560 s on 2 x H100 after the warm step.
+# The 20 slowest tests are listed at the end of pytest.log.
 set -uo pipefail
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -24,7 +24,7 @@ rc=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
 # every kernel variant compiled up front, in parallel: a fresh machine otherwise spends most of
-# a full pytest in NVRTC, one variant at a time (session 6: past the 10-minute limit)
+# a full pytest in NVRTC, one variant at a time (past 10 minutes on an H100)
 python3 -m cupy_ops warm --jobs 16 || rc=1
 for step in $what; do
   case $step in
@@ -38,7 +38,7 @@ for step in $what; do
     first_call|all)
       python3 -m cupy_ops.bench.first_call --json "$OUT/first_call.json" 2>&1 | tee "$OUT/first_call.log" || rc=1 ;;&
     bench|all)
-      python3 -m cupy_ops.bench --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
+      python3 -m cupy_ops.bench --json "$OUT/bench.jsonl" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
   esac
 done
 exit $rc

@@ -6,8 +6,11 @@ traceback, and the script exits 1.
     python tools/run_notebook.py examples/quickstart.ipynb [--out PATH]
 
 Why not nbclient: it needs a Jupyter kernel (ipykernel, pyzmq, tornado, IPython and a dozen
-more), which the GPU machine does not carry; the notebook uses no IPython magics, so running
-its cells with ``exec`` in one namespace is the same program.
+more), which the GPU machine does not carry. The one IPython syntax the notebook uses is the
+shell line, ``!command``, run here as IPython runs it (``{name}`` replaced by that variable's
+value; a leading ``python`` is this interpreter), except that a command exiting non-zero
+fails its cell. The saved outputs carry no path of the machine that ran them: the working
+folder reads ``.``, the home folder ``~`` and the temporary folder ``$TMPDIR``.
 """
 from __future__ import annotations
 
@@ -17,7 +20,12 @@ import base64
 import contextlib
 import io
 import json
+import os
+import re
+import shlex
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -45,9 +53,50 @@ def _figures() -> list[dict]:
     return out
 
 
+_SHELL = re.compile(r"^(\s*)!(.*)$", re.MULTILINE)
+
+
+def _shell(command: str, namespace: dict) -> None:
+    """A ``!command`` line: its output goes to the cell's streams; a non-zero exit raises."""
+    command = re.sub(r"\{(\w+)\}", lambda m: shlex.quote(str(namespace[m.group(1)])), command.strip())
+    command = re.sub(r"^python3?(?=\s|$)", shlex.quote(sys.executable), command)
+    proc = subprocess.run(command, shell=True, capture_output=True, text=True)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, command)
+
+
+def _python(code: str) -> str:
+    """The cell with each ``!command`` line turned into a call of ``_shell``."""
+    return _SHELL.sub(lambda m: f"{m.group(1)}__notebook_shell__({m.group(2)!r}, globals())", code)
+
+
+def _scrub(text: str) -> str:
+    """``text`` with this machine's working, home and temporary folders written as ., ~ and $TMPDIR."""
+    for folder, name in ((os.getcwd(), "."), (os.path.expanduser("~"), "~"), (tempfile.gettempdir(), "$TMPDIR"),
+                         ("/tmp", "$TMPDIR")):
+        if folder and folder != "/":
+            text = re.sub(re.escape(folder.rstrip("/")) + r"(?=/|\b|$)", lambda _m: name, text)
+    return text
+
+
+def _scrubbed(outputs: list[dict]) -> list[dict]:
+    for o in outputs:
+        for key in ("text", "traceback"):
+            if key in o:
+                o[key] = [_scrub(line) for line in o[key]]
+        if "evalue" in o:
+            o["evalue"] = _scrub(o["evalue"])
+        if "text/plain" in o.get("data", {}):
+            o["data"]["text/plain"] = [_scrub(line) for line in o["data"]["text/plain"]]
+    return outputs
+
+
 def run_cell(code: str, namespace: dict) -> tuple[list[dict], bool]:
     """Run one cell; return its outputs and whether it succeeded."""
-    tree = ast.parse(code)
+    namespace.setdefault("__notebook_shell__", _shell)
+    tree = ast.parse(_python(code))
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
@@ -74,7 +123,7 @@ def run_cell(code: str, namespace: dict) -> tuple[list[dict], bool]:
     elif value is not None:
         outputs.append({"output_type": "execute_result", "metadata": {}, "execution_count": None,
                         "data": {"text/plain": _lines(repr(value))}})
-    return outputs, ok
+    return _scrubbed(outputs), ok
 
 
 def main(argv=None) -> int:

@@ -1,28 +1,36 @@
-"""What a result file records about where it was measured: commit, GPU, driver and versions."""
+"""What a result file records about where it was measured: commit, date, GPU, driver and versions."""
 from __future__ import annotations
 
 import os
 import platform
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
 
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+
+
 def _commit() -> str:
-    """HEAD of the checkout (and whether it has changes), or ``$CUPY_OPS_COMMIT`` when set: a
-    copy of the tree whose git metadata is not its own (a synced GPU machine) says so there."""
+    """HEAD of the checkout (short, and whether it has changes), or ``$CUPY_OPS_COMMIT`` when
+    set: a copy of the tree whose git metadata is not its own (a synced GPU machine) says so there."""
     if os.environ.get("CUPY_OPS_COMMIT"):
         return os.environ["CUPY_OPS_COMMIT"]
     root = Path(__file__).resolve().parents[2]
+    unknown = "unknown (not a git checkout)"
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        # an installed package may sit inside another repository (a virtualenv in a project)
+        top = _git(root, "rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != root:
+            return unknown
+        sha = _git(root, "rev-parse", "--short", "HEAD")
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
-        return "unknown (not a git checkout)"
-    return (sha + (" + uncommitted changes" if dirty else "")) if sha else "unknown (not a git checkout)"
+        return unknown
+    return (sha + (" + uncommitted changes" if dirty else "")) if sha else unknown
 
 
 def _driver() -> str:
@@ -56,13 +64,14 @@ def _nvrtc_version() -> str:
 
 
 def environment(device: int = 0) -> dict:
-    """Commit, GPU (name, SMs), driver, CUDA, torch, CuPy, NVRTC, Python and cupy_ops versions.
+    """Commit, date (UTC), GPU (name, SMs), driver, CUDA, torch, CuPy, NVRTC, Python and cupy_ops versions.
 
     Works without a GPU or CuPy: the missing parts read "none" / "not installed".
     """
     import cupy_ops
 
-    env = {"commit": _commit(), "gpu": "none", "sm_count": 0, "capability": "none", "driver": _driver(),
+    env = {"commit": _commit(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "gpu": "none",
+           "sm_count": 0, "capability": "none", "driver": _driver(),
            "cuda": torch.version.cuda or "none (CPU-only torch)", "torch": torch.__version__,
            "cupy": _cupy_version(), "nvrtc": _nvrtc_version(), "cupy_ops": cupy_ops.__version__,
            "python": platform.python_version()}
@@ -74,7 +83,10 @@ def environment(device: int = 0) -> dict:
 
 
 def describe(env: dict) -> str:
-    """One line for the top of a result file."""
-    return (f"{env['gpu']} ({env['sm_count']} SMs, sm_{env['capability'].replace('.', '')}), driver {env['driver']}; "
-            f"torch {env['torch']} (CUDA {env['cuda']}), CuPy {env['cupy']}, NVRTC {env['nvrtc']}; "
-            f"cupy_ops {env['cupy_ops']} at commit {env['commit']}")
+    """One line for the top of a result file (of a read one too: a field it lacks reads "?")."""
+    e = {k: "?" for k in ("gpu", "sm_count", "capability", "driver", "torch", "cuda", "cupy", "nvrtc", "cupy_ops",
+                          "commit")}
+    e.update({k: v for k, v in env.items() if v is not None})
+    return (f"{e['gpu']} ({e['sm_count']} SMs, sm_{str(e['capability']).replace('.', '')}), driver {e['driver']}; "
+            f"torch {e['torch']} (CUDA {e['cuda']}), CuPy {e['cupy']}, NVRTC {e['nvrtc']}; "
+            f"cupy_ops {e['cupy_ops']} at commit {e['commit']}" + (f", {env['date']}" if env.get("date") else ""))

@@ -10,8 +10,9 @@ once).
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -209,7 +210,7 @@ def _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds):
 
 # GPU work before the first timed case, so that it runs at the clocks the later ones see: a
 # fresh H100 machine idles at 345 MHz, and the first rows of a bench started on one spread 3x
-# (torch fp32 1024^3: p20 0.086 ms, p80 0.239; session 8).
+# (torch fp32 1024^3: p20 0.086 ms, p80 0.239).
 SPIN_UP_SECONDS = 2.0
 
 
@@ -240,10 +241,9 @@ def _ratio(a: Stats | None, b: Stats | None) -> str:
 
 # A time whose 80th percentile is more than SPREAD_FLAG x its 20th is marked "~" in the tables:
 # the GPU's speed changed during its runs (clocks, another process, a slow host), so its median
-# and the ratios built on it are less sure. H100 runs of the whole bench (session 15): on a
-# quiet machine 2 of 136 times spread more than 1.25x (bench_h100_session15_run2.json; median
-# spread 1.025x), on a noisy one 12 (bench_h100_session15.json, up to 3.4x); a row whose
-# torch eager time is marked has its "vs eager" ratio marked too.
+# and the ratios built on it are less sure. Whole-bench runs on an H100: on a quiet machine 2
+# of 136 times spread more than 1.25x (median spread 1.025x), on a noisy one 12 (up to 3.4x); a
+# row whose torch eager time is marked has its "vs eager" ratio marked too.
 SPREAD_FLAG = 1.25
 SPREAD_NOTE = (f"~ p80 / p20 above {SPREAD_FLAG}x (this time, or torch eager's for the ratio): the GPU's speed "
                "changed during its runs; re-run before quoting it")
@@ -292,19 +292,6 @@ def format_rows(rows: list[Row]) -> str:
     if any(" ~" in str(c) for l in lines for c in l):
         out.append(SPREAD_NOTE)
     return "\n".join(out)
-
-
-def to_json(rows: list[Row], extra: dict) -> dict:
-    return {**extra, "rows": [asdict(r) for r in rows]}
-
-
-def rows_from_json(data: dict) -> list[Row]:
-    """The rows of a ``--json`` result file (``to_json``), for redrawing its plot."""
-    rows = []
-    for r in data["rows"]:
-        variants = [Variant(**{**v, "stats": Stats(**v["stats"]) if v.get("stats") else None}) for v in r["variants"]]
-        rows.append(Row(**{**r, "variants": variants, "copy": Stats(**r["copy"]) if r.get("copy") else None}))
-    return rows
 
 
 def _plotted(row: Row, variant: Variant) -> bool:
@@ -363,13 +350,86 @@ def log_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def format_markdown(rows: list[Row], gpu: str) -> str:
-    """The table for README.md: one line per (case, cupy_ops variant) with torch beside it."""
-    out = [f"Measured on {gpu} (ms: median; speedups: torch time / cupy_ops time, same process).", "",
-           "| problem | dtype | shape | cupy_ops variant | ms | torch eager ms | torch.compile ms | "
+ELEMENTWISE = ("relu", "relu_div")
+GEMM_PROBLEMS = ("matmul", "linear_relu_div")
+
+# Datasheet dense peak TFLOP/s per GPU (name as torch reports it) and dtype, for "% peak";
+# H100 SXM and H200 have the same GH100 compute. A GPU not listed gets "-".
+PEAK_TFLOPS = {"H100 80GB HBM3": {"float32": 67, "tf32": 495, "bfloat16": 989, "float16": 989},
+               "H200": {"float32": 67, "tf32": 495, "bfloat16": 989, "float16": 989}}
+
+
+def _peak(gpu: str | None, dtype: str) -> float | None:
+    return next((peaks.get(dtype) for name, peaks in PEAK_TFLOPS.items() if gpu and name in gpu), None)
+
+
+def _variant_text(problem: str, name: str) -> str:
+    """README's wording of a variant: "cupy_ops fused wgmma (auto)" -> "fused (wgmma; auto)"."""
+    if name.startswith("cuBLAS"):
+        return "cuBLAS + `relu_div`"
+    family = name.replace("cupy_ops", "").replace("fused", "").strip().replace(" (auto)", "; auto")
+    return f"`matmul` ({family})" if problem == "matmul" else f"fused ({family})"
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.4f}" if ms < 100 else f"{ms:.1f}"
+
+
+def _where(env: dict) -> str:
+    """"NVIDIA H100 80GB HBM3, commit ba22bcd (2026-11-27)": the GPU and the runs of a table."""
+    runs = env.get("runs") or [(env.get("commit"), env.get("date"))]
+    text = ", ".join(f"{c} ({d})" if d else str(c) for c, d in runs)
+    return f"{env.get('gpu')}, commit{'s' if len(runs) > 1 else ''} {text}"
+
+
+def format_gemm_markdown(rows: list[Row], env: dict) -> str:
+    """README's matrix-ops table, under a line saying where it was measured (``env``: gpu,
+    commit, date, or ``runs``: [(commit, date)]): one line per GEMM case and plotted cupy_ops
+    variant (``_plotted``: the family "auto" picks, fp16x3 / 3xTF32, cuBLAS + relu_div), the
+    fastest first; "% peak" of the GPU's datasheet peak for the dtype (``PEAK_TFLOPS``); "~"
+    as in ``format_rows``."""
+    gpu = env.get("gpu")
+    order = {p: i for i, p in enumerate(GEMM_PROBLEMS)}
+    dtypes = {d: i for i, d in enumerate(("float32", "bfloat16", "float16", "tf32"))}
+    cases = sorted((r for r in rows if r.problem in order),
+                   key=lambda r: (order[r.problem], dtypes.get(r.dtype, len(dtypes)), -r.flops))
+    table = ["| problem | dtype | shape (MxKxN) | cupy_ops | ms | TFLOP/s | % peak | torch eager ms | vs torch |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in cases:
+        eager = r.get("torch eager")
+        es = eager.stats if eager and eager.stats else None
+        peak = _peak(gpu, r.dtype)
+        for v in sorted((v for v in r.variants if _plotted(r, v)), key=lambda v: v.stats.median):
+            ms = v.stats.median
+            tflops = r.flops / ms / 1e9
+            table.append("| " + " | ".join([
+                r.problem, r.dtype, r.shape, _variant_text(r.problem, v.name), _mark(_ms(ms), v.stats),
+                f"{tflops:.1f}", f"{100 * tflops / peak:.0f}" if peak else "-",
+                _mark(_ms(es.median), es) if es else "-",
+                _mark(_ratio(v.stats, es), v.stats, es) if es else "-"]) + " |")
+    peaks = next((p for name, p in PEAK_TFLOPS.items() if gpu and name in gpu), None)
+    head = (f"{_where(env)}; `tf32`: float32 with TF32 allowed for both; \"auto\": the family `algo=\"auto\"` "
+            "picks")
+    if peaks:
+        head += (f"; \"% peak\" of the dtype's dense peak ({peaks['float32']} TFLOP/s fp32, {peaks['tf32']} TF32, "
+                 f"{peaks['bfloat16']} bf16 / fp16)")
+    head += "."
+    if any(" ~" in line for line in table):
+        head += f" `~`{SPREAD_NOTE[1:]}."
+    # wrapped as README's prose is
+    head = textwrap.fill(head, width=100, break_long_words=False, break_on_hyphens=False)
+    return "\n".join([head, ""] + table)
+
+
+def format_elementwise_markdown(rows: list[Row]) -> str:
+    """README's elementwise table: one line per (case, cupy_ops variant), torch eager and
+    torch.compile beside it, the share of a device-to-device copy's bandwidth."""
+    out = ["| problem | dtype | shape | cupy_ops variant | ms | torch eager ms | torch.compile ms | "
            "% of copy BW | TFLOP/s | vs eager | vs compile | exact |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r.problem not in ELEMENTWISE:
+            continue
         eager, comp = r.get("torch eager"), r.get("torch.compile")
         for v in r.variants:
             if v.name in ("torch eager", "torch.compile") or v.error or not v.stats:
@@ -385,6 +445,12 @@ def format_markdown(rows: list[Row], gpu: str) -> str:
                 _mark(_ratio(v.stats, es), v.stats, es) if es else "-",
                 _mark(_ratio(v.stats, cs), v.stats, cs) if cs else "-",
                 "yes" if v.bitwise_equal else f"max err {v.max_abs_error:.1e}"]) + " |")
-    if any(" ~" in line for line in out[4:]):
-        out += ["", SPREAD_NOTE]
     return "\n".join(out)
+
+
+def format_markdown(rows: list[Row], env: dict) -> str:
+    """The README table of ``rows`` (``--markdown``): the matrix-ops table when they hold a
+    GEMM case, else the elementwise one (``--problem`` picks the cases)."""
+    if any(r.problem in GEMM_PROBLEMS for r in rows):
+        return format_gemm_markdown(rows, env)
+    return format_elementwise_markdown(rows)

@@ -25,11 +25,17 @@ class Stats:
         return f"{self.median:.4f} ms (p20 {self.p20:.4f}, p80 {self.p80:.4f}, {self.runs} runs)"
 
 
-def gpu_problem() -> str | None:
-    """None when a CUDA GPU and CuPy are usable, else one sentence saying what is missing."""
+# What works on a machine without a GPU: NVRTC compiles for any architecture on the CPU.
+OFFLINE = ("`python -m cupy_ops compile --arch sm_90 [YOUR.cu]` (in Python `Kernel.compile_offline(\"sm_90\")`) "
+           "compiles the kernels and reports their registers and spills")
+
+
+def gpu_problem(offline: str = OFFLINE) -> str | None:
+    """None when a CUDA GPU and CuPy are usable, else one sentence saying what is missing
+    (and, without a GPU, ``offline``: what still works)."""
     if not torch.cuda.is_available():
         return ("No usable CUDA GPU: torch.cuda.is_available() is False on this machine, "
-                "and cupy_ops kernels run only on NVIDIA GPUs.")
+                f"and cupy_ops kernels run only on NVIDIA GPUs; without one, {offline}.")
     try:
         import cupy  # noqa: F401
     except ImportError as exc:
@@ -97,7 +103,7 @@ def time_cuda_interleaved(fns: dict, *, warmup: int = 3, runs: int = 100, rounds
     """``time_cuda`` of several functions against each other: ``{name: Stats}``. The runs
     are taken in ``rounds`` rounds, each timing every function ``runs / rounds`` times in
     turn, so a drift of the GPU's clocks during the measurement falls on all of them alike;
-    timed one after another, it fell on whichever ran then (H100, session 8: rows timed after
+    timed one after another, it fell on whichever ran then (H100: rows timed after
     a slow kernel spread 1.1-3x between their 20th and 80th percentiles). ``max_seconds`` is
     per function, over all rounds (a function past it sits out the later rounds once it has
     ``min_runs`` runs)."""

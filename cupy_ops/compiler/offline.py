@@ -48,10 +48,13 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     if target is None:
         return [OfflineResult(source.name, e, arch, True, skipped=f"built for {source.arch} only") for e in exprs]
     r = nvrtc.compile(source.text(), source.name, exprs, source.options(target) + ("-Xptxas=-v",))
+    # NVRTC's log is a C string: CuPy's binding keeps its terminating NUL (NVRTC 13.5: on a
+    # log with ptxas's report), which would end every log shown or compared
+    log = r.log.rstrip("\0")
     if not r.ok:
-        return [OfflineResult(source.name, e, target, False, log=r.log) for e in exprs]
+        return [OfflineResult(source.name, e, target, False, log=log) for e in exprs]
     by_lowered = {name: e for e, name in r.lowered.items()}
-    results = _parse_ptxas(source.name, target, r.log, by_lowered)
+    results = _parse_ptxas(source.name, target, log, by_lowered)
     info = {by_lowered[name]: v for name, v in _cubin_resources(r.image).items() if name in by_lowered}
     for res in results:
         if res.registers is None and res.expr in info:

@@ -1,0 +1,138 @@
+"""Benchmark result files: JSON lines, one measurement a line (``python -m cupy_ops.bench
+--json PATH``; ``--from-json PATH`` reads them back).
+
+Every line is one (problem, dtype, shape, variant) time of one run and carries where it was
+measured (commit, date, GPU, driver, torch, CuPy, NVRTC, ...), so a line quoted alone still
+says so. ``ratio`` is torch eager's median over this one's, timed in the same run (above 1:
+faster than torch); ``spread`` marks a time whose 80th percentile exceeds ``suite.SPREAD_FLAG``
+x its 20th, ``ratio_spread`` a ratio built on such a time (the tables' ``~``). The copy
+baseline of a bandwidth-bound case is the variant ``"d2d copy"``; the host overhead per eager
+call, the problem ``"host_overhead"``. The older single-JSON files (``{"environment", "rows"}``)
+are read too.
+"""
+from __future__ import annotations
+
+import json
+
+from .suite import Row, Variant, spread
+from .timing import Stats
+
+# The environment fields of every line, in this order.
+ENV_KEYS = ("commit", "date", "gpu", "driver", "torch", "cupy", "nvrtc", "cuda", "capability", "sm_count",
+            "cupy_ops", "python")
+COPY = "d2d copy"
+HOST = "host_overhead"
+HOST_NUMEL = 4096   # the input of the host-overhead figures (bench.host's default)
+
+
+class ResultFileError(ValueError):
+    """A file that is not a benchmark result file (neither JSON lines nor the older JSON)."""
+
+
+def to_records(rows: list[Row], env: dict, host: dict | None = None, *, runs: int | None = None,
+               max_seconds: float | None = None) -> list[dict]:
+    """One dict per measurement of ``rows`` (and of ``host``: ``{expression: us}``), each with
+    ``env``'s fields (``ENV_KEYS``). ``runs`` / ``max_seconds``: the run's budget per variant."""
+    base = {k: env.get(k) for k in ENV_KEYS}
+    out = []
+    for r in rows:
+        eager = r.get("torch eager")
+        es = eager.stats if eager else None
+        measured = [(v.name, v.stats, v) for v in r.variants] + ([(COPY, r.copy, None)] if r.copy else [])
+        for name, s, v in measured:
+            out.append({**base, "problem": r.problem, "dtype": r.dtype, "shape": r.shape, "variant": name,
+                        "ms": s.median if s else None, "p20": s.p20 if s else None, "p80": s.p80 if s else None,
+                        "runs": s.runs if s else None,
+                        "ratio": es.median / s.median if s and es and s.median else None,
+                        "spread": spread(s), "ratio_spread": bool(s and es and (spread(s) or spread(es))),
+                        "bytes": r.bytes, "flops": r.flops,
+                        "max_abs_error": v.max_abs_error if v else None,
+                        "bitwise_equal": v.bitwise_equal if v else None, "error": v.error if v else None,
+                        "scaled_from": r.scaled_from, "runs_max": runs, "max_seconds": max_seconds})
+    for name, us in (host or {}).items():
+        out.append({**base, "problem": HOST, "dtype": "float32", "shape": str(HOST_NUMEL), "variant": name,
+                    "ms": us / 1e3, "p20": None, "p80": None, "runs": None, "ratio": None, "spread": False,
+                    "ratio_spread": False, "bytes": None, "flops": None, "max_abs_error": None,
+                    "bitwise_equal": None, "error": None, "scaled_from": None, "runs_max": None,
+                    "max_seconds": None})
+    return out
+
+
+def write(path, records: list[dict]) -> None:
+    with open(path, "w") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+
+
+def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
+    """``(rows, environment, host overhead {expression: us})`` of a file's lines. A later line
+    of the same (problem, dtype, shape, variant) replaces an earlier one, so a re-run of a few
+    cases can be appended; the environment is the last line's, with ``runs``: every
+    (commit, date) of the lines in order."""
+    rows: dict[tuple, Row] = {}
+    host: dict[str, float] = {}
+    env: dict = {}
+    runs: dict[tuple, None] = {}
+    for rec in records:
+        if not isinstance(rec, dict):
+            raise ResultFileError(f"a line holds {type(rec).__name__}, not an object")
+        try:
+            env = {k: rec.get(k) for k in ENV_KEYS}
+            runs[rec.get("commit"), rec.get("date")] = None
+            if rec["problem"] == HOST:
+                host[rec["variant"]] = rec["ms"] * 1e3
+                continue
+            key = (rec["problem"], rec["dtype"], rec["shape"])
+            if key not in rows:
+                rows[key] = Row(*key, rec["bytes"], rec["flops"], rec.get("scaled_from"))
+            row = rows[key]
+            stats = Stats(rec["ms"], rec["p20"], rec["p80"], rec["runs"]) if rec["ms"] is not None else None
+        except KeyError as exc:
+            raise ResultFileError(f"a line has no {exc} field") from None
+        if rec["variant"] == COPY:
+            row.copy = stats
+            continue
+        variant = Variant(rec["variant"], stats, rec.get("max_abs_error"), rec.get("bitwise_equal"), rec.get("error"))
+        names = [v.name for v in row.variants]
+        if variant.name in names:
+            row.variants[names.index(variant.name)] = variant
+        else:
+            row.variants.append(variant)
+    return list(rows.values()), {**env, "runs": list(runs)}, host
+
+
+def _from_old_json(data: dict) -> tuple[list[Row], dict, dict]:
+    rows = []
+    for r in data["rows"]:
+        variants = [Variant(**{**v, "stats": Stats(**v["stats"]) if v.get("stats") else None}) for v in r["variants"]]
+        rows.append(Row(**{**r, "variants": variants, "copy": Stats(**r["copy"]) if r.get("copy") else None}))
+    return rows, dict(data.get("environment") or {}), dict(data.get("host_overhead_us") or {})
+
+
+def read(path) -> tuple[list[Row], dict, dict]:
+    """``(rows, environment, host overhead)`` of a result file. Raises ``OSError`` when it
+    cannot be read and ``ResultFileError`` when it is not a result file."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    try:
+        if isinstance(whole, dict) and "rows" in whole:
+            return _from_old_json(whole)
+        records = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ResultFileError(f"line {i} is not JSON ({exc.msg})") from None
+        if not records:
+            raise ResultFileError("it holds no measurement")
+        return from_records(records)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ResultFileError):
+            raise
+        raise ResultFileError(f"{type(exc).__name__}: {exc}") from None
+
