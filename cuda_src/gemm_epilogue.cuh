@@ -1,6 +1,6 @@
 // Epilogues of the GEMM kernels: functors applied to each fp32 (fp64) accumulator with its
 // output column n before the store. The host names one by its tag, the last template argument
-// of every GEMM kernel (cupy_ops/ops/gemm_plan.py EPILOGUES); every kernel takes the same
+// of every GEMM kernel (cupy_ops/ops/gemm/common.py EPILOGUES); every kernel takes the same
 // two arguments for it, (bias, scale), unused by EpiNone. epi(v, n) = epi.apply(v,
 // epi.column(n)): the Hopper kernels read a round of columns' parameters first, cooperatively
 // (gemm_wgmma.cuh epi_columns), then apply them; COLUMNS says whether there are any to read.
@@ -11,6 +11,16 @@ struct EpiNone;            // matmul: the product as is
 struct EpiBiasReluScale;   // linear_relu_div: relu(v + bias[n]) * scale
 
 template <class T, class Tag> struct Epilogue;
+
+// The host's double scale in the compute type, exactly: the default conversion under -ftz=true
+// flushes a subnormal fp32 scale (|divisor| > 2^126) to 0, where torch multiplies by it.
+template <class Acc> __device__ __forceinline__ Acc scale_from(double s);
+template <> __device__ __forceinline__ float scale_from<float>(double s) {
+  float r;
+  asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(s));
+  return r;
+}
+template <> __device__ __forceinline__ double scale_from<double>(double s) { return s; }
 
 template <class T>
 struct Epilogue<T, EpiNone> {
@@ -31,7 +41,7 @@ struct Epilogue<T, EpiBiasReluScale> {
   static constexpr bool COLUMNS = true;
   const Bits* bias;
   Acc scale;
-  __device__ __forceinline__ Epilogue(const Bits* b, double s) : bias(b), scale((Acc)s) {}
+  __device__ __forceinline__ Epilogue(const Bits* b, double s) : bias(b), scale(scale_from<Acc>(s)) {}
   // column n's bias; -0.0 without one (nn.Linear(bias=False)): x + -0.0 is x for every x,
   // -0.0 and NaN included, so apply adds unconditionally (no branch per value) and torch's
   // -0.0 stays -0.0

@@ -4,26 +4,27 @@ Kernels are CUDA C (``cuda_src/``) compiled at run time by NVRTC through CuPy, l
 zero-copy on torch tensors on torch's current stream. Importing this package compiles
 nothing and does not import CuPy; the first launch of a kernel variant compiles it.
 
-Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64), differentiable and
-torch.compile-able (as the ``cupy_ops::*`` custom ops):
+Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64), differentiable in both modes,
+vmap-able and torch.compile-able (as the ``torch.ops.cupy_ops.*`` ops):
     relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
-    matmul(a, b), linear_relu_div(x, weight, bias, divisor)
+    matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor)
 Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
-Your own kernels: ``cupy_ops.Kernel(source, name)``.
+Your own kernels: ``cupy_ops.Kernel(source, name)``; your own torch ops: ``cupy_ops.op``.
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
 import torch as _torch
 
 if tuple(int(p) for p in _torch.__version__.split(".")[:2]) < (2, 4):
-    raise ImportError(f"cupy_ops needs torch >= 2.4 (torch.library.custom_op), found torch {_torch.__version__}; "
+    raise ImportError(f"cupy_ops needs torch >= 2.4 (the op registration it uses), found torch {_torch.__version__}; "
                       "upgrade torch")
 
-from .api import gemm_plan, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 from .compiler import KernelCompileError
 from .kernel import Kernel
 from .launch import cdiv
+from .op import Op, like, op
+from .ops import gemm_plan, linear_relu, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 
 __version__ = "0.1.0"
-__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu_div", "gemm_plan", "Kernel",
-           "KernelCompileError", "cdiv"]
+__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu", "linear_relu_div", "gemm_plan",
+           "Kernel", "KernelCompileError", "cdiv", "op", "like", "Op"]

@@ -149,11 +149,12 @@ def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> None:
+def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = ()) -> None:
     """``out=`` (or ``x`` of an in-place form) may receive the result of ``op_name`` on ``x``
     (and the other tensors it reads, ``inputs``), as torch's TensorIterator allows:
 
-    - type, dtype, shape and device of ``out`` (``TypeError`` / ``ValueError``);
+    - type, dtype, shape and device (``device``; None: not checked) of ``out`` (``TypeError`` /
+      ``ValueError``);
     - no element of ``out`` written twice (a broadcast ``out``), no partial overlap of ``out``
       with anything the op reads (full overlap, in place, is fine): ``RuntimeError`` with
       torch's message;
@@ -167,7 +168,8 @@ def out(out, x: torch.Tensor, device: int, op_name: str, inputs: tuple = ()) -> 
     same_dtype("out", out, "x", x)
     if out.shape != x.shape:
         raise ValueError(f"out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
-    same_device("out", out, "x", device)
+    if device is not None:
+        same_device("out", out, "x", device)
     if torch.is_grad_enabled():
         if out is x and (x.requires_grad or any(t.requires_grad for t in inputs)):
             if x.requires_grad and x.is_leaf:
@@ -193,7 +195,7 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
     if isinstance(d, torch.Tensor):
         if d.numel() != 1:
             raise ValueError(f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(d.shape)}")
-        if d.is_complex() or d.dtype == torch.bool:
+        if d.is_complex():
             raise TypeError(f"divisor must be a real number, got a tensor of dtype {d.dtype}")
         if d.is_cuda:
             if not cuda_ok:
@@ -205,7 +207,7 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
             raise ValueError(f"divisor on the CPU must be a 0-dim tensor (as torch requires with a CUDA x), got "
                              f"shape {tuple(d.shape)}; use divisor.reshape(()) or move it to x's device")
         return
-    if isinstance(d, bool) or not isinstance(d, numbers.Real):
+    if not isinstance(d, numbers.Real):   # (a bool is one: torch divides by 0 or 1)
         raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(d).__name__}")
     if isinstance(d, numbers.Integral) and not -(2**63) <= d < 2**63:
         raise ValueError(f"divisor must fit in int64 as torch requires of an int, got {d}")

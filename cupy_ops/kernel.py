@@ -307,6 +307,20 @@ class Kernel:
             h = launch.handle(v, device, sig)
         return h
 
+    def _arg_plan(self) -> list[tuple]:
+        """Per parameter, what a launch checks (read once): ``(kind, name, C type, unsigned,
+        pointee dtypes or None, unsigned element size or None, picks the template type)``."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            t_pattern = re.compile(rf"\b{self._template}\b") if self._template else None
+            plan = []
+            for kind, pname, ctype in self.params:
+                base = _base_type(ctype)
+                plan.append((kind, pname, ctype, base in _UNSIGNED, _POINTEES.get(base), _UNSIGNED_SIZES.get(base),
+                             kind == "ptr" and t_pattern is not None and bool(t_pattern.search(ctype))))
+            self._plan = plan
+        return plan
+
     def __call__(self, *args, grid, block, shared_mem: int = 0) -> None:
         """Launch with ``args`` (one per kernel parameter) on torch's current stream.
 
@@ -314,35 +328,33 @@ class Kernel:
         launches nothing. Raises ``TypeError``/``ValueError`` naming the argument that does
         not fit its parameter.
         """
-        params = self.params
-        if len(args) != len(params):
-            names = ", ".join(p for _, p, _ in params)
-            raise TypeError(f"kernel {self.name}({names}) takes {len(params)} arguments, got {len(args)}")
+        plan = self._arg_plan()
+        if len(args) != len(plan):
+            names = ", ".join(p[1] for p in plan)
+            raise TypeError(f"kernel {self.name}({names}) takes {len(plan)} arguments, got {len(args)}")
         grid3, block3 = checks.launch_dims("grid", grid), checks.launch_dims("block", block)
         device, dtype, values = None, None, []
-        t_pattern = re.compile(rf"\b{self._template}\b") if self._template else None
-        for (kind, pname, ctype), a in zip(params, args):
+        for (kind, pname, ctype, unsigned, pointees, usize, picks), a in zip(plan, args):
             if kind != "ptr":
                 values.append(checks.kernel_scalar(self.name, pname, ctype, "f64" if kind == "acc" else kind, a,
-                                                   unsigned=_base_type(ctype) in _UNSIGNED))
+                                                   unsigned=unsigned))
                 continue
             a = checks.kernel_pointer(self.name, pname, ctype, a)
             if a is None:
                 values.append(0)
                 continue
-            base = _base_type(ctype)
-            if base in _POINTEES and a.dtype not in _POINTEES[base]:
+            if pointees is not None and a.dtype not in pointees:
                 raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be a tensor of dtype "
-                                f"{' or '.join(map(str, _POINTEES[base]))}, got {a.dtype}")
-            if base in _UNSIGNED_SIZES and a.element_size() != _UNSIGNED_SIZES[base]:
+                                f"{' or '.join(map(str, pointees))}, got {a.dtype}")
+            if usize is not None and a.element_size() != usize:
                 raise TypeError(f"argument {pname!r} of kernel {self.name} ({ctype}) must be a tensor of "
-                                f"{_UNSIGNED_SIZES[base]}-byte elements, got {a.dtype}")
+                                f"{usize}-byte elements, got {a.dtype}")
             if device is None:
                 device = a.get_device()
             elif a.get_device() != device:
                 raise ValueError(f"argument {pname!r} of kernel {self.name} must be on cuda:{device} like the first "
                                  f"tensor argument, got {a.device}")
-            if t_pattern is not None and t_pattern.search(ctype):
+            if picks:
                 if dtype is None:
                     dtype = a.dtype
                     if dtype not in CUDA_NAMES:

@@ -25,7 +25,7 @@ import torch
 from . import compiler
 
 # Argument kinds of a kernel signature -> struct format of its slot: 8 bytes, or 128 for a
-# TMA tensor map (a CUtensorMap passed by value; see ops/tma.py).
+# TMA tensor map (a CUtensorMap passed by value; see ops/gemm/tma.py).
 SLOTS = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "tmap": "128s"}
 
 
@@ -287,7 +287,7 @@ _libcuda = None
 
 def cuda_fn(name: str, argtypes):
     """libcuda's ``name`` through ctypes, returning a CUresult (int): for the driver calls CuPy
-    does not bind (cluster launches and occupancy here, ``cuTensorMapEncodeTiled`` in ops/tma.py).
+    does not bind (cluster launches and occupancy here, ``cuTensorMapEncodeTiled`` in ops/gemm/tma.py).
     libcuda is loaded already (by torch)."""
     global _libcuda
     if _libcuda is None:
@@ -309,8 +309,7 @@ def _launch_cluster(h: KernelHandle, grid, block, shared_mem: int, stream: int, 
     """``launch``'s cluster path: cuLaunchKernelEx with the cluster dimension as an attribute.
     The Hopper kernels carry no ``__cluster_dims__``: compiled with clusters of 1, the
     K-splitting kernel ran up to 19 % and the swapped TF32 one 10 % slower than with none, and
-    pairs launched this way ran as fast as compiled ones (H100, session 11:
-    benchmarks/results/probe_ksplit_pair_h100_session11.log, probe_cluster_launch_h100_session11.log).
+    pairs launched this way ran as fast as compiled ones (H100, docs/gemm.md#clusters).
     Raises ``RuntimeError`` with the driver's code if the launch fails."""
     global _launch_ex
     if _launch_ex is None:

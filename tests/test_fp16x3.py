@@ -11,7 +11,7 @@ import torch
 import cupy_ops
 from conftest import HOPPER, require_algo
 from cupy_ops.models import linear_relu_div, matmul
-from cupy_ops.ops import gemm, gemm_plan
+from cupy_ops.ops import gemm
 from test_matmul import assert_gemm_close, roundoff
 from test_tf32x3 import torch_fp32
 
@@ -56,7 +56,7 @@ def split_reference(x):
     return hb, lb, e.int()
 
 
-HELD = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # values of a row a split block holds
+HELD = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4   # values of a row a split block holds
 
 
 def operand_rows(layout, rows, K, cuda):
@@ -72,7 +72,7 @@ def operand_rows(layout, rows, K, cuda):
 
 
 # rows of b the N-major split's grids cover before they stride
-NSPLIT_ALL = 65535 * max(gemm_plan.X3H_NSPLIT_ROWS, gemm_plan.X3H_COLMAX_ROWS)
+NSPLIT_ALL = 65535 * max(gemm.geometry.X3H_NSPLIT_ROWS, gemm.geometry.X3H_COLMAX_ROWS)
 
 
 @pytest.mark.parametrize("layout", ["rows", "n-major", "columns"])
@@ -106,10 +106,10 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     assert p.b.prep == ("n-major split" if layout == "n-major" else "transpose" if layout == "columns" and K > 1 else
                         "as is" if K % 4 == 0 else "k-major copy"), p
     if layout == "n-major":
-        pieces, ex = gemm.fp16x3_pieces_n(x.t(), p.b)
+        pieces, ex = gemm.fp16x3.pieces_n(x.t(), p.b)
         pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
     else:
-        pieces, ex = gemm.fp16x3_pieces(x, p.b)
+        pieces, ex = gemm.fp16x3.pieces(x, p.b)
     hb, lb, e = split_reference(x)
     assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
     for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
@@ -195,9 +195,9 @@ def test_operand_layouts_and_nothing_stored_past_m(cuda):
 
 def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
     """ModelNew (level2/63 and level1/1): float32 on Hopper takes fp16x3 from 2^33
-    multiply-adds on, 3xTF32 below (gemm_plan.X3H_MIN_WORK); both pass KernelBench's check."""
-    assert gemm_plan.fp16x3_or_tf32x3(2048, 2048, 2048) == "fp16x3"
-    assert gemm_plan.fp16x3_or_tf32x3(1024, 2048, 2048) == "tf32x3"
+    multiply-adds on, 3xTF32 below (gemm.tables.X3H_MIN_WORK); both pass KernelBench's check."""
+    assert gemm.fp32_accurate(2048, 2048, 2048) == "fp16x3"
+    assert gemm.fp32_accurate(1024, 2048, 2048) == "tf32x3"
     torch.manual_seed(0)
     for M, K, N, algo in ((64, 512, 256, "tf32x3"), (2048, 4096, 2048, "fp16x3")):
         model = linear_relu_div.ModelNew(K, N, 2.0).to(cuda)

@@ -60,7 +60,7 @@ def test_wgmma_algo_errors(cuda):
 def test_tensor_map_rejected_by_the_driver_raises(cuda):
     if not HOPPER:
         pytest.skip("tensor maps need a Hopper GPU (compute capability 9.0)")
-    from cupy_ops.ops import tma
+    from cupy_ops.ops.gemm import tma
 
     t = torch.zeros(64, 64, device=cuda, dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cuTensorMapEncodeTiled failed \(CUresult \d+\) for a 64x64"):
@@ -112,9 +112,9 @@ b = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
 c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
 p = gemm.plan_for(a, b, "EpiNone", "wgmma")
 assert p.cluster == 2, p
-a_map, b_map, keep = gemm._maps(p, a, b)
-h = gemm._handle(p.kernel, 0)
-args = (a_map, b_map, gemm._NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
+a_map, b_map, keep = gemm.wgmma.maps(p, a, b)
+h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, 0)
+args = (a_map, b_map, gemm.wgmma.NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
 launch.launch(h, p.grid, p.block, args, p.smem, cluster=1)   # the pair kernel without its clusters
 try:
     torch.cuda.synchronize()
@@ -155,7 +155,7 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda):
     b = torch.randn(256, 4096, device=cuda, dtype=torch.bfloat16)
     p = gemm.plan_for(a, b, "EpiNone", "wgmma")
     assert p.persistent and p.cluster == 2
-    h = gemm._handle(p.kernel, a.get_device())
+    h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, a.get_device())
     slots = launch.resident_clusters(h, p.cluster, p.block, p.smem)
     assert 1 <= slots <= gemm.device_info(0).sm_count // 2
     assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots   # cached on the handle

@@ -97,10 +97,23 @@ def test_the_compile_layer_imports_nothing_above_it():
 
 
 def test_matmul_and_linear_relu_div_share_the_one_plan():
+    """Both run through the GEMM families' one registry (linear_relu_div's backward is built of
+    matmul, the only reason it imports it)."""
     graph = import_graph()
     mm, lin = graph["cupy_ops.ops.matmul"], graph["cupy_ops.ops.linear_relu_div"]
-    assert "cupy_ops.ops.linear_relu_div" not in mm and "cupy_ops.ops.matmul" not in lin
+    assert "cupy_ops.ops.linear_relu_div" not in mm
     assert "cupy_ops.ops.gemm" in mm and "cupy_ops.ops.gemm" in lin
+
+
+def test_every_builtin_op_is_declared_on_the_op_layer_and_nothing_else_registers_ops():
+    """One declaration per op: the ops modules import the op layer, and no module outside it
+    calls torch.library itself."""
+    graph = import_graph()
+    for name in ("relu", "relu_div", "relu_backward", "matmul", "linear_relu_div"):
+        assert "cupy_ops.op" in graph[f"cupy_ops.ops.{name}"], name
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "op.py":
+            assert "torch.library" not in path.read_text(), path
 
 
 def test_generated_wgmma_header_is_what_its_generator_writes():

@@ -10,7 +10,7 @@ import torch
 
 import cupy_ops
 from conftest import ALL_DTYPES, HOPPER, UNIT_ROUNDOFF, require_algo
-from cupy_ops.ops import gemm, gemm_plan
+from cupy_ops.ops import gemm
 
 pytestmark = pytest.mark.gpu
 
@@ -198,8 +198,8 @@ def test_tensor_core_operand_transpose(dtype, cuda):
     big = torch.randn(300, 200, device=cuda).to(dtype)
     for view in (big.t(), big[3:, 5:].t(), big[:33, :1].t(), big[:1, :77].t(), big[::2, :65].t(),
                  torch.randn(70001, 3, device=cuda).to(dtype).t()):
-        op = gemm_plan.tc_operand(gemm_plan.Matrix.of(view))
-        buf, ld = gemm.tc_operand(view, op), op.ld
+        op = gemm.common.kmajor_operand(gemm.Matrix.of(view))
+        buf, ld = gemm.runtime.prepare(view, op), op.ld
         rows, k = view.shape
         assert ld % (16 // buf.element_size()) == 0 and buf.data_ptr() % 16 == 0
         assert buf.stride(0) == ld and torch.equal(buf[:, :k], view)
@@ -376,7 +376,7 @@ def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     torch.manual_seed(0)
     a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
     w, bias = torch.randn(N, K, device=cuda), torch.randn(N, device=cuda)
-    assert cupy_ops.gemm_plan(a, b, algo="simt").slices > 1 or K < 2 * gemm_plan.SIMT_SPLIT_MIN_K
+    assert cupy_ops.gemm_plan(a, b, algo="simt").slices > 1 or K < 2 * gemm.tables.SIMT_SPLIT_MIN_K
     split = cupy_ops.matmul(a, b, algo="simt")
     assert torch.equal(split, cupy_ops.matmul(a, b, algo="simt"))
     assert_gemm_close(split, a, b)

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from cupy_ops import checks
-from cupy_ops.ops import elementwise, gemm, gemm_plan
+from cupy_ops.ops import elementwise, gemm
 from cupy_ops.ops import divisor as _divisor
-from cupy_ops.ops.gemm_plan import Device, Matrix
+from cupy_ops.ops.gemm import Device, Matrix
 
 
 def plan(n, itemsize, *ptrs):
@@ -81,7 +81,7 @@ def test_is_dense():
 def test_scale_is_the_double_reciprocal_rounded_to_the_compute_type(dtype, d):
     # torch computes t / d as t * (1 / d), the reciprocal taken in double and rounded to the
     # compute type (fp32 for the 16-bit types and float32, fp64 for float64): measured on an
-    # H200 (benchmarks/results/probe_divisor_h200_session4.log). d = 1e-3 tells the rules apart.
+    # H200 (docs/numerics.md#the-divisor). d = 1e-3 tells the rules apart.
     compute = np.float64 if dtype == torch.float64 else np.float32
     assert _divisor.scale_for(d, dtype) == float(compute(np.float64(1.0) / np.float64(d)))
     if d == 1e-3 and dtype != torch.float64:
@@ -110,7 +110,7 @@ def colmajor(r, c, dtype=torch.float32):
 
 
 def gplan(M, K, N, dtype=torch.float32, a=None, b=None, epi="EpiNone", dev=H100, **kw):
-    return gemm_plan.plan(M, N, K, dtype, a or rowmajor(M, K, dtype), b or rowmajor(K, N, dtype), epi, dev, **kw)
+    return gemm.plan(M, N, K, dtype, a or rowmajor(M, K, dtype), b or rowmajor(K, N, dtype), epi, dev, **kw)
 
 
 def test_auto_follows_dtype_torch_switches_and_gpu():
@@ -141,7 +141,7 @@ def test_hopper_tile_width_and_split_k_follow_the_tables():
     p = gplan(4096, 4096, 4096, torch.bfloat16)                  # 512 wide tiles: clusters of 2, persistent
     assert (p.tile, p.slices, p.grid, p.cluster, p.persistent) == ((128, 256), 1, (132, 1, 1), 2, True)
     assert p.kernel == "gemm_wgmma<bf16, true, 256, 2, EpiNone>" and p.b.prep == "n-major" and p.a.prep == "as is"
-    assert p.group == gemm_plan.WG_GROUP and "persistent, cluster 2" in str(p)
+    assert p.group == gemm.tables.WG_GROUP and "persistent, cluster 2" in str(p)
     p = gplan(2048, 2048, 2048, torch.bfloat16)                  # 0.97 waves of wide tiles: one CTA per tile
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (128, 1, 1))
     p = gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False)    # 64 tiles of 128 x 128: under half a wave
@@ -160,9 +160,9 @@ def test_hopper_clusters_and_persistent_grid():
     clusters of 1 (each CTA of a pair loads whole 64-column boxes of B)."""
     p = gplan(1024, 8192, 8192, torch.float32, b=rowmajor(8192, 8192).T, tf32=True)   # 8 x 32 wide tiles
     assert (p.cluster, p.persistent, p.grid, p.kernel) == (2, True, (132, 1, 1), "gemm_wgmma<float, false, 256, 2, EpiNone>")
-    assert gemm_plan.wgmma_walk(1024, 8192, 256, 1, 2, 132) == (132, 4 * 32)
-    assert gemm_plan.wgmma_walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)        # 3 tile rows: 2 cluster rows
-    assert gemm_plan.wgmma_walk(1024, 1024, 128, 3, 1, 132) == (132, 8 * 8 * 3)    # split-K slices are units
+    assert gemm.wgmma.walk(1024, 8192, 256, 1, 2, 132) == (132, 4 * 32)
+    assert gemm.wgmma.walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)        # 3 tile rows: 2 cluster rows
+    assert gemm.wgmma.walk(1024, 1024, 128, 3, 1, 132) == (132, 8 * 8 * 3)    # split-K slices are units
     p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1)
     assert (p.cluster, p.persistent, p.grid) == (1, False, (512, 1, 1))
     p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1, persistent=True, group=3)
@@ -178,7 +178,7 @@ def test_hopper_clusters_and_persistent_grid():
         with pytest.raises(ValueError, match=r"group must be an int >= 1, got"):
             gplan(4096, 4096, 4096, torch.bfloat16, group=bad)
     # every variant a plan can name is registered (the offline check compiles them all)
-    names = set(gemm_plan.variants()["gemm_sm90a.cu"])
+    names = set(gemm.variants()["gemm_sm90a.cu"])
     for kw in ({}, {"cluster": 1}, {"tile_n": 64}, {"tile_n": 128, "cluster": 2}, {"tile_n": 256, "cluster": 2}):
         for M in (256, 1024, 4096):
             assert gplan(M, 1024, 1024, torch.bfloat16, **kw).kernel in names
@@ -187,12 +187,12 @@ def test_hopper_clusters_and_persistent_grid():
 def test_hopper_wide_grids_are_chosen_by_whole_waves():
     """From a wave of 128 x 256 tiles on, the tile width and cluster that finish first counting
     whole waves (WG_WIDE_SPEEDS): a last wave of 0.12 costs a whole one."""
-    assert gemm_plan.wgmma_wide(4096, 4096, 132) == (256, 2)     # 256 pairs / 66: 3.9 waves
-    assert gemm_plan.wgmma_wide(4224, 4096, 132) == (256, 1)     # 272 pairs: 5 waves; 528 tiles / 132: 4.0
-    assert gemm_plan.wgmma_wide(4352, 4096, 132) == (256, 2)     # 4.1 waves either way: pairs are faster
-    assert gemm_plan.wgmma_wide(3072, 3072, 132) == (128, 2)     # 2.2 -> 3 waves, 128-wide 4.4 -> 5 half waves
-    assert gemm_plan.wgmma_wide(128, 65536, 132) == (256, 1)     # one tile row: no pair
-    assert gemm_plan.wgmma_wide(2048, 2048, 132) is None         # under a wave: the tile_n table
+    assert gemm.wgmma.wide(4096, 4096, 132) == (256, 2)     # 256 pairs / 66: 3.9 waves
+    assert gemm.wgmma.wide(4224, 4096, 132) == (256, 1)     # 272 pairs: 5 waves; 528 tiles / 132: 4.0
+    assert gemm.wgmma.wide(4352, 4096, 132) == (256, 2)     # 4.1 waves either way: pairs are faster
+    assert gemm.wgmma.wide(3072, 3072, 132) == (128, 2)     # 2.2 -> 3 waves, 128-wide 4.4 -> 5 half waves
+    assert gemm.wgmma.wide(128, 65536, 132) == (256, 1)     # one tile row: no pair
+    assert gemm.wgmma.wide(2048, 2048, 132) is None         # under a wave: the tile_n table
     p = gplan(4224, 4096, 4096, torch.bfloat16)
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (528, 1, 1))
     p = gplan(3072, 4096, 3072, torch.bfloat16)
@@ -254,11 +254,11 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
     rows with at most WG_SINGLE_MAX_KTILES k-tiles take the plain kernel's 128 x 64 tiles, one
     per CTA, the epilogue staged in the ring (gemm_wgmma_single, the K-splitting kernel's
     shared memory); TF32, 64 rows or longer K keep the K split; overrides."""
-    assert gemm_plan.WG_SINGLE_MAX_KTILES == 24
+    assert gemm.tables.WG_SINGLE_MAX_KTILES == 24
     p = gplan(1024, 1024, 1024, torch.bfloat16)
     assert p.single and not p.ksplit and p.kernel == "gemm_wgmma_single<bf16, true, 64, EpiNone>"
     assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store, p.smem) == (
-        (128, 64), (128, 1, 1), 1, False, 1, True, gemm_plan.WG_KSPLIT_SMEM_BYTES)
+        (128, 64), (128, 1, 1), 1, False, 1, True, gemm.geometry.WG_KSPLIT_SMEM_BYTES)
     assert "one tile per CTA, epilogue staged in the ring" in str(p)
     p = gplan(256, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
     assert p.single and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_single<f16, false, 64, EpiBiasReluScale>"
@@ -289,7 +289,7 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
     assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
     p = gplan(1024, 4096, 8192, tf32=True)                       # C^T: 8192 x 1024
-    geo = gemm_plan._wgmma_geometry(8192, 1024, 4096, 32, H100, {})
+    geo = gemm.wgmma.layout(8192, 1024, 4096, 32, H100, gemm.Overrides())
     assert (p.tile[1], p.cluster, p.grid) == (geo["bn"], geo["cluster"], geo["grid"])
     assert gplan(1024, 1024, 1024, tf32=True).kernel == "gemm_wgmma_swap<64, 1, EpiNone>"
     w = rowmajor(8192, 8192)                                     # linear's weight.T of a column-major weight
@@ -324,11 +324,11 @@ def test_tf32x3_plan():
     K-major and B K-major or, row-major (rows 16-byte aligned), as C^T = B^T A^T (TF32 reads
     shared memory K-major only); the whole shared-memory budget; split-K up to half a wave of
     tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
-    assert "tf32x3" in gemm_plan.ALGOS and gplan(4096, 4096, 4096).family == "simt"
+    assert "tf32x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="tf32x3")
     assert (p.family, p.kernel, p.tile, p.grid, p.slices) == ("tf32x3", "gemm_tf32x3_swap<128, EpiNone>", (128, 128),
                                                             (32, 32, 1), 1)
-    assert p.smem == gemm_plan.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "n-major") and p.bk == 32
+    assert p.smem == gemm.geometry.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "n-major") and p.bk == 32
     assert p.swap                                                             # row-major b: C^T = B^T A^T
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3")
     assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
@@ -351,7 +351,7 @@ def test_tf32x3_plan():
         gplan(1024, 1024, 1024, algo="tf32x3", tile_n=256)
     p = gplan(64, 0, 64, algo="tf32x3")
     assert p.family == "tc" and "K == 0" in str(p)
-    assert gemm_plan.runs_sm90a((9, 0)) and not gemm_plan.runs_sm90a((10, 0)) and not gemm_plan.runs_sm90a((8, 9))
+    assert gemm.runs_sm90a((9, 0)) and not gemm.runs_sm90a((10, 0)) and not gemm.runs_sm90a((8, 9))
 
 
 def test_fp16x3_plan():
@@ -359,12 +359,12 @@ def test_fp16x3_plan():
     rows) for the split pass, 128 x 128 tiles over the fp16 pieces (64 values of K a tile),
     the whole shared-memory budget, split-K as 3xTF32's; K == 0 through the tc kernel; no
     swapped kernel, no other tile width. The models' choice by size (X3H_MIN_WORK)."""
-    assert "fp16x3" in gemm_plan.ALGOS and gplan(4096, 4096, 4096).family == "simt"
+    assert "fp16x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="fp16x3")
     assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, EpiNone, true>",
                                                                    (128, 128), (32, 32, 1), 1, 64)
-    assert p.smem == gemm_plan.X3_SMEM_BYTES and not p.swap
-    assert (p.a.prep, p.b) == ("as is", gemm_plan.Operand("n-major split", False, 4096))   # b split in place
+    assert p.smem == gemm.geometry.X3_SMEM_BYTES and not p.swap
+    assert (p.a.prep, p.b) == ("as is", gemm.Operand("n-major split", False, 4096))   # b split in place
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="fp16x3")
     assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (64, 8, 1)
@@ -385,9 +385,9 @@ def test_fp16x3_plan():
         gplan(64, 64, 64, dev=A100, algo="fp16x3")
     p = gplan(64, 0, 64, algo="fp16x3")
     assert p.family == "tc" and "K == 0" in str(p)
-    assert gemm_plan.fp16x3_or_tf32x3(1024, 8192, 8192) == "fp16x3" and gemm_plan.fp16x3_or_tf32x3(1024, 1024, 1024) == "tf32x3"
-    assert gemm_plan.fp16x3_or_tf32x3(2048, 2048, 2048) == "fp16x3" and gemm_plan.fp16x3_or_tf32x3(2048, 2048, 2047) == "tf32x3"
-    assert "fp16x3_split" in gemm_plan.variants()["gemm_sm90a.cu"]
+    assert gemm.fp32_accurate(1024, 8192, 8192) == "fp16x3" and gemm.fp32_accurate(1024, 1024, 1024) == "tf32x3"
+    assert gemm.fp32_accurate(2048, 2048, 2048) == "fp16x3" and gemm.fp32_accurate(2048, 2048, 2047) == "tf32x3"
+    assert "fp16x3_split" in gemm.variants()["gemm_sm90a.cu"]
 
 
 def test_simt_split_k_fills_idle_sms():
@@ -407,23 +407,23 @@ def test_simt_blocks_per_sm_and_shared_memory_by_layout():
     # epilogue; split-K partials 1 static
     wt = colmajor(4096, 4096)                      # b = weight.T: K-major
     at = colmajor(4096, 4096)                      # a = x.T: M-major
-    cases = [(dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm_plan.SIMT_SMEM_BYTES),
+    cases = [(dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
              (dict(epi="EpiBiasReluScale"), "gemm_simt<true, false, EpiBiasReluScale, false, 2, true>",
-              gemm_plan.SIMT_SMEM_BYTES),
-             (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm_plan.SIMT_SMEM_BYTES),
+              gemm.geometry.SIMT_SMEM_BYTES),
+             (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm.geometry.SIMT_SMEM_BYTES),
              (dict(b=wt, epi="EpiBiasReluScale"), "gemm_simt<true, true, EpiBiasReluScale, false, 2, false>", 0),
              (dict(a=at), "gemm_simt<false, false, EpiNone, false, 2, false>", 0),
              (dict(a=at, epi="EpiBiasReluScale"), "gemm_simt<false, false, EpiBiasReluScale, false, 2, false>", 0),
-             (dict(a=at, b=wt), "gemm_simt<false, true, EpiNone, false, 2, true>", gemm_plan.SIMT_SMEM_BYTES),
+             (dict(a=at, b=wt), "gemm_simt<false, true, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
              (dict(a=at, b=wt, epi="EpiBiasReluScale"), "gemm_simt<false, true, EpiBiasReluScale, false, 1, false>",
               0)]
     for kw, kernel, smem in cases:
         p = gplan(4096, 4096, 4096, **kw)
         assert (p.kernel, p.smem) == (kernel, smem), kw
-    assert gemm_plan.SIMT_SMEM_BYTES == 2 * 2 * 16 * (128 + 4) * 4   # both operands' two k-tile buffers
+    assert gemm.geometry.SIMT_SMEM_BYTES == 2 * 2 * 16 * (128 + 4) * 4   # both operands' two k-tile buffers
     p = gplan(1024, 1024, 1024)                                         # split-K
     assert (p.kernel, p.smem) == ("gemm_simt<true, false, EpiNone, true, 1, false>", 0)
-    listed = gemm_plan.variants()["gemm.cu"]
+    listed = gemm.variants()["gemm.cu"]
     assert all(kernel in listed for _, kernel, _ in cases)
 
 
@@ -444,7 +444,7 @@ def test_operand_preparation():
     p = gplan(300, 200, 100, a=colmajor(300, 200), b=colmajor(200, 100))
     assert (p.a.prep, p.a.kmajor, p.b.prep, p.b.kmajor) == ("as is", False, "as is", True)
     gapped = Matrix(200, 100, 300, 3, 4, True)
-    assert gplan(300, 200, 100, b=gapped).b == gemm_plan.Operand("contiguous copy", False, 100, True)
+    assert gplan(300, 200, 100, b=gapped).b == gemm.Operand("contiguous copy", False, 100, True)
 
 
 def test_k_zero_on_hopper_takes_the_tc_kernel():
@@ -453,20 +453,20 @@ def test_k_zero_on_hopper_takes_the_tc_kernel():
 
 
 def test_every_kernel_a_plan_names_is_registered():
-    registered = {f: set(v) for f, v in gemm_plan.variants().items()}
+    registered = {f: set(v) for f, v in gemm.variants().items()}
     layouts = lambda r, c, dt: [rowmajor(r, c, dt), colmajor(r, c, dt), Matrix(r, c, 3 * c, 3, ES[dt], True),
                                 rowmajor(r, c, dt, aligned=False)]
     seen = set()
     for dev in (H100, A100):
         for dtype in ES:
-            for algo in gemm_plan.ALGOS:
+            for algo in gemm.ALGOS:
                 for M, K, N in [(1, 1, 1), (64, 0, 64), (256, 1024, 1024), (4096, 4096, 4096), (129, 3000, 130)]:
                     for a in layouts(M, K, dtype):
                         for b in layouts(K, N, dtype):
-                            for epi in gemm_plan.EPILOGUES:
+                            for epi in gemm.EPILOGUES:
                                 for tf32 in (False, True):
                                     try:
-                                        p = gemm_plan.plan(M, N, K, dtype, a, b, epi, dev, algo=algo, tf32=tf32)
+                                        p = gemm.plan(M, N, K, dtype, a, b, epi, dev, algo=algo, tf32=tf32)
                                     except ValueError:
                                         continue
                                     assert p.kernel in registered[p.source], p
@@ -479,26 +479,26 @@ def test_sizes_past_32_bits_take_the_64_bit_kernel_or_are_refused_by_name():
     # stride-0 operands: no memory needed, the plan sees only shapes and strides
     big = 2**31
     wide_a, wide_b = Matrix(1, big, 0, 0, 4, True), Matrix(big, 1, 0, 0, 4, True)
-    assert gemm_plan.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "naive"
-    assert gemm_plan.plan(1, big, 1, torch.bfloat16, Matrix(1, 1, 1, 1, 2, True), Matrix(1, big, 0, 0, 2, True),
+    assert gemm.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "naive"
+    assert gemm.plan(1, big, 1, torch.bfloat16, Matrix(1, 1, 1, 1, 2, True), Matrix(1, big, 0, 0, 2, True),
                           "EpiNone", H100).family == "naive"
     huge = 2**32 + 16
-    assert gemm_plan.plan(1, 1, huge, torch.float32, Matrix(1, huge, 0, 0, 4, True), Matrix(huge, 1, 0, 0, 4, True),
+    assert gemm.plan(1, 1, huge, torch.float32, Matrix(1, huge, 0, 0, 4, True), Matrix(huge, 1, 0, 0, 4, True),
                           "EpiNone", H100).family == "naive"
     for algo in ("simt", "tc", "wgmma"):
         with pytest.raises(ValueError, match=rf"algo='{algo}' takes K up to 2147483647 \(32-bit sizes\), got "
                                              r"K = 2147483648"):
-            gemm_plan.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100, algo=algo)
-    assert gemm_plan.plan(1, 1, big - 1, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "simt"
+            gemm.plan(1, 1, big, torch.float32, wide_a, wide_b, "EpiNone", H100, algo=algo)
+    assert gemm.plan(1, 1, big - 1, torch.float32, wide_a, wide_b, "EpiNone", H100).family == "simt"
 
 
 def test_fp16x3_workspace_parts_are_disjoint_and_on_256_byte_boundaries():
-    """fp16x3's one allocation a call (gemm._carve): each part (pieces, exponents, magnitudes)
+    """fp16x3's one allocation a call (gemm.fp16x3.carve): each part (pieces, exponents, magnitudes)
     from a 256-byte boundary (the TMA reads a matrix from a 16-byte one), after the end of the
     part before it, the total covering the last; an empty part (no magnitudes for a K-major b)
     takes no room."""
     sizes = [3 * 2056 * 2, 3 * 2056 * 2, 4 * 3, 1, 0, 4 * 7, 257, 0]
-    offsets, total = gemm._carve(sizes)
+    offsets, total = gemm.fp16x3.carve(sizes)
     assert all(o % 256 == 0 for o in offsets), offsets
     ends = [o + n for o, n in zip(offsets, sizes)]
     assert all(end <= nxt for end, nxt in zip(ends, offsets[1:])) and ends[-1] <= total, (offsets, total)

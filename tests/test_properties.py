@@ -2,7 +2,7 @@
 layouts (offsets that break 16-byte alignment, transposes, steps) and values (randn at any
 magnitude, NaN, +-inf, +-0.0, denormals) against torch. relu and relu_div must be bit-exact
 (relu_div over divisors of every kind torch takes, log-uniform over 1e-30..1e30 and special);
-matmul within its rounding-error bound. The fast suite runs 200 examples per op; the ones
+matmul within its rounding-error bound. The fast suite draws 200 examples per op; the ones
 marked slow, 1,000."""
 import math
 

@@ -44,7 +44,7 @@ def divisor_kinds(d: float, device):
 
 
 # log-uniform magnitudes over 1e-30..1e30, both signs, and the special ones (the probe that
-# established torch's rule, benchmarks/probe_divisor.py, used the same spread)
+# established torch's rule used the same spread: docs/numerics.md#the-divisor)
 _rng = np.random.default_rng(11)
 MANY_DIVISORS = list(10.0 ** _rng.uniform(-30, 30, 60) * _rng.choice([-1.0, 1.0], 60)) + [
     1e-3, 7e-4, 0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -3e-42, 1e-310, 5e-324, 3e38, 1e39]

@@ -1,10 +1,11 @@
-"""torch.library custom ops: opcheck, torch.compile(fullgraph=True), reduce-overhead (CUDA
+"""The built-in ops as torch ops: opcheck, torch.compile(fullgraph=True), reduce-overhead (CUDA
 graphs), manual graph capture; and plain eager calls that stay off the dispatcher."""
+import importlib
+
 import pytest
 import torch
 
 import cupy_ops
-from cupy_ops import torch_ops
 from cupy_ops.models import linear_relu_div, relu
 
 pytestmark = pytest.mark.gpu
@@ -21,7 +22,10 @@ def test_opcheck(cuda):
         (torch.ops.cupy_ops.relu.default, (x.detach().t(),)),
         (torch.ops.cupy_ops.relu.default, (x.detach()[:, ::2],)),
         (torch.ops.cupy_ops.relu_div.default, (x, 2.0)),
-        (torch.ops.cupy_ops.relu_backward.default, (x, x.detach(), 0.5)),
+        (torch.ops.cupy_ops.relu_backward.default, (x, x.detach(), 2.0)),
+        (torch.ops.cupy_ops.relu_out.default, (torch.empty(33, 65, device=cuda), x.detach())),
+        (torch.ops.cupy_ops.relu_div_out.default, (torch.empty(33, 65, device=cuda), x.detach(), 3.0)),
+        (torch.ops.cupy_ops.matmul_out.default, (torch.empty(17, 11, device=cuda), a.detach(), b.detach(), "auto")),
         (torch.ops.cupy_ops.matmul.default, (a, b, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, "naive")),
         (torch.ops.cupy_ops.linear_relu_div.default, (a, w, None, 2.0, "naive")),
@@ -91,8 +95,11 @@ def test_eager_calls_skip_the_dispatcher(cuda, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a plain eager call went through the custom op")
 
-    for name in ("relu", "relu_div", "matmul", "linear_relu", "linear_relu_div"):
-        monkeypatch.setattr(torch_ops, name, boom)
+    mods = {m: importlib.import_module(f"cupy_ops.ops.{m}") for m in ("relu", "relu_div", "matmul", "linear_relu_div")}
+    for declared in (mods["relu"].RELU, mods["relu_div"].RELU_DIV, mods["matmul"].MATMUL,
+                     mods["linear_relu_div"].LINEAR_RELU, mods["linear_relu_div"].LINEAR_RELU_DIV):
+        monkeypatch.setattr(declared, "overload", boom)
+        monkeypatch.setattr(declared, "_eager_apply", boom)
     x = torch.randn(64, 64, device=cuda)
     w = torch.randn(32, 64, device=cuda, requires_grad=True)
     cupy_ops.relu(x)

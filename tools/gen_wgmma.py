@@ -1,7 +1,7 @@
 """Write cuda_src/wgmma_ops.cuh: the wgmma.mma_async wrappers of gemm_wgmma.cuh and
 gemm_tf32x3.cuh (an m64n256 tile has 128 fp32 accumulator operands per thread: too many to
 write by hand), one per (element type, B layout, tile width) the GEMM plan can launch
-(cupy_ops/ops/gemm_plan.py), and the TF32 form with A in registers per tile width (the
+(cupy_ops/ops/gemm/geometry.py), and the TF32 form with A in registers per tile width (the
 swapped TF32 kernel's and the 3xTF32 kernel's).
 
 Usage: python tools/gen_wgmma.py   (rewrites cuda_src/wgmma_ops.cuh; a CPU test fails when the
@@ -72,7 +72,7 @@ def wrapper_ra(n):
 def render() -> str:
     """The text of cuda_src/wgmma_ops.cuh."""
     sys.path.insert(0, str(ROOT))
-    from cupy_ops.ops.gemm_plan import WG_TILE_NS, X3_TILE_NS
+    from cupy_ops.ops.gemm.geometry import WG_TILE_NS, X3_TILE_NS
 
     assert set(X3_TILE_NS) <= set(WG_TILE_NS), "tf32x3's tile widths are among the Hopper kernel's"
     parts = [HEADER]

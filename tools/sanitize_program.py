@@ -3,7 +3,7 @@ tools/sanitize.sh (memcheck, racecheck, initcheck)."""
 import torch
 
 import cupy_ops
-from cupy_ops.ops import gemm, gemm_plan
+from cupy_ops.ops import gemm
 
 torch.manual_seed(0)
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -96,7 +96,7 @@ for dtype in DTYPES:
             padded = torch.zeros(301, 132, device="cuda")
             padded[:, :129] = a.t()
             cupy_ops.matmul(a, padded[:, :127], algo=algo)   # N-major, rows 132 apart, N % 4 = 3
-            held = gemm_plan.X3H_SPLIT_THREADS * gemm_plan.X3H_SPLIT_VECS * 4   # rows past it: read twice
+            held = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4   # rows past it: read twice
             long_rows = torch.randn(5, held + 13, device="cuda")
             cupy_ops.matmul(long_rows, long_rows.t(), algo=algo)
             calls += 5

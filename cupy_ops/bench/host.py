@@ -1,17 +1,21 @@
-"""Host overhead per eager call, measured on tiny tensors where the GPU is idle.
+"""Host cost per call, beside torch: inference (eager calls on 64x64 tensors, where the GPU is
+idle and the host is what is measured), training (forward + backward) and the first call of a
+fresh process.
 
-Each function is called ``calls`` times back to back; the wall time per call (after a final
-synchronize) is the host cost, because a 4096-element kernel finishes long before the host
-can issue the next one. torch and cupy_ops loops are interleaved over several rounds (so
-drifts of the machine hit both alike) and the median per function is kept. Run it in a fresh
-process (``python -m cupy_ops.bench.host``): a process that has run torch.compile and large
-benchmarks measures slower host paths for everyone.
+Each function is called back to back; the wall time per call (after a final synchronize) is the
+host cost, because a 4096-element kernel finishes long before the host can issue the next one.
+cupy_ops and torch are interleaved over several rounds (so drifts of the machine hit both alike)
+and the median per function is kept. Run it in a fresh process (``python -m cupy_ops.bench.host``):
+a process that has run torch.compile and large benchmarks measures slower host paths for
+everyone. ``--first-call`` adds the first ``requires_grad`` call and the first ``ModelNew``
+forward of fresh processes (the kernel cache warm: run ``python -m cupy_ops warm`` first).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 
@@ -19,9 +23,11 @@ import torch
 
 from .timing import gpu_problem
 
+SIDE = 64   # 64 x 64 = 4096 elements (results.HOST_NUMEL)
+
 
 def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
-    for _ in range(200):
+    for _ in range(min(200, calls)):
         fn()
     torch.cuda.synchronize()
     samples = []
@@ -34,44 +40,107 @@ def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
-def measure(numel: int = 4096, dtype=torch.float32, rounds: int = 9) -> dict[str, float]:
-    """Microseconds per call for torch and cupy_ops, relu and relu / 2, on ``numel`` elements."""
-    import cupy_ops
+def _pairs() -> dict[str, tuple]:
+    """``{row: (cupy_ops call, torch call, calls per sample)}``."""
+    import torch.nn.functional as F
 
-    x = torch.randn(numel, device="cuda", dtype=dtype)
-    fns = {
-        "torch.relu(x)": lambda: torch.relu(x),
-        "cupy_ops.relu(x)": lambda: cupy_ops.relu(x),
-        "torch.relu(x) / 2": lambda: torch.relu(x) / 2.0,
-        "cupy_ops.relu_div(x, 2)": lambda: cupy_ops.relu_div(x, 2.0),
-        "torch.empty_like(x)": lambda: torch.empty_like(x),
+    import cupy_ops
+    from cupy_ops.models import linear_relu_div as lrd
+
+    x = torch.randn(SIDE, SIDE, device="cuda")
+    xb, w, b = x.bfloat16(), torch.randn(SIDE, SIDE, device="cuda"), torch.randn(SIDE, device="cuda")
+    xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
+    g = torch.ones(SIDE, SIDE, device="cuda")
+    torch.manual_seed(0)
+    ref = lrd.Model(SIDE, SIDE, 2.0).cuda()
+    torch.manual_seed(0)
+    new = lrd.ModelNew(SIDE, SIDE, 2.0).cuda()
+    return {
+        "relu": (lambda: cupy_ops.relu(x), lambda: torch.relu(x), 2000),
+        "relu_div / torch.relu(x) / 2": (lambda: cupy_ops.relu_div(x, 2.0), lambda: torch.relu(x) / 2.0, 2000),
+        "matmul fp32": (lambda: cupy_ops.matmul(x, w), lambda: torch.matmul(x, w), 2000),
+        "matmul bf16": (lambda: cupy_ops.matmul(xb, xb), lambda: torch.matmul(xb, xb), 2000),
+        "linear_relu_div / relu(F.linear) / 2": (lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
+                                                 lambda: torch.relu(F.linear(x, w, b)) / 2.0, 2000),
+        "training: relu forward + backward": (lambda: cupy_ops.relu(xg).backward(g),
+                                              lambda: torch.relu(xg).backward(g), 300),
+        "training: linear_relu_div forward + backward": (
+            lambda: cupy_ops.linear_relu_div(xg, wg, bg, 2.0).backward(g),
+            lambda: (torch.relu(F.linear(xg, wg, bg)) / 2.0).backward(g), 300),
+        "ModelNew / Model forward, grad mode on": (lambda: new(x), lambda: ref(x), 300),
     }
-    samples: dict[str, list[float]] = {k: [] for k in fns}
+
+
+def measure(rounds: int = 7) -> dict[str, float]:
+    """Microseconds per call, ``{"<row>: cupy_ops": us, "<row>: torch": us}``."""
+    pairs = _pairs()
+    samples: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for name, fn in fns.items():
-            samples[name].append(per_call_us(fn, calls=2000, repeats=1))
+        for row, (ours, theirs, calls) in pairs.items():
+            samples.setdefault(f"{row}: cupy_ops", []).append(per_call_us(ours, calls, repeats=1))
+            samples.setdefault(f"{row}: torch", []).append(per_call_us(theirs, calls, repeats=1))
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+_FIRST = r"""
+import time, sys
+import torch
+x = torch.randn(64, 64, device="cuda", requires_grad=True); torch.cuda.synchronize()
+t0 = time.perf_counter()
+import cupy_ops
+cupy_ops.relu(x).sum().backward(); torch.cuda.synchronize()
+t1 = time.perf_counter()
+from cupy_ops.models import linear_relu_div as m
+torch.manual_seed(42); model = m.ModelNew(*m.get_init_inputs()).cuda(); inp = m.get_inputs()[0].cuda()
+torch.cuda.synchronize()
+t2 = time.perf_counter()
+model(inp); torch.cuda.synchronize()
+t3 = time.perf_counter()
+print((t1 - t0) * 1e6, (t3 - t2) * 1e6, int("torch._dynamo" in sys.modules))
+"""
+
+
+def first_calls(processes: int = 2) -> dict[str, float]:
+    """The first calls of fresh processes (us, the slowest of ``processes``): ``import cupy_ops``
+    and a relu forward + backward with ``requires_grad``, and ModelNew's (level2/63) first forward."""
+    got = []
+    for _ in range(processes):
+        out = subprocess.run([sys.executable, "-c", _FIRST], capture_output=True, text=True, timeout=600, check=True)
+        got.append([float(v) for v in out.stdout.split()])
+    return {"first call: import + relu forward + backward with requires_grad": max(g[0] for g in got),
+            "first call: ModelNew (level2/63) forward": max(g[1] for g in got),
+            "first call: imports torch._dynamo (0 / 1)": max(g[2] for g in got)}
+
+
 def format_table(us: dict[str, float]) -> str:
-    lines = [f"  {name:<28} {v:6.2f} us" for name, v in us.items()]
-    lines.append(f"  relu vs torch.relu: {us['cupy_ops.relu(x)'] / us['torch.relu(x)']:.2f}x; relu_div vs "
-                 f"torch.relu(x) / 2: {us['cupy_ops.relu_div(x, 2)'] / us['torch.relu(x) / 2']:.2f}x")
+    lines = [f"  {'call':<46} {'cupy_ops us':>11} {'torch us':>9} {'ratio':>6}"]
+    for key, v in us.items():
+        if key.endswith(": cupy_ops"):
+            row = key[:-len(": cupy_ops")]
+            t = us.get(f"{row}: torch")
+            lines.append(f"  {row:<46} {v:11.2f} {t:9.2f} {v / t:5.2f}x" if t else f"  {row:<46} {v:11.2f}")
+        elif key.startswith("first call"):
+            lines.append(f"  {key:<46} " + (f"{v / 1e6:10.3f} s" if "imports" not in key else f"{'yes' if v else 'no':>11}"))
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m cupy_ops.bench.host", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--numel", type=int, default=4096, help="elements of the fp32 input (default 4096)")
-    p.add_argument("--rounds", type=int, default=9, help="interleaved rounds; the median is kept (default 9)")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds; the median is kept (default 7)")
+    p.add_argument("--first-call", action="store_true", help="also time the first calls of fresh processes")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     args = p.parse_args(argv)
     problem = gpu_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 1
-    result = measure(args.numel, rounds=args.rounds)
+    result = measure(args.rounds)
+    if args.first_call:
+        result.update(first_calls())
+    if not args.json:
+        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: host cost per call (64 x 64 float32 unless "
+              f"named), median of {args.rounds} interleaved rounds")
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 

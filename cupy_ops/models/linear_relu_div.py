@@ -12,13 +12,24 @@ import torch
 import torch.nn as nn
 
 import cupy_ops
-from cupy_ops.ops.gemm import tf32x3_runs, wgmma_runs
-from cupy_ops.ops.gemm_plan import fp16x3_or_tf32x3
 
 batch_size = 1024
 in_features = 8192
 out_features = 8192
 divisor = 2.0
+_TENSOR_CORE = (torch.float32, torch.float16, torch.bfloat16)
+_capabilities: dict = {}
+
+
+def _hopper(device: torch.device) -> bool:
+    """Compute capability 9.0 (cached: the query costs more than the rest of a small forward;
+    torch.compile folds the query itself to a constant)."""
+    if torch.compiler.is_compiling():
+        return torch.cuda.get_device_capability(device) == (9, 0)
+    cc = _capabilities.get(device)
+    if cc is None:
+        cc = _capabilities[device] = torch.cuda.get_device_capability(device)
+    return cc == (9, 0)
 
 
 class Model(nn.Module):
@@ -40,14 +51,14 @@ class ModelNew(Model):
     with an error against fp64 no larger than torch fp32's:
 
     - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
-      ``cupy_ops.linear_relu_div(..., algo="fp16x3")``: the GEMM as three fp16 products of
+      ``cupy_ops.linear_relu_div(..., algo="accurate")``, which takes ``"fp16x3"``: the GEMM as three fp16 products of
       row-scaled pieces of x and of the weight on the tensor cores, with bias, ReLU and divide
       in its epilogue (H100, 1024 x 8192 x 8192: about 3.0-3.4x torch fp32, error about 0.2-0.3x
       torch fp32's; README's benchmark tables; a value more than 2^17 below the largest of its
       row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); below 2^33
       multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
-      (``algo="auto"``: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
+      (``algo="accurate"`` takes what ``"auto"`` takes: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
       1.03x (fp16) / 1.05x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
       dtype before the ReLU, as torch's layer does);
     - otherwise (other GPUs, where cuBLAS's GEMM beats ours): ``ModelNewCublas``'s cuBLAS
@@ -56,11 +67,8 @@ class ModelNew(Model):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.linear.weight
-        if w.dtype == x.dtype and (tf32x3_runs(x) or wgmma_runs(x)):
-            algo = "auto"
-            if x.dtype == torch.float32:   # (an x not 2-D: the op refuses it by name)
-                algo = fp16x3_or_tf32x3(x.shape[0], w.shape[0], w.shape[1]) if x.dim() == 2 == w.dim() else "tf32x3"
-            return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo=algo)
+        if x.is_cuda and w.dtype == x.dtype and x.dtype in _TENSOR_CORE and _hopper(x.device):
+            return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo="accurate")
         return ModelNewCublas.forward(self, x)
 
 

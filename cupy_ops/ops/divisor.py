@@ -1,8 +1,8 @@
 """The divisor of relu_div / linear_relu_div, turned into what the kernels take.
 
-torch's rule for ``t / d`` on a CUDA tensor ``t`` (measured on an H200, torch 2.11, with
-benchmarks/probe_divisor.py over 419 divisors log-uniform in 1e-30..1e30 of both signs plus
-0, +-inf, NaN and subnormals; results in benchmarks/results/probe_divisor_h200_session4.log):
+torch's rule for ``t / d`` on a CUDA tensor ``t`` (measured on an H200, torch 2.11, over 419
+divisors log-uniform in 1e-30..1e30 of both signs plus 0, +-inf, NaN and subnormals;
+docs/numerics.md#the-divisor):
 
 - ``d`` a Python float or int, a numpy scalar, or a 0-dim CPU tensor of any dtype: torch
   multiplies by the reciprocal of ``d``'s value taken in double and rounded to the compute
@@ -16,7 +16,9 @@ benchmarks/probe_divisor.py over 419 divisors log-uniform in 1e-30..1e30 of both
 """
 from __future__ import annotations
 
-import numpy as np
+import ctypes
+import math
+
 import torch
 
 from ..dtypes import compute_dtype
@@ -26,15 +28,15 @@ _scales: dict[tuple, float] = {}
 
 def scale_for(divisor, dtype: torch.dtype) -> float:
     """The multiplier torch uses for ``t / divisor`` (a number) with ``t`` of ``dtype``:
-    ``1 / divisor`` taken in double, rounded to fp32 unless ``dtype`` is float64. Returns it as
-    a Python float (exact in the compute type). Cached per (divisor, dtype)."""
+    ``1 / divisor`` taken in double, rounded to fp32 unless ``dtype`` is float64 (+-inf for
+    +-0, NaN for NaN, subnormal where it falls there: nothing is flushed). Returns it as a
+    Python float (exact in the compute type). Cached per (divisor, dtype)."""
     key = (divisor, dtype)
     scale = _scales.get(key)
     if scale is None:
-        with np.errstate(all="ignore"):   # 1 / 0 = inf and fp32 overflow are the point, not errors
-            recip = np.float64(1.0) / np.float64(divisor)   # +-inf for +-0.0, NaN for NaN
-            scale = float(recip if dtype == torch.float64 else np.float32(recip))
         d = float(divisor)
+        recip = 1.0 / d if d != 0.0 else math.copysign(math.inf, d)
+        scale = recip if dtype == torch.float64 else ctypes.c_float(recip).value   # C's rounding: to nearest
         # 0.0 and -0.0 compare (and hash) equal but give +-inf: never cache zeros (or NaN).
         if d != 0.0 and d == d and len(_scales) < 4096:
             _scales[key] = scale

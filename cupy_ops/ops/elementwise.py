@@ -1,7 +1,7 @@
 """The elementwise kernel family (cuda_src/elementwise.cuh: relu, relu_div, relu_backward):
 its geometry, its launch plan, and its launcher with torch's layout and ``out=`` rules.
 
-Geometry, measured on an H200 (docs/tuning.md, "Elementwise"): 128 threads a block, each
+Geometry, measured on an H200 (docs/gemm.md#elementwise): 128 threads a block, each
 thread 2 vectors of 16 bytes, one block per chunk (no grid-stride loop) reached 98-100 % of a
 device-to-device copy; the scalar path (operands aligned differently) does 8 elements a
 thread (16 raised the kernel to ~80 registers). The numbers reach the kernels as -D defines.
@@ -42,13 +42,8 @@ def plan(n: int, itemsize: int, ptrs: tuple) -> tuple[int, int, int]:
 
 
 is_dense = checks.dense
-_bump_version = getattr(torch.autograd.graph, "increment_version", None) or torch._C._increment_version
-_grad_enabled = torch.is_grad_enabled
-_is_compiling = torch.compiler.is_compiling
-_empty_like = torch.empty_like
 _handles = launch.handles
 _launch = launch.launch
-_Tensor = torch.Tensor
 
 
 class Elementwise:
@@ -60,46 +55,26 @@ class Elementwise:
                                      defines=DEFINES)
         self._variants = {dt: self.kernel.variant(dt) for dt in CUDA_NAMES}
 
-    def fast(self, x, extra: tuple):
-        """The eager fast path: the result, or None when ``x`` needs the general path (not a
-        contiguous CUDA tensor of a dtype already compiled on its device, or autograd or
-        torch.compile involved)."""
-        if type(x) is _Tensor and x.is_contiguous() and x.is_cuda and not (x.requires_grad and _grad_enabled()):
-            h = _handles.get((self._variants.get(x.dtype), x.get_device()))
-            if h is not None and not _is_compiling():
-                y = _empty_like(x)
-                n = x.numel()
-                if n:
-                    blocks, head, vec = plan(n, x.element_size(), (x.data_ptr(), y.data_ptr()))
-                    _launch(h, (blocks, 1, 1), BLOCK, (x.data_ptr(), y.data_ptr(), n, head, vec, *extra))
-                return y
-        return None
-
-    def __call__(self, x, out, extra: tuple, device: int, inputs: tuple = ()) -> torch.Tensor:
-        """Apply to ``x`` (already checked: a CUDA tensor of a supported dtype on ``device``).
-
-        ``out=None`` allocates the result as torch does (same strides when ``x`` is dense);
-        ``out=x`` works in place; any other ``out`` must pass ``checks.out`` (``inputs``: the
-        other tensors the kernel reads, e.g. a GPU divisor). Dense inputs are read where they
-        are; views with gaps are gathered into a dense copy first (and, for ``out``/in place,
-        copied back). A written ``out`` has its version counter bumped, as torch's in-place
-        and out= ops do, so autograd sees the write.
-        """
-        if out is None:
-            if not is_dense(x):
-                # gather into the layout torch.empty_like picks (dense, in x's stride order), so
-                # the result's strides are what torch.relu and the ops' fake kernels give
-                x = torch.empty_like(x).copy_(x)
-            y = torch.empty_like(x)  # dense x: same strides, so both are walked as flat arrays
-            self.launch((x, y), extra, device)
-            return y
-        checks.out(out, x, device, self.name, inputs)
-        if (out is x or out.stride() == x.stride()) and is_dense(x):
-            self.launch((x, out), extra, device)
-            _bump_version(out)
-            return out
-        out.copy_(self(x, None, extra, device))   # (copy_ bumps the version itself)
-        return out
+    def write(self, x: torch.Tensor, out: torch.Tensor, extra: tuple) -> None:
+        """``out`` = the kernel applied to ``x`` (a CUDA tensor of a supported dtype; ``out`` of
+        its shape and dtype on its device, any strides, ``x`` itself for in place). Dense
+        tensors of one layout are walked as flat arrays where they are; anything else goes
+        through a dense copy (views with gaps gathered, a differently laid out ``out`` written
+        back)."""
+        if out is x or (x.is_contiguous() and out.is_contiguous()) or (out.stride() == x.stride() and is_dense(x)):
+            n = x.numel()
+            if n:
+                device = x.get_device()
+                h = _handles.get((self._variants.get(x.dtype), device)) or self.kernel.handle(x.dtype, device)
+                px, po = x.data_ptr(), out.data_ptr()
+                blocks, head, vec = plan(n, x.element_size(), (px, po))
+                _launch(h, (blocks, 1, 1), BLOCK, (px, po, n, head, vec) + extra)
+        elif is_dense(out):
+            self.write(torch.empty_like(out).copy_(x), out, extra)
+        else:
+            tmp = torch.empty_like(x)
+            self.write(x, tmp, extra)
+            out.copy_(tmp)
 
     def launch(self, tensors: tuple, extra: tuple, device: int) -> None:
         """Launch on dense ``tensors`` (inputs, then the output), all of one layout (the output
@@ -107,7 +82,20 @@ class Elementwise:
         x = tensors[0]
         n = x.numel()
         if n:
-            h = self.kernel.handle(x.dtype, device)
+            h = _handles.get((self._variants.get(x.dtype), device)) or self.kernel.handle(x.dtype, device)
             ptrs = tuple(t.data_ptr() for t in tensors)
             blocks, head, vec = plan(n, x.element_size(), ptrs)
             _launch(h, (blocks, 1, 1), BLOCK, (*ptrs, n, head, vec, *extra))
+
+
+def elementwise_vmap(fn):
+    """A ``torch.func.vmap`` rule for an elementwise op ``fn(*tensors, *rest)``: the batched
+    tensor inputs brought to batch dimension 0 (the others broadcast along it), one call."""
+    def rule(info, in_dims, *args):
+        moved = []
+        for a, d in zip(args, in_dims):
+            if isinstance(a, torch.Tensor):
+                a = a.movedim(d, 0) if d is not None else a.unsqueeze(0).expand(info.batch_size, *a.shape)
+            moved.append(a)
+        return fn(*moved), 0
+    return rule

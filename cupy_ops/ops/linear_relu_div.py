@@ -1,43 +1,158 @@
-"""linear_relu_div: ``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and
-divide fused in the GEMM's epilogue, through the one GEMM plan (ops/gemm_plan.py)."""
-from __future__ import annotations
+"""linear_relu_div: ``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide
+fused in the GEMM's epilogue, through the GEMM families (ops/gemm/); and ``linear_relu``, the
+same without the divide, which the op runs as under autograd."""
+from typing import Optional
 
 import torch
 
 from .. import checks
+from ..op import needs_grad, op, plain_eager
 from . import divisor as _divisor
 from . import gemm
-from .gemm_plan import ALGOS
+from .matmul import batch_entries, matmul
+from .relu_backward import relu_backward
+
+_is_compiling = torch.compiler.is_compiling
+_Tensor = torch.Tensor
+
+
+def _output(x, weight, bias, *rest):
+    checks.linear_args(x, weight, bias, rest[-1], gemm.ALGOS)
+    return x.new_empty((x.shape[0], weight.shape[0]))
+
+
+def _run(x, weight, bias, divisor, algo, out) -> None:
+    M, N = out.shape
+    if M and N:
+        if bias is not None and bias.stride(0) != 1:
+            bias = bias.contiguous()
+        b = weight.t()
+        gemm.run(gemm.plan_for(x, b, "EpiBiasReluScale", algo), x, b, out, bias,
+                 _divisor.scale_for(divisor, x.dtype))
+
+
+@op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)
+def _linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], algo: str = "auto", *,
+                 out: torch.Tensor) -> None:
+    """``relu(x @ weight.T + bias)``, the Linear output rounded to the dtype before the ReLU."""
+    _run(x, weight, bias, 1.0, algo, out)
+
+
+@op("cupy_ops::linear_relu_div", output=_output, autocast="lower", contiguous=False, check_devices=False)
+def _linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], divisor: float,
+                     algo: str = "auto", *, out: torch.Tensor) -> None:
+    """``relu(x @ weight.T + bias) / divisor`` (see ``linear_relu_div``)."""
+    _run(x, weight, bias, divisor, algo, out)
+
+
+# r = relu(z), z = x @ w.T + b rounded to the dtype (torch's Linear output); the ReLU mask is
+# z's sign, read off r (for the divided op r is computed again: relu(z) / d may have lost it,
+# rounded to 0 for tiny z, inf / NaN everywhere for d = 0 / NaN)
+def _input_grads(ctx, dz):
+    dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
+    dw = matmul(dz.t(), ctx.x, algo=ctx.algo) if ctx.needs_grad("weight") else None
+    db = dz.sum(0) if ctx.needs_grad("bias") else None
+    return dx, dw, db
+
+
+def _z_tangent(ctx, tx, tw, tb):
+    parts = [matmul(tx, ctx.weight.t(), algo=ctx.algo) if tx is not None else None,
+             matmul(ctx.x, tw.t(), algo=ctx.algo) if tw is not None else None, tb]
+    total = None
+    for p in parts:
+        if p is not None:
+            total = p if total is None else total + p
+    return total
+
+
+@_linear_relu.backward(save=("x", "weight", "out", "algo"))
+def _(ctx, grad):
+    return (*_input_grads(ctx, relu_backward(grad, ctx.out)), None)
+
+
+@_linear_relu.jvp(save=("x", "weight", "out", "algo"))
+def _(ctx, tx, tw, tb, t_algo):
+    return relu_backward(_z_tangent(ctx, tx, tw, tb), ctx.out)
+
+
+@_linear_relu_div.backward(save=("x", "weight", "bias", "divisor", "algo"))
+def _(ctx, grad):
+    r = linear_relu(ctx.x, ctx.weight, ctx.bias, algo=ctx.algo)
+    return (*_input_grads(ctx, relu_backward(grad, r, ctx.divisor)), None, None)
+
+
+@_linear_relu_div.jvp(save=("x", "weight", "bias", "divisor", "algo"))
+def _(ctx, tx, tw, tb, t_divisor, t_algo):
+    r = linear_relu(ctx.x, ctx.weight, ctx.bias, algo=ctx.algo)
+    return relu_backward(_z_tangent(ctx, tx, tw, tb), r, ctx.divisor)
+
+
+@_linear_relu.vmap
+def _(info, in_dims, x, weight, bias, algo):
+    return torch.stack([linear_relu(*e, algo=algo) for e in batch_entries(info, in_dims, x, weight, bias)]), 0
+
+
+@_linear_relu_div.vmap
+def _(info, in_dims, x, weight, bias, divisor, algo):
+    entries = batch_entries(info, in_dims[:3], x, weight, bias)
+    return torch.stack([_linear_relu_div(*e, divisor, algo) for e in entries]), 0
+
+
+LINEAR_RELU, LINEAR_RELU_DIV = _linear_relu, _linear_relu_div
+
+
+def linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
+                algo: str = "auto") -> torch.Tensor:
+    """``torch.relu(F.linear(x, weight, bias))`` in one kernel: ``linear_relu_div`` without the
+    divide (arguments, rules and errors the same)."""
+    if _is_compiling():
+        return _linear_relu(x, weight, bias, algo)
+    return _linear_relu._call((x, weight, bias, algo))
 
 
 def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
                     *, algo: str = "auto") -> torch.Tensor:
-    """``relu(x @ weight.T + bias) / divisor`` with bias, ReLU and divide fused in the epilogue.
+    """``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide fused in
+    the GEMM's epilogue (the Linear output is rounded to the dtype before the ReLU, as torch
+    rounds it).
+
+    Differentiable to any order (both modes) with respect to x, weight, bias and a divisor
+    tensor: under autograd it runs as ``linear_relu`` (the fused GEMM with bias and ReLU)
+    followed by torch's division, which gives the same values, takes the ReLU mask from the
+    pre-activation's sign as torch does, and lets torch differentiate the division. Traceable
+    by torch.compile (``cupy_ops::linear_relu_div``); ``torch.func.vmap`` (one product per
+    batch entry). Under ``torch.autocast("cuda")`` the operands are cast to the autocast dtype,
+    as torch's ``F.linear``, and so is the result.
 
     Args:
         x: (M, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides.
         weight: (N, K) tensor laid out as ``nn.Linear.weight`` (any strides), same dtype and
             device.
         bias: (N,) tensor or None.
-        divisor: a real number or a one-element CPU tensor (0, inf, NaN give what torch gives).
-        algo: ``"auto"`` (default), ``"wgmma"``, ``"tc"``, ``"tf32x3"``, ``"fp16x3"``, ``"simt"``
-            or ``"naive"``: as for ``matmul`` (fp16x3 scales the rows of ``x`` and of ``weight``) (``cupy_ops.gemm_plan(x, weight.T)`` says which kernel
-            a call takes).
+        divisor: a real number (Python or numpy; a bool counts as 0 or 1) or a 0-dim CPU
+            tensor (0, inf, NaN give what torch gives; never flushed, however large).
+        algo: as for ``matmul`` (``"fp16x3"`` scales the rows of ``x`` and of ``weight``;
+            ``cupy_ops.gemm_plan(x, weight.T, bias_relu_scale=True)`` says which kernel a call
+            takes).
     Returns:
         A contiguous (M, N) tensor of ``x``'s dtype.
     Raises:
         TypeError: a tensor argument is not a tensor or has a wrong dtype; divisor not a number.
         ValueError: wrong rank or shape, K mismatch, not on CUDA, devices differ, divisor with
             several elements or on the GPU, ``algo`` unknown or not fitting the dtype, size or GPU.
+
+    Example:
+        >>> layer = torch.nn.Linear(64, 32, device="cuda")
+        >>> y = cupy_ops.linear_relu_div(torch.randn(8, 64, device="cuda"), layer.weight, layer.bias, 2.0)
     """
-    device = checks.linear_args(x, weight, bias, algo, ALGOS)
-    checks.divisor(divisor, device, cuda_ok=False, context=" for linear_relu_div")
-    scale, _ = _divisor.parse(divisor, x)
-    M, N = x.shape[0], weight.shape[0]
-    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if M and N:
-        if bias is not None and bias.stride(0) != 1:
-            bias = bias.contiguous()
-        b = weight.t()
-        gemm.run(gemm.plan_for(x, b, "EpiBiasReluScale", algo), x, b, y, bias, scale)
-    return y
+    if _is_compiling():
+        if isinstance(divisor, _Tensor):
+            return _linear_relu(x, weight, bias, algo) / divisor
+        return _linear_relu_div(x, weight, bias, divisor, algo)
+    if type(divisor) is not float or not plain_eager((x, weight, bias)) or needs_grad((x, weight, bias)):
+        # (the tensors are checked by the op's output rule)
+        checks.divisor(divisor, -1, cuda_ok=False, context=" for linear_relu_div")
+        if needs_grad((x, weight, bias, divisor)):
+            return linear_relu(x, weight, bias, algo=algo) / divisor
+        divisor = float(divisor.item() if isinstance(divisor, _Tensor) else divisor)
+    return _linear_relu_div._call((x, weight, bias, divisor, algo))

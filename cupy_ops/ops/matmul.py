@@ -1,15 +1,61 @@
-"""matmul: ``torch.matmul`` for 2-D operands, through the one GEMM plan (ops/gemm_plan.py)."""
-from __future__ import annotations
-
+"""matmul: ``torch.matmul`` for 2-D operands, through the GEMM families (ops/gemm/)."""
 import torch
 
 from .. import checks
+from ..op import op
 from . import gemm
-from .gemm_plan import ALGOS
+
+_is_compiling = torch.compiler.is_compiling
+
+
+def _output(a, b, algo):
+    checks.matmul_args(a, b, algo, gemm.ALGOS)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+@op("cupy_ops::matmul", output=_output, autocast="lower", contiguous=False, check_devices=False)
+def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str = "auto", *, out: torch.Tensor) -> None:
+    if out.shape[0] and out.shape[1]:
+        gemm.run(gemm.plan_for(a, b, "EpiNone", algo), a, b, out)
+
+
+@_matmul.backward(save=("a", "b", "algo"))
+def _(ctx, grad):
+    da = matmul(grad, ctx.b.t(), algo=ctx.algo) if ctx.needs_grad("a") else None
+    db = matmul(ctx.a.t(), grad, algo=ctx.algo) if ctx.needs_grad("b") else None
+    return da, db, None
+
+
+@_matmul.jvp(save=("a", "b", "algo"))
+def _(ctx, ta, tb, t_algo):
+    parts = [matmul(ta, ctx.b, algo=ctx.algo) if ta is not None else None,
+             matmul(ctx.a, tb, algo=ctx.algo) if tb is not None else None]
+    parts = [p for p in parts if p is not None]
+    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+def batch_entries(info, in_dims, *tensors):
+    """``torch.func.vmap`` rule helper: for each batch entry, the tensors' slices (an unbatched
+    tensor as it is)."""
+    moved = [t.movedim(d, 0) if d is not None else t for t, d in zip(tensors, in_dims)]
+    return [[t[i] if d is not None else t for t, d in zip(moved, in_dims)] for i in range(info.batch_size)]
+
+
+@_matmul.vmap
+def _(info, in_dims, a, b, algo):
+    # one product per batch entry (no batched GEMM kernel yet)
+    return torch.stack([matmul(p, q, algo=algo) for p, q in batch_entries(info, in_dims, a, b)]), 0
+
+
+MATMUL = _matmul
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
     """``a @ b`` for 2-D CUDA tensors, accumulating in fp32 (fp64 for float64).
+
+    Differentiable to any order (both modes); ``torch.func.vmap`` (one product per batch
+    entry); traceable by torch.compile as ``cupy_ops::matmul``. Under ``torch.autocast("cuda")``
+    float32 operands are cast to the autocast dtype first, as torch's matmul casts them.
 
     Args:
         a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core
@@ -19,40 +65,29 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
            transpose bit, TF32 (rows 16-byte aligned, N a multiple of 4) by computing
            C^T = B^T A^T).
         b: (K, N) tensor of ``a``'s dtype and device, any strides.
-        algo: ``"auto"`` (default): the fastest correct kernel for the dtype: tensor cores
-            for float16 / bfloat16, and for float32 only where torch allows TF32
-            (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision``
-            not "highest"), else the tiled fp32 CUDA-core kernel (``"simt"``). The tensor-core
-            kernel is ``"wgmma"`` (wgmma + TMA) on Hopper, ``"tc"`` (mma.sync) elsewhere; both
-            can be asked for by name (``"wgmma"`` on compute capability 9.0 only). ``"tf32x3"``
-            (float32, compute capability 9.0): fp32 accuracy on the tensor cores, each operand
-            split into two TF32 numbers and three TF32 products summed: max error against fp64
-            at most torch fp32's at the benchmark shapes (1024^3 to 4096^3), and within 2^-18
-            of the largest output at any shape (torch's is smaller at small K); NaN and inf
-            where torch fp32 puts them; a subnormal input counts as +-2^-125 (tensor cores
-            cannot hold it); ~1.9x torch fp32's speed on an H100 at 4096^3. ``"fp16x3"``
-            (float32, compute capability 9.0): the same accuracy from the fp16 tensor cores,
-            twice TF32's rate: each row of ``a`` and column of ``b`` scaled by a power of two
-            that brings its largest finite magnitude X to [2^14, 2^15), split into two fp16
-            numbers (a pass over both operands, workspaces of their size), three fp16
-            products summed: max error against fp64 at most torch fp32's at the benchmark
-            shapes (0.2-0.6x on randn and rand); NaN and inf where torch fp32 puts them; a
-            value x keeps 21 bits where |x| >= 2^-18 X, an absolute error up to 2^-38 X below
-            (so rows spanning more than ~2^17 lose precision torch keeps); ~3.3-3.6x torch fp32's
-            speed on an H100 at 4096^3, slower than "tf32x3" below ~2^33 multiply-adds (the
-            split pass). ``"naive"``: the
-            reference kernel, one thread per output element. ``cupy_ops.gemm_plan(a, b)`` says
-            which kernel a call takes.
+        algo: ``"auto"`` (default): as torch decides: tensor cores for float16 / bfloat16,
+            and for float32 only where torch allows TF32 (``allow_tf32`` or
+            ``set_float32_matmul_precision`` not "highest"), else the fp32 CUDA-core kernel
+            ``"simt"``; float64 and sizes past the tiled kernels' limits ``"naive"``.
+            ``"accurate"``: as "auto", but float32 at fp32 accuracy whatever the TF32 switch:
+            ``"fp16x3"`` or ``"tf32x3"`` on Hopper (the faster for the size), else ``"simt"``.
+            A family by name: ``"wgmma"`` (Hopper) / ``"tc"`` tensor cores, ``"tf32x3"`` and
+            ``"fp16x3"`` (float32 at fp32 accuracy on the Hopper tensor cores: their error model
+            and its limits, docs/numerics.md), ``"simt"``, ``"naive"`` (one thread per output,
+            the reference). ``cupy_ops.gemm_plan(a, b)`` says which kernel a call takes;
+            docs/gemm.md how each is chosen.
     Returns:
         A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
     Raises:
         TypeError: an operand is not a tensor, or the dtypes are unsupported or differ.
         ValueError: an operand is not 2-D, K differs, an operand is not on CUDA or they are
             on different devices, ``algo`` is unknown or does not fit the dtype, size or GPU.
+
+    Example:
+        >>> a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")
+        >>> c = cupy_ops.matmul(a, b)                 # algo="auto": follows torch's TF32 switch
+        >>> print(cupy_ops.gemm_plan(a, b))           # which kernel that call took
     """
-    checks.matmul_args(a, b, algo, ALGOS)
-    (M, K), N = a.shape, b.shape[1]
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    if M and N:
-        gemm.run(gemm.plan_for(a, b, "EpiNone", algo), a, b, c)
-    return c
+    if _is_compiling():
+        return _matmul(a, b, algo)
+    return _matmul._call((a, b, algo))

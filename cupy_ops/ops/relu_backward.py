@@ -1,29 +1,51 @@
-"""relu_backward: the gradient through ReLU times a scale (cuda_src/relu_backward.cu).
-
-Used by the autograd formulas of relu, relu_div and linear_relu_div (cupy_ops/torch_ops.py).
-"""
-from __future__ import annotations
-
+"""relu_backward: the gradient through ReLU divided by a number (cuda_src/relu_backward.cu), the op
+the backward and forward-AD rules of relu, relu_div and linear_relu_div are built of."""
 import torch
 
-from .elementwise import Elementwise
+from .. import checks
+from ..op import op
+from .divisor import scale_for
+from .elementwise import Elementwise, elementwise_vmap
 
 KERNEL = Elementwise("relu_backward.cu", "relu_backward")   # binary: (grad, ref) -> out
 
 
-def relu_backward(grad: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
-    """``0 where ref <= 0 else grad * scale``: torch's ``threshold_backward(grad * scale, ref, 0)``.
+def _output(grad, ref, divisor):
+    device = checks.cuda_tensor("grad", grad)
+    checks.tensor("ref", ref)
+    checks.same_dtype("ref", ref, "grad", grad)
+    checks.same_device("ref", ref, "grad", device)
+    if ref.shape != grad.shape:
+        raise ValueError(f"ref must have the shape of grad {tuple(grad.shape)}, got {tuple(ref.shape)}")
+    return torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
+
+
+@op("cupy_ops::relu_backward", output=_output, check_devices=False)
+def relu_backward(grad: torch.Tensor, ref: torch.Tensor, divisor: float = 1.0, *, out: torch.Tensor) -> None:
+    """``0 where ref <= 0 else grad / divisor``: torch's ``threshold_backward(grad / divisor, ref,
+    0)``, the division as torch divides by a number (times its reciprocal, ``divisor.scale_for``).
 
     Args:
         grad: CUDA tensor, the incoming gradient.
         ref: tensor of ``grad``'s shape, dtype and device deciding the mask (the input or the
             output of the ReLU): masked where ``ref <= 0``; NaN is never masked.
-        scale: multiplies the gradient (1 / divisor for relu_div, rounded as torch rounds it).
+        divisor: divides the gradient (relu_div's and linear_relu_div's divisor; a number, so
+            that a traced graph carries it as torch.compile gives it).
     Returns:
         A contiguous tensor of ``grad``'s shape and dtype.
     """
-    grad = grad.contiguous()
-    ref = ref.contiguous()
-    out = torch.empty_like(grad)
-    KERNEL.launch((grad, ref, out), (scale,), grad.get_device())
-    return out
+    KERNEL.launch((grad, ref, out), (scale_for(divisor, grad.dtype),), grad.get_device())
+
+
+# the mask is piecewise constant: only grad has a derivative
+@relu_backward.backward(save=("ref", "divisor"))
+def _(ctx, gg):
+    return relu_backward(gg, ctx.ref, ctx.divisor), None, None
+
+
+@relu_backward.jvp(save=("ref", "divisor"))
+def _(ctx, t_grad, t_ref, t_divisor):
+    return relu_backward(t_grad, ctx.ref, ctx.divisor) if t_grad is not None else torch.zeros_like(ctx.ref)
+
+
+relu_backward.vmap(elementwise_vmap(relu_backward))

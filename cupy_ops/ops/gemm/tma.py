@@ -1,4 +1,5 @@
-"""TMA tensor maps for the Hopper GEMM kernels (cuda_src/gemm_wgmma.cuh), built by ops/gemm.py.
+"""TMA tensor maps for the Hopper GEMM kernels (cuda_src/gemm_wgmma.cuh), built by the Hopper
+families (wgmma.py, tf32x3.py, fp16x3.py).
 
 A tensor map (``CUtensorMap``, 128 opaque bytes) tells the TMA unit where a 2-D matrix lives
 and which box one load copies; it is built on the host by the driver's
@@ -12,13 +13,13 @@ import ctypes
 
 import torch
 
-from .. import launch
+from ... import launch
 
 # CUtensorMapDataType (cuda.h). float32 is loaded as TFLOAT32 (11): the TMA unit then rounds
 # each value to TF32 (to nearest) on the way to shared memory, exactly as torch's cuBLAS TF32
 # and our mma.sync kernel (cvt.rna) do; as FLOAT32 (7) the tensor cores would truncate the raw
-# fp32 bits instead, twice the error and biased (benchmarks/results/probe_tf32_h200_run6.log, H200: with FLOAT32
-# all 262139 of 262144 K=8 outputs differed from torch's; with TFLOAT32 none did). The 3xTF32
+# fp32 bits instead, twice the error and biased (docs/numerics.md#tf32-rounding: with FLOAT32
+# all 262139 of 262144 K=8 outputs differed from torch's on an H200; with TFLOAT32 none did). The 3xTF32
 # kernel needs the exact fp32 values (it splits them itself): ``exact=True`` loads FLOAT32, and
 # so does a map of an output (the Hopper kernel's TMA stores of C write the fp32 values as they are).
 _DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}

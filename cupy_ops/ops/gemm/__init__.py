@@ -1,0 +1,161 @@
+"""The GEMM kernel families, for matmul and linear_relu_div alike.
+
+One module per family (naive, simt, tc, wgmma, tf32x3, fp16x3), each exposing ``NAME``,
+``supports`` (why it cannot take a problem, or None), ``plan`` (a ``GemmPlan``: kernel, tile,
+split-K, grid, what is done to each operand), ``run`` (carries a plan out) and ``variants``
+(every kernel a plan can name, declared for the offline check). This module is their one
+registry: the family choice (``choose``), the plan and its cache (``plan_for``) and the runner.
+
+    p = plan_for(a, b)                 # which kernel "auto" picks for these tensors, and why
+    print(p)                           # "wgmma: gemm_wgmma<bf16, true, 256, 2, EpiNone>, ..."
+    run(p, a, b, c)                    # c = a @ b
+
+The two ops differ only in their epilogue (``"EpiNone"``; ``"EpiBiasReluScale"``: bias, ReLU,
+scale) and in their arguments: linear_relu_div's B is ``weight.T``. Geometry shared with the
+kernels: ``geometry``; the tuning tables: ``tables``; the decisions behind both: docs/gemm.md.
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import checks
+from . import fp16x3, naive, simt, tc, tf32x3, wgmma
+from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
+from .runtime import device_info
+from .tables import X3H_MIN_WORK
+
+FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
+# "accurate": "auto", but float32 never through TF32: at most torch fp32's error, on the fastest
+# kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
+ALGOS = ("auto", "accurate") + tuple(FAMILIES)
+
+__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "Device", "GemmPlan", "Matrix", "Operand", "Overrides", "choose",
+           "device_info", "gemm_plan", "plan", "plan_for", "run", "supports", "variants"]
+
+
+def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
+    """Why ``family`` cannot compute an (M x K) @ (K x N) GEMM of ``dtype`` on ``dev`` (None: it can)."""
+    return FAMILIES[family].supports(M, N, K, dtype, dev)
+
+
+def fp32_accurate(M: int, N: int, K: int) -> str:
+    """The faster of the two fp32-accurate tensor-core families for an M x K x N GEMM
+    (tables.X3H_MIN_WORK): "fp16x3" for large products (the split pass pays off), "tf32x3" for small."""
+    return "fp16x3" if M * N * K >= X3H_MIN_WORK else "tf32x3"
+
+
+def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool) -> str:
+    """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
+    ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
+    (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take:
+    "naive". ``"accurate"``: as "auto", but float32 on the fp32-accurate kernels ("fp16x3" or
+    "tf32x3" on Hopper by ``fp32_accurate``, else "simt") whatever the TF32 switch. A family by
+    name: that family, or ``ValueError`` when it cannot take the problem."""
+    if algo not in ("auto", "accurate"):
+        checks.fits("algo", algo, supports(algo, M, N, K, dtype, dev))
+        return algo
+    if dtype == torch.float64 or simt.supports(M, N, K, torch.float32, dev) is not None:
+        return "naive"
+    if dtype == torch.float32 and algo == "accurate":
+        family = fp32_accurate(M, N, K) if dev.has_wgmma else "simt"
+        return family if supports(family, M, N, K, dtype, dev) is None else "simt"
+    if dtype != torch.float32 or tf32:
+        return "wgmma" if dev.has_wgmma else "tc"
+    return "simt"
+
+
+def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
+         algo: str = "auto", tf32: bool = False, **overrides) -> GemmPlan:
+    """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
+    ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
+    allows TF32 for fp32 matmuls now; ``overrides``: the fields of ``Overrides``. Pure: a CPU
+    test can plan any problem. Raises ``ValueError`` when an explicit ``algo`` cannot take the
+    problem or an override is out of range."""
+    if epilogue not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    ov = Overrides(**overrides) if overrides else NO_OVERRIDES
+    family = choose(algo, M, N, K, dtype, dev, tf32)
+    return FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
+
+
+def variants() -> dict[str, list[str]]:
+    """Every kernel a plan can name, by source file (registered for the offline check)."""
+    from .runtime import reduce_variants
+
+    out: dict[str, list[str]] = {"gemm.cu": list(reduce_variants())}
+    for family in FAMILIES.values():
+        for filename, exprs in family.variants().items():
+            out.setdefault(filename, []).extend(exprs)
+    return out
+
+
+def tf32_allowed() -> bool:
+    """Whether torch would use TF32 for an fp32 matmul now (the switches torch reads)."""
+    return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+
+
+# Plans by everything they depend on: planning costs ~20 us of Python, a lookup ~2 us, and the
+# eager call of a small GEMM is host-bound (docs/design.md#host-cost).
+_plans: dict[tuple, GemmPlan] = {}
+_PLAN_CACHE_LIMIT = 4096
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
+             **overrides) -> GemmPlan:
+    """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
+    supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
+    ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
+    of ``Overrides``) override its tables. Raises ``ValueError`` when ``algo`` cannot take them."""
+    tf32 = a.dtype == torch.float32 and tf32_allowed()
+    key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
+           a.get_device(), epilogue, algo, tf32, tuple(sorted(overrides.items())))
+    p = _plans.get(key)
+    if p is None:
+        p = plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
+                 device_info(a.get_device()), algo=algo, tf32=tf32, **overrides)
+        if len(_plans) >= _PLAN_CACHE_LIMIT:
+            _plans.clear()
+        _plans[key] = p
+    return p
+
+
+def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu_scale: bool = False) -> GemmPlan:
+    """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
+    instantiation, tile, split-K, grid and what is done to each operand (read in place,
+    copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
+    ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
+
+    Args:
+        a, b: as for ``matmul``.
+        algo: as for ``matmul``.
+        bias_relu_scale: plan the fused epilogue of ``linear_relu_div``.
+    Returns:
+        A ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable line).
+    Raises:
+        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when M or
+        N is 0 (no kernel runs).
+
+    Example:
+        >>> a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        >>> print(cupy_ops.gemm_plan(a, a))   # on an H100: "wgmma: gemm_wgmma<bf16, ...>, tile ..., grid ...; ..."
+    """
+    checks.matmul_args(a, b, algo, ALGOS)
+    checks.nonempty_output(a.shape[0], b.shape[1])
+    return plan_for(a, b, "EpiBiasReluScale" if bias_relu_scale else "EpiNone", algo)
+
+
+def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
+        scale: float = 1.0) -> torch.Tensor:
+    """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
+    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``)."""
+    FAMILIES[p.family].run(p, a, b, c, 0 if bias is None else bias.data_ptr(), float(scale))
+    return c
+
+
+def runs_on(family: str, t: torch.Tensor) -> bool:
+    """Whether ``family`` takes ``t``'s dtype on its device at all (reads the dtype, the device
+    and a cached capability: torch.compile traces it as a constant)."""
+    return t.is_cuda and supports(family, 1, 1, 1, t.dtype, device_info(t.get_device())) is None
+
+
+__all__ += ["fp32_accurate", "runs_on", "runs_sm90a", "tf32_allowed"]

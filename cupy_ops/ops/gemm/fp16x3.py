@@ -1,0 +1,161 @@
+"""fp16x3: float32 at fp32 accuracy on the Hopper fp16 tensor cores (gemm_fp16x3.cuh, sm_90a),
+twice TF32's rate: each row of A and column of B scaled by a power of two that brings its
+largest finite magnitude into [2^14, 2^15) and split into fp16 hi + lo by one pass over each
+operand (fp16x3_split; a row-major B split in place N-major by fp16x3_colmax_n +
+fp16x3_split_n), then three fp16 products per k-step, partial sums promoted every k-tile, the
+scale undone in the epilogue; 128 x 128 tiles, split-K as tf32x3's. Taken by name only; its
+error model: docs/numerics.md.
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import launch
+from . import geometry as g
+from . import tc, tma, wgmma
+from .common import (EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, n_major_in_place, needs_hopper,
+                     reduce_grid, tf, tiled_sizes)
+from .runtime import SM90A, declare, handle, prepare, reduce
+from .tables import X3_SPLIT_MAX_WAVES
+
+NAME = "fp16x3"
+
+
+def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
+    return (tiled_sizes(M, N, K)
+            or (None if dtype == torch.float32 else f"is the fp32 kernel on fp16 tensor cores (three products); "
+                                                     f"takes float32 operands, got {dtype}")
+            or needs_hopper(NAME, dev, "simt (fp32 on the CUDA cores)"))
+
+
+def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
+    """Both operands through fp16x3_split (from their tensor-core form: K-major fp32 rows)
+    into scaled fp16 pieces, then gemm_fp16x3 on 128 x 128 tiles, split-K as 3xTF32's."""
+    if K == 0:
+        return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
+    if ov.tile_n not in (None,) + g.X3_TILE_NS:
+        raise ValueError(f"tile_n must be one of {g.X3_TILE_NS} for algo='fp16x3', got {ov.tile_n!r}")
+    if ov.swap:
+        raise ValueError("swap=True: algo='fp16x3' reads both operands as K-major fp16 pieces (no swapped kernel)")
+    bk, bn = g.WG_BK[torch.float16], g.X3_TILE_NS[0]
+    slices, kslice = wgmma.split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
+    # a row-major b (matmul's) split in place into N-major pieces, each column scaled
+    # (fp16x3_split_n: no transpose pass), the kernel reading them through the wgmma's
+    # transpose bit; any other b's columns as K-major rows (transposed or copied first)
+    n_major = n_major_in_place(b)
+    pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
+    how = "fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
+    common = dict(grid=(cdiv(N, bn), cdiv(M, g.WG_BM), slices), block=(g.WG_THREADS, 1, 1), smem=g.X3_SMEM_BYTES,
+                  a=kmajor_operand(a), b=pb, tile=(g.WG_BM, bn), bk=bk,
+                  notes=(f"operands split into fp16 pieces ({how})",))
+    if slices > 1:
+        return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {tf(n_major)}>", SM90A, slices=slices, kslice=kslice,
+                        reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=reduce_grid(M * N), **common)
+    return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {epi}, {tf(n_major)}>", SM90A, kslice=K, **common)
+
+
+def variants() -> dict[str, list[str]]:
+    exprs = []
+    for nm in (False, True):
+        exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
+        exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in g.X3_TILE_NS]
+    return {SM90A: exprs + ["fp16x3_split", "fp16x3_colmax_n", "fp16x3_split_n"]}
+
+
+KERNELS = declare(variants())
+
+
+# --- the split ------------------------------------------------------------------------------
+
+def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int) -> None:
+    """fp16x3_split of ``t`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
+    device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
+    (int32)."""
+    rows, k = t.shape
+    launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (g.X3H_SPLIT_THREADS, 1, 1),
+                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex))
+
+
+def split_columns(b: torch.Tensor, op: Operand, mag: int, hi: int, lo: int, ldn: int, ex: int) -> None:
+    """fp16x3_colmax_n then fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld``
+    apart) into the pieces at ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns'
+    exponents at ``ex``; ``mag`` (int32, N) must hold zeros (the columns' atomicMax)."""
+    k, n = b.shape
+    cols, dev = cdiv(n, 4 * g.X3H_NSPLIT_THREADS), b.get_device()
+    block = (g.X3H_NSPLIT_THREADS, 1, 1)
+    launch.launch(handle(KERNELS, "fp16x3_colmax_n", dev), (cols, min(cdiv(k, g.X3H_COLMAX_ROWS), g.MAX_GRID_Y), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag))
+    launch.launch(handle(KERNELS, "fp16x3_split_n", dev), (cols, min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
+                  block, (b.data_ptr(), op.ld, k, n, mag, hi, lo, ldn, ex))
+
+
+def piece_ld(k: int) -> int:
+    """Row length of the pieces of rows of ``k`` values: their tensor maps need 16-byte rows."""
+    return cdiv(max(k, 1), 8) * 8
+
+
+def pieces(t: torch.Tensor, op: Operand) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
+    (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows scaled by 2^exponents[row]
+    (int32, (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
+    t = prepare(t, op)
+    out = torch.empty((2, t.shape[0], piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
+    ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
+    split_rows(t, op, out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr())
+    return out, ex
+
+
+def pieces_n(b: torch.Tensor, op: Operand) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(pieces, exponents)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
+    aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
+    rounded up to 8) fp16, hi then lo, of ``b``'s columns scaled by 2^exponents[n]."""
+    k, n = b.shape
+    out = torch.empty((2, k, piece_ld(n)), dtype=torch.float16, device=b.device)
+    ex = torch.empty((n,), dtype=torch.int32, device=b.device)
+    mag = torch.zeros((n,), dtype=torch.int32, device=b.device)
+    split_columns(b, op, mag.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr())
+    return out, ex
+
+
+def carve(sizes: list[int]) -> tuple[list[int], int]:
+    """Offsets of parts of ``sizes`` bytes laid out one after another from 256-byte boundaries
+    (the TMA reads a matrix from a 16-byte one), and the bytes they take together."""
+    offsets, end = [], 0
+    for n in sizes:
+        offsets.append(end)
+        end += cdiv(n, 256) * 256
+    return offsets, end
+
+
+def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """The operands' pieces (A's rows, B's columns) in one workspace allocation (one instead of
+    five cut a call's host time by about a third: docs/gemm.md#fp16x3-workspace), their tensor
+    maps, the GEMM and, for split-K, the reduction."""
+    (M, K), N = a.shape, b.shape[1]
+    n_major = p.b.prep == "n-major split"
+    a2 = prepare(a, p.a)
+    bt = b if n_major else prepare(b.t(), p.b)   # row-major (K, N) as is, or (N, K) K-major
+    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)   # pieces' rows: A's of K values, B's of N or K
+    b_rows = K if n_major else N   # rows of B's pieces
+    a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
+    (ahi, alo, ea, bhi, blo, eb, mag), total = carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N,
+                                                      4 * N if n_major else 0])
+    ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
+    base = ws.data_ptr()
+    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea)
+    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))
+    if n_major:   # boxes of 64 columns (128 bytes) x bk rows of K
+        ws[mag:mag + 4 * N].zero_()
+        split_columns(bt, p.b, base + mag, base + bhi, base + blo, ldb, base + eb)
+        maps += tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
+    else:
+        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb)
+        maps += tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
+    h = handle(KERNELS, p.kernel, c.get_device())
+    if p.slices > 1:
+        part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb), p.smem)
+        reduce(p, part, c, bias, scale)
+    else:
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale), p.smem)
+    del ws, a2, bt   # launched: the stream orders any reuse of this memory after the kernel

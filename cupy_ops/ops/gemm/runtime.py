@@ -1,0 +1,90 @@
+"""What every GEMM family's runner shares: its kernels declared on the compile layer, the
+device's properties for the plan, operands brought into the planned form, the split-K
+reduction."""
+from __future__ import annotations
+
+import torch
+
+from ... import launch
+from ...dtypes import CUDA_NAMES
+from ...kernel import Kernel
+from . import geometry as g
+from .common import EPILOGUES, TENSOR_CORE_DTYPES, Device, Operand
+
+SM90A = "gemm_sm90a.cu"
+
+
+def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
+    """One ``Kernel`` per kernel name in ``variants`` (``{source file: [name expressions]}``),
+    with every variant registered for the offline check; files ``*_sm90a.cu`` are built for
+    sm_90a only."""
+    kernels = {}
+    for filename, exprs in variants.items():
+        sm90a = filename == SM90A
+        by_name: dict[str, list[str]] = {}
+        for e in exprs:
+            by_name.setdefault(e.split("<")[0], []).append(e)
+        for name, ex in by_name.items():
+            kernels[name] = Kernel.builtin(filename, name, ex, arch="sm_90a" if sm90a else None,
+                                           defines=g.SM90A_DEFINES if sm90a else g.DEFINES)
+    return kernels
+
+
+def handle(kernels: dict[str, Kernel], expr: str, device: int) -> launch.KernelHandle:
+    """The loaded variant ``expr`` of ``kernels`` (``declare``'s) on ``device``."""
+    return kernels[expr.split("<")[0]].handle(expr, device)
+
+
+_devices: dict[int, Device] = {}
+
+
+def device_info(index: int) -> Device:
+    """The plan's view of CUDA device ``index`` (SM count, compute capability), cached."""
+    d = _devices.get(index)
+    if d is None:
+        props = torch.cuda.get_device_properties(index)
+        d = _devices[index] = Device(index, props.multi_processor_count, launch.capability(index))
+    return d
+
+
+# --- operands ---------------------------------------------------------------------------------
+
+TRANSPOSE = Kernel.builtin("transpose.cu", "transpose", {dt: f"transpose<{c}>" for dt, c in CUDA_NAMES.items()},
+                           defines=g.TRANSPOSE_DEFINES)
+
+
+def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
+    """``t`` (rows, K) in the tensor-core form ``op`` planned (``common.kmajor_operand``): as is,
+    or copied into K-major rows of ``op.ld`` elements (the padding zeroed: the kernels' last
+    16-byte copy of a row covers it, and no uninitialized memory may be read)."""
+    if op.prep == "as is":
+        return t
+    rows, k = t.shape
+    buf = torch.empty((rows, op.ld), dtype=t.dtype, device=t.device)
+    if op.prep == "transpose":
+        tile = g.TRANSPOSE_TILE
+        grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), g.MAX_GRID_Y), 1)
+        launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, g.TRANSPOSE_ROWS, 1),
+                      (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows))
+    else:
+        buf[:, :k].copy_(t)
+    if op.ld > k:
+        buf[:, k:].zero_()
+    return buf
+
+
+# --- split-K ----------------------------------------------------------------------------------
+
+def reduce_variants() -> list[str]:
+    """The split-K reductions (gemm.cu), one per tensor-core dtype and epilogue."""
+    return [f"gemm_splitk_reduce<{CUDA_NAMES[dt]}, {e}>" for dt in TENSOR_CORE_DTYPES for e in EPILOGUES]
+
+
+REDUCE = declare({"gemm.cu": reduce_variants()})
+
+
+def reduce(p, ws: torch.Tensor, c: torch.Tensor, bias: int, scale: float) -> None:
+    """c = epilogue(sum of the split-K slices of ``ws``), in order (deterministic)."""
+    M, N = c.shape
+    launch.launch(handle(REDUCE, p.reduce, c.get_device()), p.reduce_grid, (g.REDUCE_THREADS, 1, 1),
+                  (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale))

@@ -1,0 +1,97 @@
+"""simt: the tiled fp32 GEMM on the CUDA cores (gemm_simt.cuh): 128 x 128 tiles, 8 x 8 outputs
+a thread, operands read in place along either axis, split-K when the tiles leave SMs idle. What
+"auto" takes for float32 while torch keeps TF32 off (its default)."""
+from __future__ import annotations
+
+import torch
+
+from ... import launch
+from . import geometry as g
+from .common import EPILOGUES, GemmPlan, Matrix, Operand, cdiv, reduce_grid, tf, tiled_sizes
+from .runtime import declare, handle, reduce
+from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
+
+NAME = "simt"
+
+
+def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
+    if dtype != torch.float32:
+        return tiled_sizes(M, N, K) or f"is the fp32 kernel; got {dtype} operands (use 'auto' or 'naive')"
+    return tiled_sizes(M, N, K)
+
+
+def occupancy(a_kmajor: bool, b_kmajor: bool, fused: bool, split: bool) -> tuple[int, bool]:
+    """``(blocks per SM, tiles in dynamic shared memory)`` (tables.SIMT_OCCUPANCY)."""
+    return (1, False) if split else SIMT_OCCUPANCY.get((a_kmajor, b_kmajor, fused), (1, False))
+
+
+def kernel(a_kmajor: bool, b_kmajor: bool, epi: str, split: bool) -> tuple[str, int]:
+    """The instantiation for these layouts and epilogue, and the dynamic shared memory its
+    launch passes."""
+    blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", split)
+    return (f"gemm_simt<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {tf(split)}, {blocks}, {tf(dyn)}>",
+            g.SIMT_SMEM_BYTES if dyn else 0)
+
+
+def operand(t: Matrix) -> Operand:
+    """An operand (rows, K-or-N) read along ``cols`` (K for A, N for B): contiguous along its
+    columns (``kmajor`` for A / N-major for B), along its rows, or copied row-major."""
+    if t.stride1 == 1 or t.cols == 1:
+        major, ld, prep, aligned = True, t.stride0 if t.rows > 1 else t.cols, "as is", t.aligned16
+    elif t.stride0 == 1 or t.rows == 1:
+        major, ld, prep, aligned = False, t.stride1 if t.cols > 1 else t.rows, "as is", t.aligned16
+    else:
+        major, ld, prep, aligned = True, t.cols, "contiguous copy", True
+    return Operand(prep, major, ld, aligned and ld % 4 == 0)
+
+
+def split(M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K when the 128 x 128 tiles leave SMs idle (one block per
+    SM): ``slices`` blocks per tile each multiply ``kslice`` values of K (a multiple of the
+    k-tile) into an fp32 workspace, summed in order by the reduction. ``(1, K)``: no split."""
+    tiles = cdiv(M, g.SIMT_TILE) * cdiv(N, g.SIMT_TILE)
+    slices = min(sm_count // tiles, K // SIMT_SPLIT_MIN_K)
+    if slices < 2:
+        return 1, K
+    kslice = cdiv(cdiv(K, slices), g.SIMT_BK) * g.SIMT_BK
+    return cdiv(K, kslice), kslice
+
+
+def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
+    pa = operand(a)
+    pb_ = operand(b)        # B (K, N): "major" = N-major (row-major)
+    pb = Operand(pb_.prep, not pb_.kmajor, pb_.ld, pb_.vec)
+    slices, kslice = split(M, N, K, dev.sm_count) if ov.split_k else (1, K)
+    grid = (cdiv(N, g.SIMT_TILE), cdiv(M, g.SIMT_TILE), slices)
+    block = (g.SIMT_THREADS, 1, 1)
+    is_split = slices > 1
+    name, smem = kernel(pa.kmajor, pb.kmajor, "EpiNone" if is_split else epi, is_split)
+    if is_split:
+        return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (g.SIMT_TILE, g.SIMT_TILE), slices, kslice,
+                        f"gemm_splitk_reduce<float, {epi}>", reduce_grid(M * N))
+    return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (g.SIMT_TILE, g.SIMT_TILE), 1, K)
+
+
+def variants() -> dict[str, list[str]]:
+    exprs = []
+    for ak in (True, False):
+        for bk in (True, False):
+            exprs += [kernel(ak, bk, e, False)[0] for e in EPILOGUES] + [kernel(ak, bk, "EpiNone", True)[0]]
+    return {"gemm.cu": exprs}
+
+
+KERNELS = declare(variants())
+
+
+def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    (M, K), N = a.shape, b.shape[1]
+    if p.a.prep == "contiguous copy":
+        a = a.contiguous()
+    if p.b.prep == "contiguous copy":
+        b = b.contiguous()
+    out = c if p.slices == 1 else torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,
+                  (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, out.data_ptr(), M, N, K,
+                   int(p.a.vec) | int(p.b.vec) << 1, p.kslice, bias, scale), p.smem)
+    if p.slices > 1:
+        reduce(p, out, c, bias, scale)

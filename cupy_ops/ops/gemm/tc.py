@@ -1,0 +1,42 @@
+"""tc: tensor cores through mma.sync (gemm_tc.cuh, sm_80+): 128 x 128 tiles, 3 cp.async stages,
+fp32 accumulation. What "auto" takes for 16-bit (and TF32-allowed float32) off Hopper, and
+for K = 0 on Hopper (no tile to load: it writes the epilogue of 0)."""
+from __future__ import annotations
+
+from ... import launch
+from ...dtypes import CUDA_NAMES
+from . import geometry as g
+from .common import EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, cdiv, kmajor_operand, tiled_sizes
+from .runtime import declare, handle, prepare
+
+NAME = "tc"
+
+
+def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
+    return tiled_sizes(M, N, K) or (None if dtype in TENSOR_CORE_DTYPES else
+                                    f"takes float16, bfloat16 or float32 (TF32) operands, got {dtype}")
+
+
+def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov, notes=()) -> GemmPlan:
+    return GemmPlan(NAME, f"gemm_tc<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu",
+                    (cdiv(N, g.TC_TILE), cdiv(M, g.TC_TILE), 1), (g.TC_THREADS, 1, 1), g.TC_SMEM_BYTES,
+                    kmajor_operand(a), kmajor_operand(b.T), (g.TC_TILE, g.TC_TILE), notes=tuple(notes))
+
+
+def plan_empty_k(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
+    """The Hopper families' plan for K == 0: this kernel writes the epilogue of 0."""
+    return plan(M, N, K, dtype, a, b, epi, dev, ov, notes=("K == 0: the tc kernel writes the epilogue of 0",))
+
+
+def variants() -> dict[str, list[str]]:
+    return {"gemm.cu": [f"gemm_tc<{CUDA_NAMES[dt]}, {e}>" for dt in TENSOR_CORE_DTYPES for e in EPILOGUES]}
+
+
+KERNELS = declare(variants())
+
+
+def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    (M, K), N = a.shape, b.shape[1]
+    a2, bt = prepare(a, p.a), prepare(b.t(), p.b)
+    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,
+                  (a2.data_ptr(), p.a.ld, bt.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, bias, scale), p.smem)

@@ -1,0 +1,291 @@
+"""wgmma: the Hopper tensor-core GEMM (gemm_wgmma.cuh, sm_90a): wgmma + TMA, a producer and two
+consumer warpgroups over a ring of stages, 128 x 256 / 128 / 64 tiles by shape; from a wave of
+tiles on a persistent grid of 2-CTA clusters sharing each B tile (TMA multicast) or one CTA per
+tile, whichever finishes first by whole waves; small outputs one tile per CTA (the K-splitting
+warpgroups, or for 16-bit 128 x 64 tiles with the epilogue staged in the ring); TF32 with a
+row-major B as C^T = B^T A^T. What "auto" takes for 16-bit (and TF32-allowed float32) on
+Hopper. The choices and their measurements: docs/gemm.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ... import launch
+from ...dtypes import CUDA_NAMES
+from . import geometry as g
+from . import tables as t
+from . import tc, tma
+from .common import (EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand,
+                     n_major_in_place, needs_hopper, reduce_grid, tf, tiled_sizes)
+from .runtime import SM90A, declare, handle, prepare, reduce
+
+NAME = "wgmma"
+
+
+def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
+    return (tiled_sizes(M, N, K)
+            or (None if dtype in TENSOR_CORE_DTYPES else f"takes float16, bfloat16 or float32 (TF32) operands, "
+                                                         f"got {dtype}")
+            or needs_hopper(NAME, dev, "tc"))
+
+
+# --- the tables' rules (pure; CPU tests call them) ------------------------------------------
+
+def tile_n(M: int, N: int, sm_count: int) -> int:
+    """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
+    WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
+    blocks fill more than the split-K share (WG_SPLIT_MAX_WAVES) but less than
+    WG_NARROW_MAX_WAVES of the SMs."""
+    if cdiv(M, g.WG_BM) * cdiv(N, 256) >= t.WGMMA_WIDE_MIN_WAVES * sm_count:
+        return 256
+    blocks = cdiv(M, g.WG_BM) * cdiv(N, 128)
+    return 64 if t.WG_SPLIT_MAX_WAVES * sm_count < blocks < t.WG_NARROW_MAX_WAVES * sm_count else 128
+
+
+def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
+    """``(tile width, cluster)`` for outputs of at least WG_CLUSTER_MIN_WAVES waves of 128 x 256
+    tiles (None below): the WG_WIDE_SPEEDS entry with the least time, taken as whole waves of
+    its units (``cluster`` tiles) over the clusters that fit (``sm_count // cluster``) times
+    the tile area over its speed. Clusters of 2 need two tile rows."""
+    rows = cdiv(M, g.WG_BM)
+    if rows * cdiv(N, 256) < t.WG_CLUSTER_MIN_WAVES * sm_count:
+        return None
+    best = None
+    for bn, cluster, speed in t.WG_WIDE_SPEEDS:
+        if cluster > 1 and rows == 1:
+            continue
+        waves = cdiv(walk(M, N, bn, 1, cluster, sm_count)[1], sm_count // cluster)
+        cost = waves * bn / 256 / speed
+        if best is None or cost < best[0]:
+            best = (cost, bn, cluster)
+    return best[1], best[2]
+
+
+def split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
+          max_waves: float = t.WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K for 128 x 128 tiles (``bn`` 128) that fill at most
+    ``max_waves`` of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
+    if bn != 128:
+        return 1, K
+    tiles = cdiv(M, g.WG_BM) * cdiv(N, bn)
+    if tiles > max_waves * sm_count:
+        return 1, K
+    slices = min(sm_count // tiles, K // (t.WG_SPLIT_MIN_KTILES * bk))
+    if slices < 2:
+        return 1, K
+    kslice = cdiv(cdiv(K, slices), bk) * bk
+    return cdiv(K, kslice), kslice
+
+
+def walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int) -> tuple[int, int]:
+    """``(grid, units)``: ``units`` (clusters' work items: ``cluster`` tiles of a column of one K
+    slice) and a persistent grid of ``cluster`` CTAs per cluster, at most one cluster per unit
+    and per ``cluster`` SMs (the runner lowers it to the clusters the device runs at once)."""
+    units = cdiv(cdiv(M, g.WG_BM), cluster) * cdiv(N, bn) * slices
+    return cluster * min(units, sm_count // cluster), units
+
+
+def tma_store(N: int, itemsize: int, slices: int, override: bool | None = None) -> bool:
+    """Whether the epilogue stores C through the TMA: where a tensor map of C exists (its rows,
+    N elements, a multiple of 16 bytes: C is a fresh contiguous tensor) and C is the output
+    (split-K's partial products keep the threads' stores). ``override`` False: the threads'
+    stores; True where impossible: ValueError."""
+    possible = slices == 1 and (N * itemsize) % 16 == 0
+    if override and not possible:
+        raise ValueError(f"tma_store=True needs C's rows a multiple of 16 bytes and no split-K; got N = {N} "
+                         f"elements of {itemsize} bytes, {slices} K slices")
+    return possible and override is not False
+
+
+def ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True) -> bool:
+    """Whether the table takes the K-splitting warpgroups (gemm_wgmma_ksplit, WG_KSPLIT): where
+    it would pick 128 x 64 tiles, or split K over 128 x 128 tiles where K is at most
+    WG_KSPLIT_MAX_KTILES k-tiles or the split makes no more CTAs than WG_KSPLIT_BM x 128 tiles."""
+    bn = tile_n(M, N, sm_count)
+    if bn == 64:
+        return True
+    slices = split(M, N, K, bn, bk, sm_count)[0] if split_k else 1
+    return slices > 1 and (cdiv(K, bk) <= t.WG_KSPLIT_MAX_KTILES or
+                           cdiv(M, g.WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, g.WG_BM) * cdiv(N, bn) * slices)
+
+
+def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
+    """Whether the table takes one WG_BM x 64 tile per CTA (gemm_wgmma_single) where it would
+    take the K-splitting warpgroups: 16-bit, more than WG_KSPLIT_BM rows, K of at most
+    WG_SINGLE_MAX_KTILES k-tiles."""
+    return dtype != torch.float32 and M > g.WG_KSPLIT_BM and cdiv(K, bk) <= t.WG_SINGLE_MAX_KTILES
+
+
+def swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c_map: bool = True) -> bool:
+    """Whether a Hopper kernel computes C^T = B^T A^T (gemm_wgmma_swap, gemm_tf32x3_swap): for
+    fp32 / TF32 with a row-major B (matmul's b), whose tiles TF32 wgmmas cannot read from
+    shared memory (K-major only) but can take through registers; instead of a transpose pass
+    over B. Needs B's rows 16-byte aligned (its tensor map) and, ``c_map`` (the wgmma kernel's
+    epilogue stores through the TMA), C's. ``override`` False: the transpose pass (tuning,
+    tests); True where impossible: ValueError."""
+    possible = (dtype == torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+                and (not c_map or (N * b.itemsize) % 16 == 0))
+    if override and not possible:
+        raise ValueError(f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
+                         f"from a 16-byte boundary{' and N a multiple of 4' if c_map else ''}; got {dtype}, b "
+                         f"strides ({b.stride0}, {b.stride1}), N = {N}")
+    return possible and override is not False
+
+
+def layout(M: int, N: int, K: int, bk: int, dev, ov) -> dict:
+    """The tile width, split-K, cluster and grid for an M x N output (the kernel's: C^T's when
+    it swaps the operands), from the tables or ``ov``'s overrides."""
+    # by whole waves where neither the tile width nor the cluster is overridden
+    model = None if ov.tile_n or ov.cluster else wide(M, N, dev.sm_count)
+    bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count))
+    slices, kslice = split(M, N, K, bn, bk, dev.sm_count) if ov.split_k else (1, K)
+    tiles = cdiv(M, g.WG_BM) * cdiv(N, bn) * slices
+    wide_grid = tiles >= t.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, g.WG_BM) > 1
+    cluster = ov.cluster or (model[1] if model else 2 if wide_grid else 1)
+    if cluster * 64 > bn:
+        raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
+                         f"of B), got tile_n={bn}")
+    persistent = cluster > 1 if ov.persistent is None else ov.persistent
+    grid, units = walk(M, N, bn, slices, cluster, dev.sm_count)
+    return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=ov.group or t.WG_GROUP,
+                persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
+    if K == 0:   # no tile to load
+        return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
+    T, bk = CUDA_NAMES[dtype], g.WG_BK[dtype]
+    pa = kmajor_operand(a)
+    if ov.swap and ov.tma_store is False:
+        raise ValueError("swap=True with tma_store=False: the swapped kernel stores through the TMA only")
+    if ov.swap and ov.ksplit:
+        raise ValueError("swap=True with ksplit=True: the K-splitting kernel reads B K-major or 16-bit N-major")
+    # (tma_store=False asks for the threads' stores, ksplit=True the K-splitting kernel: the
+    # transpose pass then)
+    swap = swaps(N, dtype, b, ov.swap) and ov.tma_store is not False and not ov.ksplit
+    # C^T's geometry; where it splits K (small outputs), the transpose pass and the split-K
+    # kernel instead, unless swap=True (then unsplit)
+    geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=ov.split_k and not ov.swap)) if swap else None
+    if swap and geo["slices"] == 1:
+        bn, cl = geo["bn"], geo["cluster"]
+        return GemmPlan(NAME, f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", SM90A, geo["grid"],
+                        (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (g.WG_BM, bn),
+                        kslice=K, bk=bk, cluster=cl, group=geo["group"], persistent=geo["persistent"],
+                        tma_store=True, swap=True)
+    # a row-major B (matmul's b) is read in place, N-major, through the instruction's
+    # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
+    if dtype != torch.float32 and n_major_in_place(b):
+        pb, n_major = Operand("n-major", False, b.stride0), True
+    else:
+        pb, n_major = kmajor_operand(b.T), False
+    if ov.ksplit and ov.shape:
+        raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
+                         f"{g.WG_KSPLIT_BM} x 128, one CTA each)")
+    if ov.single and (ov.shape or ov.ksplit or dtype == torch.float32):
+        got = ", ".join([str(dtype)] + [f"{o}={getattr(ov, o)!r}" for o in ("tile_n", "cluster", "persistent", "ksplit")
+                                        if getattr(ov, o) is not None])
+        raise ValueError(f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
+                         f"override (its tile is {g.WG_BM} x 64, one CTA each); got {got}")
+    small = ov.ksplit is None and t.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
+    store = tma_store(N, a.itemsize, 1, ov.tma_store)
+    if ov.single or (ov.single is None and small and singles(M, K, dtype, bk)):
+        return GemmPlan(NAME, f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {epi}>", SM90A,
+                        (cdiv(M, g.WG_BM) * cdiv(N, 64), 1, 1), (g.WG_THREADS, 1, 1), g.WG_KSPLIT_SMEM_BYTES, pa, pb,
+                        (g.WG_BM, 64), kslice=K, bk=bk, group=ov.group or t.WG_GROUP, tma_store=store, single=True)
+    if ov.ksplit or small:
+        units = cdiv(M, g.WG_KSPLIT_BM) * cdiv(N, 128)
+        return GemmPlan(NAME, f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {epi}>", SM90A,
+                        (units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_KSPLIT_SMEM_BYTES, pa, pb, (g.WG_KSPLIT_BM, 128),
+                        kslice=K, bk=bk, group=ov.group or t.WG_GROUP, tma_store=store, ksplit=True)
+    geo = layout(M, N, K, bk, dev, ov)
+    bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
+    store = tma_store(N, a.itemsize, slices, ov.tma_store)
+    common = dict(grid=geo["grid"], block=(g.WG_THREADS, 1, 1), smem=g.WG_SMEM_BYTES, a=pa, b=pb, tile=(g.WG_BM, bn),
+                  bk=bk, cluster=cluster, group=geo["group"], persistent=geo["persistent"])
+    if slices > 1:
+        return GemmPlan(NAME, f"gemm_wgmma_partial<{T}, {tf(n_major)}, {bn}, {cluster}>", SM90A,
+                        slices=slices, kslice=geo["kslice"], reduce=f"gemm_splitk_reduce<{T}, {epi}>",
+                        reduce_grid=reduce_grid(M * N), **common)
+    return GemmPlan(NAME, f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cluster}, {epi}>", SM90A, kslice=K,
+                    tma_store=store, **common)
+
+
+def variants() -> dict[str, list[str]]:
+    exprs = []
+    for dt in TENSOR_CORE_DTYPES:
+        T = CUDA_NAMES[dt]
+        for n_major in ((False, True) if dt != torch.float32 else (False,)):
+            for cl in t.WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
+                exprs += [f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cl}, {e}>" for bn in g.WG_TILE_NS
+                          for e in EPILOGUES if cl * 64 <= bn]
+                exprs.append(f"gemm_wgmma_partial<{T}, {tf(n_major)}, 128, {cl}>")
+            exprs += [f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {e}>" for e in EPILOGUES]
+            if dt != torch.float32:
+                exprs += [f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {e}>" for e in EPILOGUES]
+    exprs += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in g.WG_TILE_NS for cl in t.WG_CLUSTERS for e in EPILOGUES
+              if cl * 64 <= bn]
+    return {SM90A: exprs}
+
+
+KERNELS = declare(variants())
+
+
+# --- the runner (shared with tf32x3) --------------------------------------------------------
+
+def maps(p: GemmPlan, a, b):
+    """``(a_map, b_map, keep)``: the TMA maps of the operands (tf32x3 reads the fp32 values
+    unrounded; a K-major B tile is loaded in ``p.cluster`` parts, one per CTA of a cluster) and
+    the prepared operands they point into, which the caller holds until the kernel is launched
+    (freed earlier, their memory could be handed out again before the kernel reads it)."""
+    (M, K), N = a.shape, b.shape[1]
+    exact = p.family == "tf32x3"
+    a2 = prepare(a, p.a)
+    if p.swap:   # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
+        return (tma.tensor_map(b, N, K, p.b.ld, g.WG_SWAP_BOX, g.WG_SWAP_BOX, exact=exact),
+                tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b))
+    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
+    if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
+        return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
+    bt = prepare(b.t(), p.b)
+    return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
+
+
+NO_MAP = bytes(128)   # the c_map argument when the kernel stores C with its threads (not read)
+
+
+def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """The wgmma and tf32x3 kernels: TMA maps of the operands, and of C where the plan stores
+    it through the TMA; the persistent grid lowered to the clusters that run at once (at most
+    the plan's); split-K into an fp32 workspace that the reduction sums."""
+    (M, K), N = a.shape, b.shape[1]
+    h = handle(kernels, p.kernel, c.get_device())
+    a_map, b_map, keep = maps(p, a, b)
+    grid = p.grid
+    if p.persistent:
+        grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
+    walk_args = (p.group,) if p.family == NAME else ()   # the tf32x3 kernel has no tile walk
+    if p.slices > 1:
+        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem,
+                      p.cluster)
+        reduce(p, ws, c, bias, scale)
+    elif p.swap and p.family == NAME:
+        box = g.WG_SWAP_BOX
+        c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
+    elif p.family == NAME:
+        c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), g.WG_STORE_ROWS, exact=True)
+                 if p.tma_store else NO_MAP)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
+                                         bias, scale), p.smem, p.cluster)
+    else:
+        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+    del keep   # launched: the stream orders any reuse of this memory after the kernel
+
+
+def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    run_hopper(KERNELS, p, a, b, c, bias, scale)

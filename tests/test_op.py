@@ -1,0 +1,239 @@
+"""The op layer (cupy_ops.op) on the CPU: one declaration gives the schema, the registered op and
+its fake, autograd to any order, forward-mode AD, vmap, out= and in place, opcheck and
+torch.compile, each side by side with the torch expression it stands for. The launchers here are
+torch expressions on CPU tensors (``check_devices=False``), so the layer's mechanics run in CI;
+the built-in CUDA ops run the same paths on the GPU (test_op_gpu.py)."""
+import subprocess
+import sys
+import warnings
+from typing import Optional
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+
+import cupy_ops
+
+
+def _scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+    out.copy_(x * s)
+
+
+scale = cupy_ops.op("cputest::scale", output=cupy_ops.like("x"), inplace="x", check_devices=False)(_scale)
+
+
+@scale.backward(save=("s",))
+def _(ctx, grad):
+    return scale(grad, ctx.s), None
+
+
+@scale.jvp(save=("s",))
+def _(ctx, t, t_s):
+    return scale(t, ctx.s)
+
+
+@scale.vmap
+def _(info, in_dims, x, s):
+    return scale(x, s), in_dims[0]
+
+
+def _mul_add(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, alpha: float = 1.0,
+             mode: str = "plain", *, out: torch.Tensor) -> None:
+    r = a * b * alpha
+    out.copy_(r if bias is None else r + bias)
+
+
+mul_add = cupy_ops.op("cputest::mul_add", output=lambda a, b, bias, alpha, mode: torch.empty_like(a),
+                      check_devices=False)(_mul_add)
+
+
+@mul_add.backward(save=("a", "b", "alpha"))
+def _(ctx, g):
+    return (mul_add(g, ctx.b, None, ctx.alpha) if ctx.needs_grad("a") else None,
+            mul_add(g, ctx.a, None, ctx.alpha) if ctx.needs_grad("b") else None,
+            g if ctx.needs_grad("bias") else None, None, None)
+
+
+def _bare(x: torch.Tensor, *, out: torch.Tensor) -> None:
+    out.copy_(x + 1)
+
+
+bare = cupy_ops.op("cputest::bare", output=cupy_ops.like("x"), check_devices=False)(_bare)   # no rules
+
+
+def _no_out(x: torch.Tensor) -> None:
+    pass
+
+
+def x64(*shape, grad=True):
+    return torch.randn(*shape, dtype=torch.float64, requires_grad=grad)
+
+
+def test_the_schema_comes_from_the_launchers_annotations():
+    assert scale.schema == "(Tensor x, float s) -> Tensor"
+    assert mul_add.schema == '(Tensor a, Tensor b, Tensor? bias=None, float alpha=1.0, str mode="plain") -> Tensor'
+    assert str(torch.ops.cputest.mul_add.default._schema).startswith("cputest::mul_add(Tensor a, Tensor b")
+    assert str(torch.ops.cputest.scale_out.default._schema) == "cputest::scale_out(Tensor(a!) out, Tensor x, float s) -> ()"
+
+
+def test_eager_calls_bind_like_python_and_give_the_torch_expressions_values():
+    a, b, bias = x64(3, 4, grad=False), x64(3, 4, grad=False), x64(4, grad=False)
+    assert torch.equal(mul_add(a, b), a * b)
+    assert torch.equal(mul_add(a, b, bias, alpha=2.0), a * b * 2.0 + bias)
+    assert torch.equal(mul_add(a, b=b, bias=bias), a * b + bias)
+    with pytest.raises(TypeError, match="missing argument 'b'"):
+        mul_add(a)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
+        mul_add(a, b, c=1)
+    with pytest.raises(TypeError, match="b must be a torch.Tensor, got list"):
+        mul_add(a, [1.0])
+
+
+@pytest.mark.parametrize("bad, err, match", [
+    (lambda: cupy_ops.op("noname", output=cupy_ops.like("x"))(_bare), ValueError, "'namespace::name'"),
+    (lambda: cupy_ops.op("cputest::b2", output=cupy_ops.like("y"))(_bare), ValueError, "names no tensor input"),
+    (lambda: cupy_ops.op("cputest::b3", output=cupy_ops.like("x"), autocast="half")(_bare), ValueError, "autocast"),
+    (lambda: cupy_ops.op("cputest::b4", output=cupy_ops.like("x"), inplace="y")(_bare), ValueError, "inplace"),
+    (lambda: cupy_ops.op("cputest::b5", output=cupy_ops.like("x"))(lambda x, *, out: None), TypeError,
+     "no type annotation"),
+    (lambda: cupy_ops.op("cputest::b6", output=cupy_ops.like("x"))(_no_out), TypeError, "keyword-only"),
+    (lambda: cupy_ops.op("cputest::b7", output=3)(_bare), TypeError, "output must be"),
+])
+def test_malformed_declarations_are_refused_by_name(bad, err, match):
+    with pytest.raises(err, match=match):
+        bad()
+
+
+def test_autograd_to_any_order_against_torch():
+    x = x64(4, 5)
+    assert torch.autograd.gradcheck(lambda t: scale(t, 3.0), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: scale(t, 3.0), (x,))
+    a, b, bias = x64(3, 4), x64(3, 4), x64(4)
+    assert torch.autograd.gradcheck(lambda p, q, r: mul_add(p, q, r, 0.5), (a, b, bias))
+    assert torch.autograd.gradgradcheck(lambda p, q, r: mul_add(p, q, r, 0.5), (a, b, bias))
+
+
+def test_forward_mode_ad_and_torch_func_against_torch():
+    x, t = x64(4, 5, grad=False), x64(4, 5, grad=False)
+    with fwAD.dual_level():
+        y = scale(fwAD.make_dual(x, t), 2.0)
+        assert torch.equal(fwAD.unpack_dual(y).tangent, t * 2.0)
+    assert torch.equal(torch.func.jvp(lambda v: scale(v, 2.0), (x,), (t,))[1], t * 2.0)
+    assert torch.equal(torch.func.grad(lambda v: scale(v, 2.0).sum())(x), torch.full_like(x, 2.0))
+    assert torch.equal(torch.func.vmap(lambda v: scale(v, 2.0), in_dims=1)(x), (x * 2.0).t())
+    assert torch.equal(torch.func.jacrev(lambda v: scale(v, 2.0))(x[0]), 2.0 * torch.eye(5, dtype=x.dtype))
+    assert torch.equal(torch.func.vmap(torch.func.grad(lambda v: scale(v, 3.0).sum()))(x), torch.full_like(x, 3.0))
+
+
+def test_missing_rules_are_clear_errors_naming_the_op_never_a_silent_none():
+    x = x64(3)
+    with pytest.raises(RuntimeError, match=r"cputest::bare has no backward rule"):
+        bare(x).sum().backward()
+    with fwAD.dual_level(), pytest.raises(RuntimeError, match=r"cputest::bare has no forward-mode AD rule"):
+        bare(fwAD.make_dual(x.detach(), torch.ones_like(x)))
+    with pytest.raises(RuntimeError, match=r"cputest::bare has no forward-mode AD rule"):
+        torch.func.jvp(bare, (x.detach(),), (torch.ones_like(x),))
+    with pytest.raises(RuntimeError, match=r"cputest::bare has no vmap rule"):
+        torch.func.vmap(bare)(x.detach().view(3, 1))
+    with pytest.raises(RuntimeError, match=r"cputest::mul_add has no forward-mode AD rule"):
+        torch.func.jvp(lambda v: mul_add(v, v), (x.detach(),), (torch.ones_like(x),))
+
+
+def test_out_follows_torchs_rules():
+    x = x64(4, 5, grad=False)
+    out = torch.empty(4, 5, dtype=torch.float64)
+    assert scale(x, 2.0, out=out) is out and torch.equal(out, x * 2.0)
+    empty = torch.empty(0, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scale(x, 2.0, out=empty)   # an empty out is resized silently, as torch does
+    assert torch.equal(empty, x * 2.0)
+    wrong = torch.empty(3, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="was resized"):
+        scale(x, 2.0, out=wrong)
+    assert torch.equal(wrong, x * 2.0)
+    strided = torch.empty(5, 4, dtype=torch.float64).t()   # another layout: written through a temporary
+    scale(x, 2.0, out=strided)
+    assert torch.equal(strided, x * 2.0)
+    with pytest.raises(TypeError, match="out must have the same dtype"):
+        scale(x, 2.0, out=torch.empty(4, 5))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        scale(x64(4, 5), 2.0, out=out)
+
+
+def test_in_place_bumps_the_version_and_is_recorded_on_tracked_tensors():
+    x = x64(4, 5, grad=False)
+    y = x.clone()
+    v = y._version
+    assert scale.call_inplace((y, 2.0)) is y and torch.equal(y, x * 2.0) and y._version > v
+    leaf = x64(4, 5)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        scale.call_inplace((leaf, 2.0))
+    base = x64(4, 5)
+    t = base * 1.0
+    scale.call_inplace((t, 3.0))
+    t.sum().backward()
+    assert torch.equal(base.grad, torch.full_like(base, 3.0))
+
+
+def test_opcheck_passes_on_the_functional_and_the_mutating_op():
+    x = x64(4, 5)
+    for args in ((x, 2.0), (x.detach(), -0.5), (x.detach().t(), 2.0), (x.detach()[:, ::2], 2.0),
+                 (torch.empty(0, 3, dtype=torch.float64), 1.0)):
+        torch.library.opcheck(torch.ops.cputest.scale.default, args)
+    torch.library.opcheck(torch.ops.cputest.scale_out.default, (torch.empty(4, 5, dtype=torch.float64), x.detach(), 2.0))
+    a, b, bias = x64(3, 4), x64(3, 4), x64(4)
+    torch.library.opcheck(torch.ops.cputest.mul_add.default, (a, b, bias, 0.5, "plain"))
+    torch.library.opcheck(torch.ops.cputest.mul_add.default, (a, b, None, 2.0, "plain"))
+
+
+def test_compile_fullgraph_with_fresh_scalars_out_and_in_place():
+    torch._dynamo.reset()
+    f = torch.compile(lambda t, s: scale(t, s) + 1, fullgraph=True, backend="aot_eager")
+    x = x64(4, 5)
+    for s in (2.0, 3.25, -7.5):   # scalars this process has not seen
+        torch.testing.assert_close(f(x, s), x * s + 1, rtol=0, atol=0)
+    f(x, 2.5).sum().backward()
+    assert torch.equal(x.grad, torch.full_like(x, 2.5))
+
+    def with_out(t):
+        o = torch.empty_like(t)
+        scale(t, 2.0, out=o)
+        return o
+
+    def in_place(t):
+        t = t.clone()
+        scale.call_inplace((t, 2.0))
+        return t
+
+    for fn in (with_out, in_place):
+        torch._dynamo.reset()
+        assert torch.equal(torch.compile(fn, fullgraph=True, backend="aot_eager")(x.detach()), x.detach() * 2.0)
+
+
+def test_a_dispatch_mode_takes_the_registered_op_and_its_fake():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(4, 5, dtype=torch.float64)
+        y = mul_add(x, x, None, 2.0)
+        assert y.shape == (4, 5) and type(y).__name__ == "FakeTensor"
+
+
+def test_a_first_autograd_call_imports_nothing_of_torch_compile():
+    code = """
+import sys, time
+import torch, cupy_ops
+def launch(x: torch.Tensor, *, out: torch.Tensor) -> None:
+    out.copy_(x * 2)
+double = cupy_ops.op("firstcall::double", output=cupy_ops.like("x"), check_devices=False)(launch)
+double.backward(lambda ctx, g: double(g))
+x = torch.randn(8, requires_grad=True)
+t = time.perf_counter()
+double(x).sum().backward()
+print(time.perf_counter() - t, "torch._dynamo" in sys.modules, "sympy" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    seconds, dynamo, sympy = out.stdout.split()
+    assert dynamo == "False" and sympy == "False", out.stdout
+    assert float(seconds) < 0.3, out.stdout
