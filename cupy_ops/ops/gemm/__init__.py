@@ -152,10 +152,4 @@ def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: to
     return c
 
 
-def runs_on(family: str, t: torch.Tensor) -> bool:
-    """Whether ``family`` takes ``t``'s dtype on its device at all (reads the dtype, the device
-    and a cached capability: torch.compile traces it as a constant)."""
-    return t.is_cuda and supports(family, 1, 1, 1, t.dtype, device_info(t.get_device())) is None
-
-
-__all__ += ["fp32_accurate", "runs_on", "runs_sm90a", "tf32_allowed"]
+__all__ += ["fp32_accurate", "runs_sm90a", "tf32_allowed"]
