@@ -59,7 +59,7 @@ class ModelNew(Model):
       multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
       (``algo="accurate"`` takes what ``"auto"`` takes: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
-      1.03x (fp16) / 1.05x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
+      1.03x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
       dtype before the ReLU, as torch's layer does);
     - otherwise (other GPUs, where cuBLAS's GEMM beats ours): ``ModelNewCublas``'s cuBLAS
       (``nn.Linear``) + fused ``cupy_ops.relu_div``.

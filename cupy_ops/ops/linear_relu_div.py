@@ -1,6 +1,8 @@
 """linear_relu_div: ``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide
 fused in the GEMM's epilogue, through the GEMM families (ops/gemm/); and ``linear_relu``, the
 same without the divide, which the op runs as under autograd."""
+from __future__ import annotations
+
 from typing import Optional
 
 import torch

@@ -1,4 +1,6 @@
 """matmul: ``torch.matmul`` for 2-D operands, through the GEMM families (ops/gemm/)."""
+from __future__ import annotations
+
 import torch
 
 from .. import checks

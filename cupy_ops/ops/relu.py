@@ -1,4 +1,6 @@
 """relu: ``torch.relu`` as a cupy_ops op (cuda_src/relu.cu), with its in-place form."""
+from __future__ import annotations
+
 import torch
 
 from .. import checks

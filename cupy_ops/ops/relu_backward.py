@@ -1,5 +1,7 @@
 """relu_backward: the gradient through ReLU divided by a number (cuda_src/relu_backward.cu), the op
 the backward and forward-AD rules of relu, relu_div and linear_relu_div are built of."""
+from __future__ import annotations
+
 import torch
 
 from .. import checks

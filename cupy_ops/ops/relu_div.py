@@ -1,5 +1,7 @@
 """relu_div: ``torch.relu(x) / divisor`` fused in one pass (cuda_src/relu_div.cu), for every
 divisor kind torch takes, with its in-place form."""
+from __future__ import annotations
+
 import torch
 
 from .. import checks
