@@ -5,14 +5,19 @@
       compute capability, and the kernel cache folder with its size: what a bug report needs.
       Says what is missing (no GPU, no CuPy) instead of failing.
 
-  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL] [--jobs N]
+  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL ...] [--jobs N]
+                             [--emit ptx|cubin] [--out DIR]
       compiles kernels with NVRTC as their first launch would (same options), without a GPU,
       in N processes, and prints one line per kernel variant: registers, spill bytes, shared
       memory (the same report for any N). With no
-      PATH: every built-in variant. With PATH.cu: your file's kernels (``--name``: only that
-      one; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
-      ``cupy_ops.Kernel`` would). Default architectures: sm_80 and sm_90. Exits 1 if any
-      variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
+      PATH: every built-in variant. With PATH.cu: your file's kernels (``--name``, repeatable:
+      only those; a name expression such as 'tp<float, 4>' names one instantiation of a
+      template; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
+      ``cupy_ops.Kernel`` would). ``--emit ptx`` (or ``cubin``) then writes each kernel's
+      compiled code, one file per kernel and architecture named KERNEL.ARCH.ptx, next to its
+      PATH.cu (``--out``: into DIR), and prints where. Default architectures: sm_80 and
+      sm_90. Exits 1 if any variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC
+      is missing.
 
   python -m cupy_ops warm [--capability 9.0 ...] [--jobs N]
       compiles every built-in kernel variant this machine's GPUs (or the compute capabilities
@@ -50,8 +55,9 @@ def _nvrtc_version():
         return None
 
 
-def _user_tasks(paths, name, archs):
-    """One task per (arch, kernel) of the user's files; checks the files and kernels first."""
+def _user_tasks(paths, names, archs):
+    """One task per (arch, kernel) of the user's files, and the ``(path, kernel)`` pairs;
+    checks the files and kernels first."""
     from .kernel import Kernel, kernel_names
     from .warm import CompileTask
 
@@ -60,16 +66,47 @@ def _user_tasks(paths, name, archs):
         path = Path(path)
         if not path.is_file():
             raise SystemExit(f"error: {path} is not a file")
-        names = [name] if name else kernel_names(path.read_text())
-        if not names:
+        found = names or kernel_names(path.read_text())
+        if not found:
             raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
-        for n in names:
+        for n in found:
             try:
                 Kernel(path, n)
             except (ValueError, FileNotFoundError) as exc:
-                raise SystemExit(f"error: {path}: {exc}") from None
+                hint = f" (--name '{n}<...>' names one)" if "name one instantiation" in str(exc) else ""
+                raise SystemExit(f"error: {path}: {exc}{hint}") from None
             kernels.append((str(path), n))
-    return [CompileTask(arch, path, kernel=n) for arch in archs for path, n in kernels]
+    return [CompileTask(arch, path, kernel=n) for arch in archs for path, n in kernels], kernels
+
+
+def _file_stem(name: str) -> str:
+    """A kernel name or name expression as a file name: ``tp<float, 4>`` -> ``tp_float_4``."""
+    return re.sub(r"[^\w.-]+", "_", name).strip("_") or "kernel"
+
+
+def _emit(kernels, archs, fmt: str, out: Path | None) -> int:
+    """Write each kernel's ``fmt`` code for each arch (``Kernel.export``); prints where. Returns
+    how many failed (their NVRTC log was shown with the summary)."""
+    from . import compiler
+    from .kernel import Kernel
+
+    failed = 0
+    for path, name in kernels:
+        folder = Path(out) if out else Path(path).resolve().parent
+        for arch in archs:
+            try:
+                e = Kernel(path, name).export(arch, fmt)
+            except compiler.KernelCompileError:
+                failed += 1
+                continue
+            target = folder / f"{_file_stem(name)}.{arch}.{fmt}"
+            if fmt == "ptx":
+                target.write_text(e.image)
+            else:
+                target.write_bytes(e.image)
+            symbols = ", ".join(f"{expr} = {sym}" for expr, sym in e.lowered.items())
+            print(f"wrote {target} ({fmt} for {e.arch}; {symbols})")
+    return failed
 
 
 def _compile(args) -> int:
@@ -79,12 +116,16 @@ def _compile(args) -> int:
     from . import compiler
     from .warm import builtin_compile_tasks, compile_tasks
 
+    kernels = []
     if args.paths:
         args.jobs = args.jobs or 1
-        tasks = _user_tasks(args.paths, args.name, args.arch)
+        if args.out is not None and not Path(args.out).is_dir():
+            raise SystemExit(f"error: --out {args.out} is not a folder")
+        tasks, kernels = _user_tasks(args.paths, args.name, args.arch)
     else:
-        if args.name:
-            raise SystemExit("error: --name needs a PATH.cu")
+        for flag, value in (("--name", args.name), ("--emit", args.emit), ("--out", args.out)):
+            if value:
+                raise SystemExit(f"error: {flag} needs a PATH.cu")
         args.jobs = args.jobs or DEFAULT_JOBS
         tasks = builtin_compile_tasks(args.arch, args.jobs)
     print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
@@ -118,6 +159,8 @@ def _compile(args) -> int:
     dt = time.perf_counter() - t0
     print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s "
           f"with {_processes(min(args.jobs, len(tasks)))}")
+    if args.emit:
+        failures += _emit(kernels, args.arch, args.emit, args.out)
     return 1 if failures else 0
 
 
@@ -237,12 +280,18 @@ def main(argv=None) -> int:
     sub.add_parser("info", help="versions, GPUs, the kernel cache: what a bug report needs")
     p = sub.add_parser("compile", help="compile kernel variants offline with NVRTC (no GPU needed)")
     p.add_argument("paths", nargs="*", metavar="PATH.cu", help="your kernel file(s); default: the built-in kernels")
-    p.add_argument("--name", help="the __global__ kernel of PATH.cu to build (default: every one in the file)")
+    p.add_argument("--name", action="append",
+                   help="a __global__ kernel of PATH.cu to build, or a name expression of one instantiation of a "
+                        "template ('tp<float, 4>'); repeatable (default: every kernel in the file)")
     p.add_argument("--arch", action="append", type=_arch,
                    help="target architecture, repeatable (default: sm_80 and sm_90)")
     p.add_argument("--jobs", type=_jobs, default=None,
                    help="compiling processes (default: the CPU count, at most 8, for the built-in kernels; "
                         "1 for PATH.cu, whose few kernels compile faster than a process starts)")
+    p.add_argument("--emit", choices=("ptx", "cubin"),
+                   help="also write each kernel of PATH.cu as PTX or a cubin, one file per kernel and architecture "
+                        "(KERNEL.ARCH.ptx), next to PATH.cu")
+    p.add_argument("--out", metavar="DIR", help="the folder --emit writes into (default: the folder of PATH.cu)")
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
     p.add_argument("--capability", action="append", type=_capability,
                    help="compute capability to build for, repeatable (default: this machine's GPUs)")

@@ -217,38 +217,76 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
 
 _INT_RANGES = {("i32", False): (-(2**31), 2**31 - 1), ("i32", True): (0, 2**32 - 1),
                ("i64", False): (-(2**63), 2**63 - 1), ("i64", True): (0, 2**64 - 1)}
+# The largest finite float32 a double rounds to: from this magnitude on, rounding gives inf
+# (struct would raise OverflowError); inf and NaN themselves pass as they are.
+F32_OVERFLOW = 3.4028235677973366e38
+_INF = float("inf")
+# CUDA's limits for every device: grid (x, y, z), block (x, y, z) and threads in a block.
+GRID_MAX = (2**31 - 1, 65535, 65535)
+BLOCK_MAX = (1024, 1024, 64)
+BLOCK_THREADS = 1024
+# Dynamic shared memory any block may use without opting in; more is checked against the
+# device's own limit.
+SHARED_DEFAULT = 48 * 1024
 
 
 def launch_dims(what: str, v) -> tuple[int, int, int]:
-    """``grid`` / ``block`` of a kernel launch as a 3-tuple (an int or 1 to 3 ints)."""
+    """``grid`` / ``block`` of a kernel launch (an int or a tuple of 1 to 3 ints) as a 3-tuple,
+    within CUDA's limits: ``TypeError`` for a wrong type, ``ValueError`` for a value out of
+    range, naming the dimension."""
+    cls = v.__class__
+    if cls is int and 0 < v <= (GRID_MAX[0] if what == "grid" else BLOCK_MAX[0]):
+        return (v, 1, 1)
+    if cls is tuple and 1 <= len(v) <= 3:     # the common forms, checked without the slow path
+        x, y, z = v + (1,) * (3 - len(v))
+        if x.__class__ is int and y.__class__ is int and z.__class__ is int and (
+                (0 <= x <= GRID_MAX[0] and 0 <= y <= GRID_MAX[1] and 0 <= z <= GRID_MAX[2]) if what == "grid" else
+                (0 < x <= BLOCK_MAX[0] and 0 < y <= BLOCK_MAX[1] and 0 < z <= BLOCK_MAX[2]
+                 and x * y * z <= BLOCK_THREADS)):
+            return (x, y, z)
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        v = (int(v),)
+        v = (v,)
     if not isinstance(v, tuple) or not 1 <= len(v) <= 3 or not all(
-            isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0 for d in v):
-        raise TypeError(f"{what} must be a non-negative int or a tuple of 1 to 3 of them, got {v!r}")
-    if what == "block":
-        if 0 in v:
-            raise ValueError(f"block dimensions must be positive, got {v!r}")
-        if v[0] * (v[1] if len(v) > 1 else 1) * (v[2] if len(v) > 2 else 1) > 1024:
-            raise ValueError(f"block must have at most 1024 threads, got {v!r}")
-    return tuple(int(d) for d in v) + (1,) * (3 - len(v))
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in v):
+        raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    v = tuple(int(d) for d in v) + (1,) * (3 - len(v))
+    limits = GRID_MAX if what == "grid" else BLOCK_MAX
+    for axis, d, most in zip("xyz", v, limits):
+        if d < 0 or d > most or (what == "block" and d == 0):
+            low = 1 if what == "block" else 0
+            raise ValueError(f"{what} dimension {axis} (unsigned int {what}Dim.{axis}) must be in [{low}, {most}], "
+                             f"got {d}")
+    if what == "block" and v[0] * v[1] * v[2] > BLOCK_THREADS:
+        raise ValueError(f"block must have at most {BLOCK_THREADS} threads, got {v!r} ({v[0] * v[1] * v[2]})")
+    return v
 
 
-def kernel_pointer(kernel: str, pname: str, ctype: str, a):
-    """A pointer argument of a user kernel: ``None``, a contiguous CUDA tensor, or a CUDA array
-    of another library (DLPack or ``__cuda_array_interface__``: a CuPy array, say), which is
-    returned as a tensor viewing the same memory (no copy; DLPack makes torch's current
-    stream wait for the array's producer stream). Returns what the kernel gets."""
+def shared_memory(v, limit: int | None = None) -> None:
+    """``shared_mem`` of a launch: an int of bytes (``unsigned int sharedMemBytes``), at least 0
+    and, when the device's ``limit`` (dynamic shared memory a block may opt in to) is given,
+    at most that."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"shared_mem must be an int (bytes of dynamic shared memory), got {type(v).__name__}")
+    if not 0 <= v <= 2**32 - 1:
+        raise ValueError(f"shared_mem (unsigned int sharedMemBytes) must be in [0, 4294967295], got {v}")
+    if limit is not None and v > limit:
+        raise ValueError(f"shared_mem must be at most {limit} bytes, the dynamic shared memory a block may have on "
+                         f"this device, got {v}")
+
+
+def kernel_pointer(kernel: str, pname: str, ctype: str, a, foreign=None):
+    """A pointer argument of a user kernel: ``None``, a contiguous CUDA tensor, or (given
+    ``foreign``, which views it without a copy or refuses it) a CUDA array of another library,
+    speaking DLPack or ``__cuda_array_interface__``. Returns what the kernel gets."""
     if a is None:
         return None
     if not isinstance(a, torch.Tensor):
-        if hasattr(a, "__dlpack__"):
-            a = torch.from_dlpack(a)
-        elif hasattr(a, "__cuda_array_interface__"):
-            a = torch.as_tensor(a, device="cuda")
-        else:
+        if foreign is None or not (hasattr(a, "__dlpack__") or hasattr(a, "__cuda_array_interface__")):
             raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor, a CUDA array "
                             f"(DLPack or __cuda_array_interface__) or None, got {type(a).__name__}")
+        a = foreign(kernel, pname, ctype, a)
+        if a is None:
+            return None
     if not a.is_cuda:
         raise ValueError(f"argument {pname!r} of kernel {kernel} must be a CUDA tensor, got a tensor on {a.device}")
     if not a.is_contiguous():
@@ -257,24 +295,90 @@ def kernel_pointer(kernel: str, pname: str, ctype: str, a):
     return a
 
 
-def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, unsigned: bool = False):
-    """A scalar argument of a user kernel (``kind`` f32, f64, i32, i64, tmap; ``unsigned``: of
-    an unsigned C type): the value to pack. An int outside its C type's range is a
-    ``ValueError`` naming the range (never a silent wrap)."""
+_TYPESTRS = {"f2": torch.float16, "f4": torch.float32, "f8": torch.float64, "i1": torch.int8, "u1": torch.uint8,
+             "b1": torch.bool, "i2": torch.int16, "i4": torch.int32, "i8": torch.int64, "c8": torch.complex64,
+             "c16": torch.complex128}
+for _bits in (16, 32, 64):   # torch >= 2.3 has the unsigned types
+    if hasattr(torch, f"uint{_bits}"):
+        _TYPESTRS[f"u{_bits // 8}"] = getattr(torch, f"uint{_bits}")
+
+
+def cuda_array_interface(kernel: str, pname: str, ctype: str, iface) -> tuple[int, torch.dtype, int | None]:
+    """A ``__cuda_array_interface__`` (versions 0 to 3) passed for pointer ``pname``: ``(device
+    pointer, dtype, stream to wait for or None)``, read without touching the memory. Refused:
+    masked arrays, arrays that are not C-contiguous, element types torch has not, byte
+    orders other than the machine's, and stream 0 (which the interface forbids)."""
+    where = f"argument {pname!r} of kernel {kernel} ({ctype})"
+    if not isinstance(iface, dict) or "data" not in iface or "shape" not in iface or "typestr" not in iface:
+        raise TypeError(f"{where}: its __cuda_array_interface__ must be a dict with data, shape and typestr, got "
+                        f"{iface!r}")
+    if iface.get("mask") is not None:
+        raise ValueError(f"{where}: masked arrays are not supported (__cuda_array_interface__ has a mask)")
+    typestr = str(iface["typestr"])
+    dtype = _TYPESTRS.get(typestr[1:])
+    if dtype is None or typestr[0] not in "<|=":
+        raise TypeError(f"{where}: element type {typestr!r} of its __cuda_array_interface__ has no torch dtype "
+                        f"(little-endian numbers only)")
+    shape = tuple(int(d) for d in iface["shape"])
+    strides = iface.get("strides")
+    if strides is not None:
+        expected, size = [], dtype.itemsize
+        for d in reversed(shape):
+            expected.insert(0, size)
+            size *= d
+        if any(n != 1 and st != ex for n, st, ex in zip(shape, strides, expected)) and 0 not in shape:
+            raise ValueError(f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
+                             f"strides), got strides {tuple(strides)} for shape {shape}")
+    ptr = int(iface["data"][0] or 0)
+    stream = iface.get("stream")
+    if stream is not None:
+        if isinstance(stream, bool) or not isinstance(stream, int):
+            raise TypeError(f"{where}: the stream of its __cuda_array_interface__ must be an int or None, got "
+                            f"{stream!r}")
+        if stream == 0:
+            raise ValueError(f"{where}: stream 0 in a __cuda_array_interface__ is ambiguous and the interface "
+                             f"forbids it (1: the legacy default stream, 2: the per-thread one)")
+    return ptr, dtype, stream
+
+
+def launch_devices(kernel: str, pname: str, device: int, first: str, first_device: int) -> None:
+    """``ValueError``: argument ``pname`` is on ``device`` but ``first`` on ``first_device``."""
+    raise ValueError(f"argument {pname!r} of kernel {kernel} is on cuda:{device} but argument {first!r} is on "
+                     f"cuda:{first_device}: every array of one launch must be on one device (the launch runs "
+                     f"there)")
+
+
+def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, limits=None):
+    """A scalar argument of a user kernel (``kind`` f32, f64, i32, i64, tmap; ``limits``: the
+    ``(lowest, highest, takes bool)`` of its C integer type, by default those of ``kind``):
+    the value to pack. A value its C type cannot hold is a ``ValueError`` naming the argument,
+    its type and the range (never a silent wrap, never struct's OverflowError)."""
+    cls = a.__class__
+    if kind == "f32" or kind == "f64":
+        if cls is not float and (cls is bool or not isinstance(a, numbers.Real)):
+            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a real number, "
+                            f"got {type(a).__name__}")
+        try:
+            a = float(a)
+        except OverflowError:
+            raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a "
+                             f"{'float' if kind == 'f32' else 'double'}, got {a}") from None
+        if kind == "f32" and not -F32_OVERFLOW < a < F32_OVERFLOW and a == a and a != _INF and a != -_INF:
+            raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a float (magnitude below "
+                             f"{F32_OVERFLOW:.9g}, else it rounds to inf), got {a!r}")
+        return a
     if kind == "tmap":
         if not isinstance(a, (bytes, bytearray)) or len(a) != 128:
             raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be the 128 bytes of a TMA "
                             f"tensor map, got {type(a).__name__}")
         return bytes(a)
-    if kind in ("f32", "f64"):
-        if isinstance(a, bool) or not isinstance(a, numbers.Real):
-            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a real number, "
-                            f"got {type(a).__name__}")
-        return float(a)
-    if isinstance(a, bool) or not isinstance(a, numbers.Integral):
-        raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got {type(a).__name__}")
-    lo, hi = _INT_RANGES[(kind, unsigned)]
-    a = int(a)
+    lo, hi, takes_bool = limits if limits is not None else (*_INT_RANGES[(kind, False)], False)
+    if cls is not int:
+        if cls is bool or not isinstance(a, numbers.Integral):
+            if not (takes_bool and (cls is bool or type(a).__name__ in ("bool_", "bool"))):   # numpy's bool
+                raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got "
+                                f"{type(a).__name__}")
+        a = int(a)
     if not lo <= a <= hi:
         raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be in [{lo}, {hi}], got {a}")
     # slots are unsigned 32-bit (i32) and signed 64-bit (i64): wrap to those ranges

@@ -2,16 +2,20 @@
 
 A fused "leaky ReLU then scale" kernel, written in CUDA C, compiled by NVRTC on first call
 (cached afterwards), launched on torch tensors on torch's current stream, and checked
-against the torch expression. Without a GPU, ``--arch`` compiles it for that architecture
-instead (``Kernel.compile_offline``: NVRTC on the CPU) and prints its registers and spills.
+against the torch expression. It is compiled with ``-lineinfo`` (profilers then show its
+source lines; NVRTC options pass through ``options=``). Without a GPU, ``--arch`` compiles it
+for that architecture instead (``Kernel.compile_offline``: NVRTC on the CPU) and prints its
+registers and spills; ``--ptx DIR`` also writes its PTX there (``Kernel.ptx``).
 
     python examples/my_kernel.py
     python examples/my_kernel.py --arch sm_90      # no GPU needed
+    python examples/my_kernel.py --arch sm_90 --ptx .
 """
 import argparse
 import re
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -36,10 +40,14 @@ def arch(value: str) -> str:
     return value
 
 
-def compile_only(arch: str) -> int:
+def kernel() -> cupy_ops.Kernel:
+    return cupy_ops.Kernel(SOURCE, "leaky_scale", options=["-lineinfo"])
+
+
+def compile_only(arch: str, ptx_dir: str | None) -> int:
     """Compile every instantiation of the kernel for ``arch`` with NVRTC, no GPU involved."""
     try:
-        results = cupy_ops.Kernel(SOURCE, "leaky_scale").compile_offline(arch)
+        results = kernel().compile_offline(arch)
     except ImportError as exc:   # no CuPy, hence no NVRTC
         print(exc, file=sys.stderr)
         return 2
@@ -47,21 +55,28 @@ def compile_only(arch: str) -> int:
         report = (f"{r.registers} registers, spill stores/loads {r.spill_stores}/{r.spill_loads} bytes" if r.ok
                   else "FAILED:\n" + r.log.strip())
         print(f"{r.expr:<22} {r.arch}: {report}")
+    if ptx_dir and all(r.ok for r in results):
+        path = Path(ptx_dir) / f"leaky_scale.{arch}.ptx"
+        path.write_text(kernel().ptx(arch))    # every instantiation, one .entry each
+        print(f"wrote {path}", file=sys.stderr)
     return 0 if all(r.ok for r in results) else 1
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--arch", type=arch, help="compile only, for this architecture (e.g. sm_90): no GPU needed")
+    p.add_argument("--ptx", metavar="DIR", help="with --arch: also write the kernel's PTX into DIR")
     args = p.parse_args()
+    if args.ptx and not args.arch:
+        p.error("--ptx needs --arch")
     if args.arch:
-        return compile_only(args.arch)
+        return compile_only(args.arch, args.ptx)
     problem = gpu_problem("`python examples/my_kernel.py --arch sm_90` compiles this kernel and reports its "
                           "registers and spills (Kernel.compile_offline)")
     if problem:
         print(problem, file=sys.stderr)
         return 1
-    leaky_scale = cupy_ops.Kernel(SOURCE, "leaky_scale")
+    leaky_scale = kernel()
     print("parameters read from the source:", ", ".join(f"{n} ({k})" for k, n, _ in leaky_scale.params))
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     y = torch.empty_like(x)

@@ -115,6 +115,39 @@ def test_compile_a_missing_file_or_kernel_is_one_sentence(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "absent" in proc.stderr
 
 
+def test_compile_emits_ptx_and_cubin_named_after_each_kernel_and_arch(tmp_path):
+    path = tmp_path / "mine.cu"
+    path.write_text(GOOD + "template <int N> __global__ void tiles(float* y) { y[0] = N; }\n")
+    proc = cli("cupy_ops", "compile", "--arch", "sm_80", "--arch", "sm_90", str(path), "--name", "twice",
+               "--name", "tiles<4>", "--emit", "ptx")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "10 of 10 kernel variants compiled for sm_80, sm_90" in proc.stdout
+    for stem in ("twice", "tiles_4"):
+        for arch in ("sm_80", "sm_90"):
+            out = tmp_path / f"{stem}.{arch}.ptx"          # next to PATH.cu
+            assert f"wrote {out} (ptx for compute_{arch[3:]}; " in proc.stdout
+            assert f".target {arch}" in out.read_text()
+    assert (tmp_path / "twice.sm_90.ptx").read_text().count(".entry _Z5twice") == 4   # float, f16, bf16, double
+    assert "tiles<4> = _Z5tilesILi4EEvPf" in proc.stdout
+    folder = tmp_path / "out"
+    folder.mkdir()
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--name", "zero", "--emit", "cubin",
+               "--out", str(folder))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (folder / "zero.sm_90.cubin").read_bytes()[:4] == b"\x7fELF" and "zero = zero" in proc.stdout
+
+
+def test_compile_emit_errors_are_one_sentence(tmp_path):
+    proc = cli("cupy_ops", "compile", "--emit", "ptx")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "--emit needs a PATH.cu" in proc.stderr
+    path = tmp_path / "mine.cu"
+    path.write_text(GOOD)
+    proc = cli("cupy_ops", "compile", str(path), "--emit", "ptx", "--out", str(tmp_path / "absent"))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "is not a folder" in proc.stderr
+    proc = cli("cupy_ops", "compile", str(path), "--emit", "sass")
+    assert proc.returncode == 2 and "invalid choice: 'sass'" in proc.stderr
+
+
 def test_bench_redraws_a_result_file_without_a_gpu():
     results = ROOT / "benchmarks" / "results" / "h100.jsonl"
     proc = cli("cupy_ops.bench", "--from-json", str(results))
@@ -132,6 +165,9 @@ def test_compile_a_kernel_of_other_template_parameters_is_one_sentence(tmp_path)
     path.write_text("template <int N>\n__global__ void tiles(float* y) { y[0] = N; }\n")
     proc = cli("cupy_ops", "compile", str(path))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "template" in proc.stderr
+    assert "--name 'tiles<...>'" in proc.stderr
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--name", "tiles<8>")
+    assert proc.returncode == 0 and "1 of 1 kernel variants compiled" in proc.stdout, proc.stderr
 
 
 def test_an_older_torch_is_an_import_error_naming_the_floor():
@@ -203,9 +239,13 @@ def test_kernel_names_see_launch_attributes():
 
     code = ("/* __global__ void hidden(int) */ template <int C> __global__ void __cluster_dims__(C, 1, 1)\n"
             "__launch_bounds__(128, 1) a(float* x) {}\n__global__ void b(int n) {}\n"
-            "__global__ void __launch_bounds__(64) a(float* x);")
-    assert kernel_names(code) == ["a", "b"]
+            "__global__ void __launch_bounds__(64) a(float* x);\n"
+            'template <class T> __launch_bounds__(256) __global__ void c(const T* x) {}\n'
+            'extern "C" __global__ __launch_bounds__(128) void d(float* y) {}\n')
+    assert kernel_names(code) == ["a", "b", "c", "d"]
     assert parse_signature(code, "a")[1] == [("ptr", "x", "float*")]
+    assert parse_signature(code, "c") == ("T", [("ptr", "x", "const T*")])
+    assert parse_signature(code, "d") == (None, [("ptr", "y", "float*")])
 
 
 def test_bench_tables_mark_a_time_that_spread():

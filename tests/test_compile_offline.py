@@ -1,5 +1,6 @@
 """Every registered kernel variant compiles with NVRTC for sm_80 and sm_90 with no GPU, with
 the run-time options, and the source assembly the run-time path uses is what gets compiled."""
+import re
 import subprocess
 import sys
 
@@ -74,9 +75,82 @@ def test_editing_a_header_changes_the_compiled_source(tmp_path):
 
 
 def test_missing_include_names_the_includer(tmp_path):
-    (tmp_path / "k.cu").write_text('#include "nope.cuh"\n')
-    with pytest.raises(FileNotFoundError, match=r"nope.cuh not found \(included from k.cu"):
-        compiler.assemble("k.cu", tmp_path)
+    # as a C compiler: an error at the include's line, when the preprocessor reaches it
+    (tmp_path / "k.cu").write_text('int a;\n#include "nope.cuh"\n')
+    text = compiler.assemble("k.cu", tmp_path)
+    assert text.splitlines()[1].startswith('#error "cupy_ops: header nope.cuh not found (included from k.cu; '
+                                           'looked in ')
+    src = compiler.user('#if 0\n#include "only_elsewhere.cuh"\n#endif\n__global__ void k(float* y) { y[0] = 1; }\n'
+                        '#include "nope.cuh"\n', "k.cu")
+    src.variant("k")
+    [r] = compiler.compile_offline(src, "sm_90")
+    assert not r.ok and re.search(r'k\.cu\(5\): (catastrophic )?error: #error directive: "cupy_ops: header nope\.cuh '
+                                  r'not found', r.log), r.log
+    assert "only_elsewhere" not in r.log      # a branch not taken includes nothing
+
+
+# --- includes found as a C compiler finds them, errors on the user's own lines --------------
+
+def _project(tmp_path):
+    """proj/k.cu includes sub/local.cuh (which includes helper.cuh next to it) and outer.cuh of
+    an include folder (which includes inner.cuh next to it); a header of the same name in the
+    include folder must not win over the one next to its includer."""
+    (tmp_path / "proj" / "sub").mkdir(parents=True)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "outer.cuh").write_text('#pragma once\n#include "inner.cuh"\n'
+                                                '__device__ float outer_f(float x) { return inner_f(x) + 1.f; }\n')
+    (tmp_path / "lib" / "inner.cuh").write_text("#pragma once\n__device__ float inner_f(float x) { return 2.f * x; }\n")
+    (tmp_path / "lib" / "helper.cuh").write_text("#error the helper.cuh next to local.cuh must win\n")
+    (tmp_path / "proj" / "sub" / "local.cuh").write_text(
+        '#pragma once\n#include "helper.cuh"\n__device__ float local_f(float x) { return helper_f(x); }\n')
+    (tmp_path / "proj" / "sub" / "helper.cuh").write_text(
+        "#pragma once\n\n__device__ float helper_f(float x) { return x + 3.f; }\n")
+    path = tmp_path / "proj" / "k.cu"
+    path.write_text('#include "sub/local.cuh"\n#include "outer.cuh"\n#include <angled.cuh>\n\n'
+                    "__global__ void k(float* y) {\n  y[0] = outer_f(local_f(angled_f()));\n}\n")
+    (tmp_path / "lib" / "angled.cuh").write_text("__device__ float angled_f() { return 0.f; }\n")
+    return path
+
+
+def test_an_include_in_a_header_is_looked_up_next_to_that_header(tmp_path):
+    import cupy_ops
+
+    path = _project(tmp_path)
+    k = cupy_ops.Kernel(path, "k", include_dirs=[tmp_path / "lib"])
+    [r] = k.compile_offline("sm_90")
+    assert r.ok, r.log
+    text = k.variant(None).source.text()
+    assert not re.search(r"^\s*#\s*include", text, re.M) and "x + 3.f" in text and "must win" not in text
+
+
+def test_compile_errors_point_at_the_users_file_and_line(tmp_path):
+    import cupy_ops
+
+    path = _project(tmp_path)
+    body = path.read_text().replace("angled_f()));", "angled_f()));\n  y[1] = not_declared;")
+    path.write_text(body)
+    helper = tmp_path / "proj" / "sub" / "helper.cuh"
+    helper.write_text(helper.read_text().replace("x + 3.f", "x + bad_thing"))
+    k = cupy_ops.Kernel(path, "k", include_dirs=[tmp_path / "lib"])
+    [r] = k.compile_offline("sm_90")
+    assert f'{helper}(3): error: identifier "bad_thing" is undefined' in r.log, r.log
+    assert f'{path}(7): error: identifier "not_declared" is undefined' in r.log, r.log
+    # the same for a code string (named after the kernel) and with cupy_ops' common.cuh pasted first
+    k = cupy_ops.Kernel(body, "k", include_dirs=[tmp_path / "lib", tmp_path / "proj"])
+    [r] = k.compile_offline("sm_90")
+    assert '<kernel k>(7): error: identifier "not_declared" is undefined' in r.log, r.log
+
+
+def test_include_folders_must_exist(tmp_path):
+    import cupy_ops
+
+    with pytest.raises(FileNotFoundError, match="include folder .*nowhere not found"):
+        cupy_ops.Kernel("__global__ void k(float* y) {}", "k", include_dirs=[tmp_path / "nowhere"])
+
+
+def test_an_include_in_a_comment_is_not_one(tmp_path):
+    (tmp_path / "k.cu").write_text('/* an example:\n#include "nope.cuh"\n*/\nint x; // #include "nope.cuh"\n')
+    assert "#error" not in compiler.assemble("k.cu", tmp_path)
 
 
 def test_cli_lists_every_variant_with_registers():

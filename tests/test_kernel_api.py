@@ -39,7 +39,9 @@ def test_construction_errors(tmp_path):
         cupy_ops.Kernel(tmp_path / "missing.cu", "k")
     with pytest.raises(TypeError, match="source must be CUDA code"):
         cupy_ops.Kernel(42, "k")
-    with pytest.raises(TypeError, match="name must be the kernel's identifier"):
+    with pytest.raises(TypeError, match="name must be the kernel's name or a name expression"):
+        cupy_ops.Kernel(SCALE, 42)
+    with pytest.raises(ValueError, match="'not a name' is not a kernel name or a name expression"):
         cupy_ops.Kernel(SCALE, "not a name")
 
 
@@ -66,8 +68,11 @@ def test_call_errors_on_cpu():
         k(None, None, 2.0, 8.0, grid=1, block=8)
     with pytest.raises(ValueError, match="block must have at most 1024 threads"):
         k(x, x, 2.0, 8, grid=1, block=(64, 32))
-    with pytest.raises(TypeError, match="grid must be a non-negative int"):
+    with pytest.raises(ValueError, match=r"grid dimension x \(unsigned int gridDim.x\) must be in \[0, 2147483647\], "
+                                         r"got -1"):
         k(x, x, 2.0, 8, grid=-1, block=8)
+    with pytest.raises(TypeError, match="grid must be an int or a tuple of 1 to 3 ints"):
+        k(x, x, 2.0, 8, grid=1.0, block=8)
     with pytest.raises(ValueError, match="needs at least one CUDA tensor argument"):
         k(None, None, 2.0, 8, grid=1, block=8)
 

@@ -3,14 +3,20 @@
 The bottom of the package: it imports nothing of cupy_ops above it. The layers above
 declare their sources and variants in its registry (``builtin``, ``user``); the launch
 layer asks for a variant's ``binary`` when it is first launched on a device; the offline
-check (``python -m cupy_ops compile``) compiles every registered variant without a GPU.
+check (``python -m cupy_ops compile``) compiles every registered variant without a GPU;
+``declarations`` reads kernels' declarations from CUDA C, ``options`` checks a user's NVRTC
+options, ``export`` gives a kernel's PTX or cubin.
 """
+from . import declarations
 from .build import Binary, binary, drop, forget
 from .nvrtc import KernelCompileError, arch_for, import_cupy
-from .offline import OfflineResult, compile_offline
-from .registry import BASE_OPTIONS, Source, Variant, builtin, release, sources, user
+from .offline import Export, OfflineResult, compile_offline, export
+from .options import check as check_options
+from .options import defines as check_defines
+from .registry import BASE_OPTIONS, Source, Variant, assemble_user, builtin, release, sources, user
 from .source import assemble, assemble_text, source_dir
 
-__all__ = ["Binary", "binary", "drop", "forget", "KernelCompileError", "arch_for", "import_cupy", "OfflineResult",
-           "compile_offline", "BASE_OPTIONS", "Source", "Variant", "builtin", "release", "sources", "user", "assemble",
-           "assemble_text", "source_dir"]
+__all__ = ["declarations", "Binary", "binary", "drop", "forget", "KernelCompileError", "arch_for", "import_cupy",
+           "Export", "OfflineResult", "compile_offline", "export", "check_options", "check_defines", "BASE_OPTIONS",
+           "Source", "Variant", "assemble_user", "builtin", "release", "sources", "user", "assemble", "assemble_text",
+           "source_dir"]

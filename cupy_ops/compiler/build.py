@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import cache, nvrtc
+from . import cache, declarations, nvrtc
 from .nvrtc import KernelCompileError
 from .registry import Variant
 
@@ -36,7 +36,9 @@ def binary(variant: Variant, arch: str, *, rebuild: bool = False) -> Binary:
 
     Looked up in this process, then in the disk cache (checked, see ``cache``), else compiled
     by NVRTC with the variant's one name expression. ``rebuild``: ignore both caches (a cached
-    binary that failed to load). Raises ``KernelCompileError`` with NVRTC's log.
+    binary that failed to load). Raises ``KernelCompileError`` with NVRTC's log, and
+    ``ValueError`` when the kernel's parameters as compiled are not the ones the variant's
+    ``layout`` promises (its launches would pack the wrong arguments).
     """
     mkey = (variant, arch)
     if not rebuild:
@@ -64,8 +66,20 @@ def binary(variant: Variant, arch: str, *, rebuild: bool = False) -> Binary:
             log.info("compiled %s of %s for %s in %.2f s", variant.expr, src.name, arch, time.perf_counter() - t0)
             cache.write(k, json.dumps({"lowered": lowered, "expr": variant.expr}).encode(), r.image)
             b = Binary(r.image, lowered, arch, False, k)
+        check_layout(variant, b.image, b.lowered)
         _binaries[mkey] = b
         return b
+
+
+def check_layout(variant: Variant, image: bytes, lowered: str) -> None:
+    """``ValueError`` when the parameters of ``lowered`` in ``image`` are not the variant's
+    ``layout`` (None: nothing promised)."""
+    if variant.layout is None:
+        return
+    problem = declarations.check_layout(variant.expr, variant.layout, declarations.param_sizes(image, lowered))
+    if problem:
+        raise ValueError(f"{problem}; arguments packed that way would not be the kernel's: state the parameter "
+                         f"list with signature=")
 
 
 def forget(variant: Variant, arch: str) -> None:
@@ -73,7 +87,6 @@ def forget(variant: Variant, arch: str) -> None:
     b = _binaries.pop((variant, arch), None)
     if b is not None:
         cache.remove(b.key)
-
 
 
 def drop(variant: Variant) -> None:

@@ -3,7 +3,9 @@ ptxas's register, spill and shared-memory report. Needs no GPU and no driver.
 
 The options are the run-time ones (``Source.options``) plus ``-Xptxas=-v``, which only adds
 the report. All variants of a source are compiled in one program (each kernel is compiled
-on its own by NVRTC either way; at run time each variant is its own compile).
+on its own by NVRTC either way; at run time each variant is its own compile). A variant whose
+compiled parameters are not the ones its declaration promises (``Variant.layout``) fails
+the check. ``export`` gives a kernel's PTX or cubin, also without a GPU.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-from . import nvrtc
+from . import declarations, nvrtc
+from .nvrtc import KernelCompileError
 from .registry import Source
 
 
@@ -64,6 +67,13 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
             res.registers, res.stack_bytes = info[res.expr]
             res.spill_stores = res.spill_loads = 0 if res.stack_bytes == 0 else None
             res.ok, res.log = True, "registers and stack frame read from the cubin (NVRTC gave no ptxas report)"
+    for res in results:
+        v = source.variants.get(res.expr)
+        if v is not None and v.layout is not None:
+            sizes = declarations.param_sizes(r.image, r.lowered[res.expr])
+            problem = declarations.check_layout(res.expr, v.layout, sizes)
+            if problem:   # a launch would pack other arguments than the kernel takes
+                res.ok, res.log = False, problem + "; state the parameter list with signature="
     return results
 
 
@@ -127,3 +137,45 @@ def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -
             r = OfflineResult(source, expr, arch, False, log="no ptxas report for this kernel; NVRTC log:\n" + log)
         out.append(r)
     return out
+
+
+_ARCH = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
+
+
+@dataclass(frozen=True)
+class Export:
+    """A kernel's compiled code: ``image`` (PTX text for ``fmt`` "ptx", cubin bytes for
+    "cubin") for ``arch``, and ``lowered``: each name expression's symbol in it (what
+    ``cuModuleGetFunction`` takes)."""
+
+    source: str
+    arch: str
+    fmt: str
+    image: str | bytes
+    lowered: dict
+
+
+def export(source: Source, arch: str, exprs, fmt: str) -> Export:
+    """``exprs`` of ``source`` compiled by NVRTC into one module, as ``fmt`` "ptx" (for
+    ``compute_XX``; ``arch`` may say ``sm_XX``) or "cubin" (for ``sm_XX``), with the
+    options of a launch. No GPU needed. Raises ``ValueError`` for an architecture or format
+    that does not fit, ``KernelCompileError`` with NVRTC's log."""
+    if fmt not in ("ptx", "cubin"):
+        raise ValueError(f"fmt must be 'ptx' or 'cubin', got {fmt!r}")
+    m = _ARCH.fullmatch(arch) if isinstance(arch, str) else None
+    if m is None:
+        raise ValueError(f"arch must look like sm_90 (or compute_90 for PTX), got {arch!r}")
+    if fmt == "cubin" and m.group(1) == "compute":
+        raise ValueError(f"a cubin is built for a GPU: arch must be sm_{m.group(2)}{m.group(3)}, not {arch}")
+    target = source.target(f"sm_{m.group(2)}{m.group(3)}")
+    if target is None:
+        raise ValueError(f"{source.name} is built for {source.arch} only, not {arch}")
+    if fmt == "ptx":
+        target = target.replace("sm_", "compute_")
+    options = source.options(target)
+    exprs = list(exprs)
+    r = nvrtc.compile(source.text(), source.name, exprs, options)
+    if not r.ok:
+        raise KernelCompileError(source.name, r.log.rstrip("\0"), options)
+    image = r.image.decode().rstrip("\0") if fmt == "ptx" else r.image
+    return Export(source.name, target, fmt, image, dict(r.lowered))

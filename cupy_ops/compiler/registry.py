@@ -11,6 +11,7 @@ import hashlib
 import threading
 from pathlib import Path
 
+from . import options as _options
 from .source import assemble, assemble_text, source_dir
 
 # Options of every compile, at run time and offline alike. -ftz=true: what CuPy always passed,
@@ -23,14 +24,17 @@ class Variant:
     """One instantiation (an NVRTC name expression, e.g. ``"relu<float>"``) of a ``Source``.
 
     Interned: ``Source.variant`` returns the same object for the same expression, so variants
-    hash by identity and key the launch layer's handle cache cheaply.
+    hash by identity and key the launch layer's handle cache cheaply. ``layout``: what the
+    declaration promises of the compiled kernel's parameters, ``[(name, C type, bytes or
+    None, at most bytes)]``, checked against each binary NVRTC builds (None: not checked).
     """
 
-    __slots__ = ("source", "expr")
+    __slots__ = ("source", "expr", "layout")
 
     def __init__(self, source: "Source", expr: str):
         self.source = source
         self.expr = expr
+        self.layout = None
 
     def __repr__(self) -> str:
         return f"<variant {self.expr} of {self.source.name}>"
@@ -43,19 +47,24 @@ class Source:
     ``code``: the user's text (None for built-ins, whose file is read on first compile);
     ``defines``: ``-D`` options (kernel geometry the host decides, ``(name, value)`` pairs);
     ``arch``: the one architecture the source is built for (``"sm_90a"``: wgmma, TMA), or
-    None for the architecture of the device it runs on.
+    None for the architecture of the device it runs on; ``flags``: a user's own NVRTC
+    options (checked: ``options.check``), after the others, which they may override.
     """
 
-    __slots__ = ("name", "code", "defines", "arch", "variants", "_text", "_lock")
+    __slots__ = ("name", "code", "defines", "arch", "flags", "variants", "_text", "_lock", "_base")
 
-    def __init__(self, name: str, code: str | None, defines: tuple, arch: str | None):
+    def __init__(self, name: str, code: str | None, defines: tuple, arch: str | None, flags: tuple = ()):
         self.name = name
         self.code = code            # assembled already (headers pasted) for user code
         self.defines = defines
         self.arch = arch
+        self.flags = tuple(flags)
         self.variants: dict[str, Variant] = {}
         self._text = code
         self._lock = threading.Lock()
+        # a user's -std= or -ftz= replaces the default one (NVRTC warns of two, the last wins)
+        replaced = _options.overridden(self.flags)
+        self._base = tuple(o for o in BASE_OPTIONS if _options.canonical(o) not in replaced)
 
     @property
     def builtin(self) -> bool:
@@ -69,8 +78,10 @@ class Source:
         return self._text
 
     def options(self, arch: str) -> tuple[str, ...]:
-        """NVRTC options for ``-arch=arch`` (``sm_90``, ``sm_90a`` or ``compute_XX``)."""
-        return BASE_OPTIONS + (f"-arch={arch}",) + tuple(f"-D{k}={v}" for k, v in self.defines)
+        """NVRTC options for ``-arch=arch`` (``sm_90``, ``sm_90a`` or ``compute_XX``): the
+        cache key holds them all, so an edited option or define compiles anew."""
+        return (self._base + (f"-arch={arch}",) + tuple(_options.define_option(k, v) for k, v in self.defines)
+                + self.flags)
 
     def target(self, device_arch: str) -> str | None:
         """The architecture to build for a device of ``device_arch`` (``"sm_90"``), or None
@@ -114,19 +125,35 @@ def builtin(filename: str, *, defines=None, arch: str | None = None) -> Source:
         return src
 
 
-def user(code: str, name: str, *, directory: str | Path | None = None, defines=None,
-         arch: str | None = None) -> Source:
-    """The ``Source`` of a user's ``code`` (known as ``name`` in messages). Its quoted includes
-    are pasted now, from ``directory`` first, then ``cuda_src/``; the source is identified by
-    the resulting text, so an edited file (or header) is a new source, compiled anew."""
-    search = ([Path(directory)] if directory else []) + [source_dir()]
-    text = assemble_text(code, name, search)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    key = ("user", name, digest, _defines(defines), arch)
+def assemble_user(code: str, name: str, *, path: str | Path | None = None, include_dirs=(), prelude=()) -> str:
+    """A user's ``code`` (read from the file ``path``, or a string: None) with its includes
+    pasted (``assemble_text``): a quoted one from next to its includer, then ``include_dirs``,
+    then ``cuda_src/``; an angled one from ``include_dirs``. NVRTC's messages name the file
+    by its absolute path (a string by ``name``) and the lines as the user wrote them."""
+    dirs = [Path(d) for d in include_dirs]
+    shown = str(Path(path).resolve()) if path is not None else name
+    return assemble_text(code, shown, dirs + [source_dir()], path=path, angled=dirs, prelude=prelude)
+
+
+def user(code: str, name: str, *, directory: str | Path | None = None, path: str | Path | None = None,
+         include_dirs=(), prelude=(), defines=None, options=(), arch: str | None = None, tag=None,
+         assembled: str | None = None) -> Source:
+    """The ``Source`` of a user's ``code`` (known as ``name`` in messages), with its includes
+    pasted now (``assemble_user``; ``directory``: a folder searched first, for code that is not
+    from a file; ``assembled``: that text, already made). ``defines`` (a dict) and ``options``
+    (checked NVRTC options) are part of every compile of it. The source is identified by the
+    resulting text, its defines, options and ``tag`` (what the caller reads from the text, e.g. its
+    parameter list), so an edited file, header or option is a new source, compiled anew."""
+    if assembled is None:
+        dirs = ([Path(directory)] if directory else []) + list(include_dirs)
+        assembled = assemble_user(code, name, path=path, include_dirs=dirs, prelude=prelude)
+    digest = hashlib.sha256(assembled.encode()).hexdigest()
+    flags = _options.check(options)
+    key = ("user", name, digest, _options.defines(defines), flags, arch, tag)
     with _lock:
         src = _sources.get(key)
         if src is None:
-            src = _sources[key] = Source(name, text, key[3], arch)
+            src = _sources[key] = Source(name, assembled, key[3], arch, flags)
         return src
 
 

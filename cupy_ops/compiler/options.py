@@ -1,0 +1,196 @@
+"""A user's NVRTC options: checked when the kernel is declared, not when it first compiles.
+
+Options that shape the code (``-lineinfo``, ``-G``, ``--use_fast_math``, ``-maxrregcount=N``,
+``-Xptxas=...``, ``-D``, ``-std=...``, ...) pass through, on the run-time and offline paths
+alike. Options that cannot work with how cupy_ops compiles and loads a kernel are a
+``ValueError`` naming the option and why: the architecture is the launch's to pick, the output
+must be a cubin or PTX that loads on its own, and headers are pasted into the source (so
+an edited header recompiles), never found by NVRTC on an include path. An option NVRTC does
+not have is a ``ValueError`` too, with the nearest spelling it has (``--use-fast-math`` is
+``--use_fast_math``).
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import shlex
+
+_BOOL = ("true", "false")
+
+# Every NVRTC option (CUDA 12 and 13): each spelling -> (canonical long name, what its value
+# must be). Values: None (a flag), a tuple of choices, "int", "ints" (comma-separated), "text".
+_OPTIONS: dict[str, tuple[str, object]] = {}
+
+
+def _add(long: str, short: str | None, value) -> None:
+    for spelling in (long, short):
+        if spelling:
+            _OPTIONS[spelling] = (long, value)
+
+
+for _long, _short, _value in [
+    ("--device-debug", "-G", None), ("--generate-line-info", "-lineinfo", None),
+    ("--dopt", "-dopt", ("on",)), ("--ptxas-options", "-Xptxas", "text"), ("--maxrregcount", "-maxrregcount", "int"),
+    ("--ftz", "-ftz", _BOOL), ("--prec-sqrt", "-prec-sqrt", _BOOL), ("--prec-div", "-prec-div", _BOOL),
+    ("--fmad", "-fmad", _BOOL), ("--use_fast_math", "-use_fast_math", None),
+    ("--extra-device-vectorization", "-extra-device-vectorization", None),
+    ("--modify-stack-limit", "-modify-stack-limit", _BOOL),
+    ("--device-stack-protector", "-device-stack-protector", _BOOL),
+    ("--jump-table-density", "-jtd", "int"), ("--split-compile", "-split-compile", "int"),
+    ("--Ofast-compile", "-Ofc", ("0", "min", "mid", "max")), ("--frandom-seed", "-frandom-seed", "text"),
+    ("--no-cache", None, None), ("--no-lineinfo-inlined-at", None, None),
+    ("--define-macro", "-D", "text"), ("--undefine-macro", "-U", "text"),
+    ("--no-source-include", "-no-source-include", None),
+    ("--std", "-std", ("c++03", "c++11", "c++14", "c++17", "c++20", "c++23")),
+    ("--builtin-move-forward", "-builtin-move-forward", _BOOL),
+    ("--builtin-initializer-list", "-builtin-initializer-list", _BOOL),
+    ("--disable-warnings", "-w", None), ("--restrict", "-restrict", None),
+    ("--device-as-default-execution-space", "-default-device", None),
+    ("--device-int128", "-device-int128", None), ("--device-float128", "-device-float128", None),
+    ("--optimization-info", "-opt-info", "text"), ("--display-error-number", "-err-no", None),
+    ("--no-display-error-number", "-no-err-no", None), ("--diag-error", "-diag-error", "ints"),
+    ("--diag-suppress", "-diag-suppress", "ints"), ("--diag-warn", "-diag-warn", "ints"),
+    ("--brief-diagnostics", "-brief-diag", _BOOL), ("--warning-as-error", "-Werror", "text"),
+    ("--fmax-errors", None, "int"), ("--time", "-time", "text"),
+    ("--fdevice-time-trace", "-fdevice-time-trace", "text"),
+    ("--minimal", "-minimal", None),
+]:
+    _add(_long, _short, _value)
+
+# Options that cannot work here, by canonical name, with the reason shown to the user.
+_OUTPUT = ("cupy_ops loads the cubin (or PTX) NVRTC produces as a module of its own, with no link step; this "
+           "option produces ")
+_PASTED = ("cupy_ops pastes every quoted header into the source, so that an edited header changes the cache key "
+           "and recompiles; ")
+_REFUSED = {
+    "--gpu-architecture": "the architecture is the launch's to pick (the device's own); to build for another "
+                          "one, use compile_offline(arch), ptx(arch) or cubin(arch)",
+    "--relocatable-device-code": _OUTPUT + "relocatable code that needs one (-rdc=false is the default)",
+    "--device-c": _OUTPUT + "relocatable code that needs one",
+    "--extensible-whole-program": _OUTPUT + "code meant to be linked with other modules",
+    "--dlink-time-opt": _OUTPUT + "LTO IR, which does not load",
+    "--gen-opt-lto": "it only shapes LTO IR (-dlto), which cupy_ops cannot load",
+    "--optix-ir": _OUTPUT + "OptiX IR, which does not load",
+    "--fdevice-syntax-only": _OUTPUT + "no code at all",
+    "--include-path": _PASTED + "pass include_dirs= instead",
+    "--pre-include": _PASTED + "#include the header at the top of the source instead",
+    "--pch": _PASTED + "NVRTC has no header of its own to precompile",
+    "--create-pch": _PASTED + "NVRTC has no header of its own to precompile",
+    "--use-pch": _PASTED + "NVRTC has no header of its own to precompile",
+    "--pch-dir": _PASTED + "NVRTC has no header of its own to precompile",
+    "--pch-verbose": _PASTED + "NVRTC has no header of its own to precompile",
+    "--pch-messages": _PASTED + "NVRTC has no header of its own to precompile",
+    "--instantiate-templates-in-pch": _PASTED + "NVRTC has no header of its own to precompile",
+}
+for _long, _short in [("--gpu-architecture", "-arch"), ("--relocatable-device-code", "-rdc"), ("--device-c", "-dc"),
+                      ("--extensible-whole-program", "-ewp"), ("--dlink-time-opt", "-dlto"),
+                      ("--gen-opt-lto", "-gen-opt-lto"), ("--optix-ir", "-optix-ir"),
+                      ("--fdevice-syntax-only", "-fdevice-syntax-only"), ("--include-path", "-I"),
+                      ("--pre-include", "-include"), ("--pch", "-pch"), ("--create-pch", "-create-pch"),
+                      ("--use-pch", "-use-pch"), ("--pch-dir", "-pch-dir"), ("--pch-verbose", "-pch-verbose"),
+                      ("--pch-messages", "-pch-messages"),
+                      ("--instantiate-templates-in-pch", "-instantiate-templates-in-pch")]:
+    _add(_long, _short, "any")
+
+# Options NVRTC 12.1 (the oldest tested) does not have yet; a newer NVRTC is needed for them.
+NEWER_THAN_12_1 = frozenset({"--minimal", "--device-stack-protector", "--jump-table-density", "--Ofast-compile",
+                             "--frandom-seed", "--no-cache", "--device-float128", "--warning-as-error",
+                             "--fmax-errors", "--fdevice-time-trace", "--no-lineinfo-inlined-at"})
+
+# -DNAME, -UNAME, -Idir: the value glued to the option's name
+_GLUED = re.compile(r"(-D|-U|-I)(?!=)(.+)")
+
+
+def canonical(option: str) -> str | None:
+    """The long name of NVRTC ``option`` (``"-lineinfo"`` -> ``"--generate-line-info"``), or None."""
+    m = _GLUED.fullmatch(option)
+    name = m.group(1) if m else option.split("=", 1)[0]
+    entry = _OPTIONS.get(name)
+    return entry[0] if entry else None
+
+
+def check(options) -> tuple[str, ...]:
+    """``options`` (a list of NVRTC option strings, or one string of them separated by
+    spaces) checked: the tuple to compile with. Raises ``TypeError`` for a wrong type and
+    ``ValueError`` naming an option that NVRTC does not have, that cannot work here, or
+    whose value is not one NVRTC takes."""
+    if isinstance(options, str):
+        options = shlex.split(options)
+    if not isinstance(options, (list, tuple)):
+        raise TypeError(f"options must be a list of NVRTC option strings (e.g. ['-lineinfo', '--use_fast_math']), "
+                        f"got {type(options).__name__}")
+    out = []
+    for opt in options:
+        if not isinstance(opt, str):
+            raise TypeError(f"each NVRTC option must be a str, got {opt!r}")
+        opt = opt.strip()
+        glued = _GLUED.fullmatch(opt)
+        name, has_value, value = (glued.group(1), True, glued.group(2)) if glued else opt.partition("=")
+        has_value = bool(has_value)
+        entry = _OPTIONS.get(name)
+        if entry is None:
+            near = difflib.get_close_matches(name, list(_OPTIONS), n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ValueError(f"option {opt!r} is not an NVRTC option{hint}")
+        long, kind = entry
+        if long in _REFUSED:
+            if long == "--relocatable-device-code" and has_value and value == "false":
+                out.append(opt)
+                continue
+            raise ValueError(f"option {opt!r} cannot be used with cupy_ops.Kernel: {_REFUSED[long]}")
+        if kind is None:
+            if has_value:
+                raise ValueError(f"option {opt!r}: {name} takes no value")
+        elif not has_value or not value:
+            example = "=" + kind[0] if isinstance(kind, tuple) else {"int": "=64", "ints": "=177"}.get(kind, "=...")
+            raise ValueError(f"option {opt!r} needs its value after '=' (e.g. {name}{example})")
+        elif isinstance(kind, tuple) and value not in kind:
+            raise ValueError(f"option {opt!r}: {name} takes {' or '.join(kind)}, got {value!r}")
+        elif kind == "int" and not re.fullmatch(r"\d+", value):
+            raise ValueError(f"option {opt!r}: {name} takes a non-negative integer, got {value!r}")
+        elif kind == "ints" and not re.fullmatch(r"\d+(,\d+)*", value):
+            raise ValueError(f"option {opt!r}: {name} takes diagnostic numbers separated by commas, got {value!r}")
+        if long in ("--define-macro", "--undefine-macro"):
+            _macro(opt, value)
+        out.append(opt)
+    return tuple(out)
+
+
+def _macro(opt: str, value: str) -> None:
+    name = value.split("=", 1)[0]
+    if not name.isidentifier():
+        raise ValueError(f"option {opt!r}: {name!r} is not a macro name")
+
+
+def defines(defines) -> tuple:
+    """A user's ``defines`` dict as sorted ``(name, value)`` pairs: each name an identifier,
+    each value an int, a finite float, a str (the replacement text) or None (defined, as
+    ``-DNAME``). Raises ``TypeError``/``ValueError`` naming the entry."""
+    if defines is None:
+        return ()
+    if not isinstance(defines, dict):
+        raise TypeError(f"defines must be a dict of macro names to values, got {type(defines).__name__}")
+    for k, v in defines.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise ValueError(f"defines: {k!r} is not a macro name (an identifier)")
+        if isinstance(v, bool) or not (v is None or isinstance(v, (int, float, str))):
+            raise TypeError(f"defines[{k!r}] must be an int, a float, a str or None, got {type(v).__name__}"
+                            + (" (write 1 or 0, or 'true' / 'false')" if isinstance(v, bool) else ""))
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"defines[{k!r}] must be finite, got {v}")
+        if isinstance(v, str) and "\n" in v:
+            raise ValueError(f"defines[{k!r}] must be one line, got {v!r}")
+    return tuple(sorted(defines.items()))
+
+
+def define_option(name: str, value) -> str:
+    """The ``-D`` option of one define."""
+    if value is None:
+        return f"-D{name}"
+    return f"-D{name}={value!r}" if isinstance(value, float) else f"-D{name}={value}"
+
+
+def overridden(options: tuple[str, ...]) -> frozenset:
+    """The canonical names ``options`` set (to drop the same option from every compile's)."""
+    return frozenset(canonical(o) for o in options)
