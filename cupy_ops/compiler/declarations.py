@@ -23,6 +23,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from . import cubin as _cubin
+
 # One scan of the source. A directive runs from a `#` that starts a line to the first newline
 # that no backslash continues and no block comment spans; whitespace stops at each newline, so
 # that the next line's `#` is seen at its start. `>>` is two tokens, as C++11 reads it closing
@@ -604,28 +606,15 @@ def param_sizes(image: bytes, lowered: str) -> list[int] | None:
 
 
 def _cubin_param_sizes(cubin: bytes, lowered: str) -> list[int] | None:
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + k * shentsize) for k in range(shnum)]
-    strtab = sections[shstrndx][4]
-    wanted = f".nv.info.{lowered}".encode()
-    for sec in sections:
-        name = cubin[strtab + sec[0]:cubin.index(b"\0", strtab + sec[0])]
-        if name != wanted:
-            continue
-        sizes: dict[int, int] = {}
-        pos, end = sec[4], sec[4] + sec[5]
-        while pos + 4 <= end:
-            fmt, attr, size = struct.unpack_from("<BBH", cubin, pos)
-            if fmt != 0x04:           # only EIFMT_SVAL records carry a payload
-                pos += 4
-                continue
-            if attr == 0x17:          # EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size << 18)
-                _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, pos + 4)
-                sizes[ordinal] = flags >> 18
-            pos += 4 + size
-        return [sizes[k] for k in sorted(sizes)]
-    return None
+    header = _cubin.sections(cubin).get(f".nv.info.{lowered}")
+    if header is None:
+        return None
+    sizes: dict[int, int] = {}
+    for attr, at in _cubin.nv_info(cubin, header):
+        if attr == 0x17:          # EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size << 18)
+            _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, at)
+            sizes[ordinal] = flags >> 18
+    return [sizes[k] for k in sorted(sizes)]
 
 
 _PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"

@@ -13,6 +13,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+from . import cubin as _cubin
 from . import declarations, nvrtc
 from .nvrtc import KernelCompileError
 from .registry import Source
@@ -80,34 +81,17 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
 def _cubin_resources(cubin: bytes) -> dict[str, tuple[int, int]]:
     """``{mangled kernel name: (registers, stack frame bytes)}`` from a cubin's ``.nv.info``
     records (EIATTR_REGCOUNT 0x2f, EIATTR_FRAME_SIZE 0x11: (symbol index, value) each)."""
-    if cubin[:4] != b"\x7fELF":
+    secs = _cubin.sections(cubin)
+    if ".nv.info" not in secs:
         return {}
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-
-    def cstr(offset: int) -> str:
-        return cubin[offset:cubin.index(b"\0", offset)].decode()
-
-    names = [cstr(sections[shstrndx][4] + sec[0]) for sec in sections]
-    symtab = sections[names.index(".symtab")]
-    strtab = sections[names.index(".strtab")][4]
+    symtab, strtab = secs[".symtab"], secs[".strtab"][4]
     regs: dict[str, int] = {}
     frames: dict[str, int] = {}
-    for name, sec in zip(names, sections):
-        if name != ".nv.info":
-            continue
-        pos, end = sec[4], sec[4] + sec[5]
-        while pos + 4 <= end:
-            fmt, attr, size = struct.unpack_from("<BBH", cubin, pos)
-            if fmt != 0x04:          # only EIFMT_SVAL records carry a payload
-                pos += 4
-                continue
-            if attr in (0x2F, 0x11):
-                sym, value = struct.unpack_from("<II", cubin, pos + 4)
-                st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
-                (regs if attr == 0x2F else frames)[cstr(strtab + st_name)] = value
-            pos += 4 + size
+    for attr, at in _cubin.nv_info(cubin, secs[".nv.info"]):
+        if attr in (0x2F, 0x11):
+            sym, value = struct.unpack_from("<II", cubin, at)
+            st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
+            (regs if attr == 0x2F else frames)[_cubin.cstr(cubin, strtab + st_name)] = value
     return {k: (v, frames.get(k, -1)) for k, v in regs.items()}
 
 
