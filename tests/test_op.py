@@ -237,3 +237,15 @@ print(time.perf_counter() - t, "torch._dynamo" in sys.modules, "sympy" in sys.mo
     seconds, dynamo, sympy = out.stdout.split()
     assert dynamo == "False" and sympy == "False", out.stdout
     assert float(seconds) < 0.3, out.stdout
+
+
+def _cuda_only(x: torch.Tensor, *, out: torch.Tensor) -> None:
+    out.copy_(x)
+
+
+cuda_only = cupy_ops.op("cputest::cuda_only", output=cupy_ops.like("x"))(_cuda_only)
+
+
+def test_tensor_inputs_must_be_cuda_tensors_named_in_the_error():
+    with pytest.raises(ValueError, match=r"cputest::cuda_only: x must be a CUDA tensor, got a tensor on cpu"):
+        cuda_only(torch.randn(3))

@@ -590,3 +590,16 @@ def test_fp16x3_workspace_parts_are_disjoint_and_on_256_byte_boundaries():
     ends = [o + n for o, n in zip(offsets, sizes)]
     assert all(end <= nxt for end, nxt in zip(ends, offsets[1:])) and ends[-1] <= total, (offsets, total)
     assert offsets[4] == offsets[5] and total == offsets[-1], (offsets, total)
+
+
+def test_tf32x3_transposes_b_where_c_transposed_would_not_fit_the_grid():
+    """C^T's row tiles are the grid's y dimension: N past 65,535 tiles takes the transpose (a
+    driver error before), and swap=True there is a ValueError naming the limit."""
+    wide = 65535 * 128 + 1
+    a = Matrix(64, 64, 64, 1, 4, True)
+    for n, swapped in ((65535 * 128, True), (wide, False)):
+        p = gemm.plan(64, n, 64, torch.float32, a, Matrix(64, n, n, 1, 4, True), "EpiNone", H100, algo="tf32x3")
+        assert p.swap is swapped and p.grid[1] <= 65535
+    with pytest.raises(ValueError, match="swap=True takes N up to 8388480"):
+        gemm.plan(64, wide, 64, torch.float32, a, Matrix(64, wide, wide, 1, 4, True), "EpiNone", H100,
+                  algo="tf32x3", swap=True)

@@ -419,15 +419,20 @@ class _Reader:
         out = []
         if end - start == 1 and toks[start].text == "void":    # `k(void)`
             return out
+        for decl, default in self.entries(start, end):
+            out.append(self.param(decl, default))
+        return out
+
+    def entries(self, start: int, end: int):
+        """The comma-separated entries of a parameter list, each as ``(tokens, default text or
+        None)``: the part after a top-level ``=`` is the default."""
+        toks = self.toks
         for a, b in self.split(start, end):
             part = toks[a:b]
             if not part:
                 continue
             eq = next((k for k, t in enumerate(part) if t.text == "=" and self._depth0(part, k)), None)
-            default = join(part[eq + 1:]) if eq is not None else None
-            decl = part[:eq] if eq is not None else part
-            out.append(self.param(decl, default))
-        return out
+            yield (part[:eq], join(part[eq + 1:])) if eq is not None else (part, None)
 
     @staticmethod
     def _depth0(part, k: int) -> bool:
@@ -476,15 +481,8 @@ class _Reader:
         return Param(join(type_toks), name, pointer, default, type_toks)
 
     def template_params(self, start: int, end: int) -> list[TemplateParam]:
-        toks = self.toks
         out = []
-        for a, b in self.split(start, end):
-            part = toks[a:b]
-            if not part:
-                continue
-            eq = next((k for k, t in enumerate(part) if t.text == "=" and self._depth0(part, k)), None)
-            default = join(part[eq + 1:]) if eq is not None else None
-            decl = part[:eq] if eq is not None else part
+        for decl, default in self.entries(start, end):
             words = [t.text for t in decl]
             pack = "..." in words
             names = [t.text for t in decl if t.kind == "ident"]

@@ -62,6 +62,7 @@ class Elementwise:
         through a dense copy (views with gaps gathered, a differently laid out ``out`` written
         back)."""
         if out is x or (x.is_contiguous() and out.is_contiguous()) or (out.stride() == x.stride() and is_dense(x)):
+            # ``launch`` for two tensors, inlined: the eager hot path of every elementwise op
             n = x.numel()
             if n:
                 device = x.get_device()
