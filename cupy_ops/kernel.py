@@ -298,9 +298,17 @@ def pointer_device(kernel: str, pname: str, ptr: int) -> int:
 
 def _wait_for(stream: int, device: int) -> None:
     """Order the launch after the producer's ``stream`` (the interface's rule): torch's current
-    stream of ``device`` waits for an event recorded on it."""
-    producer = torch.cuda.ExternalStream(stream, device=torch.device("cuda", device))
-    torch.cuda.current_stream(device).wait_stream(producer)
+    stream of ``device`` waits for an event recorded on it. Through the runtime, not
+    ``torch.cuda.ExternalStream``: the interface names the legacy and per-thread default
+    streams 1 and 2 (CuPy's arrays say 1), handles torch refuses."""
+    rt = compiler.import_cupy().cuda.runtime
+    with torch.cuda.device(device):
+        event = rt.eventCreateWithFlags(rt.eventDisableTiming)
+        try:
+            rt.eventRecord(event, stream)
+            rt.streamWaitEvent(torch.cuda.current_stream(device).cuda_stream, event, 0)
+        finally:
+            rt.eventDestroy(event)   # released once the wait is enqueued: the wait still holds
 
 
 def _foreign(kernel: str, pname: str, ctype: str, a):

@@ -367,7 +367,12 @@ class Op:
         return out
 
     def _contiguous(self, args):
-        return tuple(a.contiguous() if i in self._tensor_idx and a is not None else a for i, a in enumerate(args))
+        # (a loop over the tensor slots, no generator: this runs on every eager call)
+        for i in self._tensor_idx:
+            a = args[i]
+            if a is not None and not a.is_contiguous():
+                args = args[:i] + (a.contiguous(),) + args[i + 1:]
+        return args
 
     def _check_devices(self, args) -> None:
         device = first = None

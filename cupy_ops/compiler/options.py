@@ -93,10 +93,13 @@ for _long, _short in [("--gpu-architecture", "-arch"), ("--relocatable-device-co
                       ("--instantiate-templates-in-pch", "-instantiate-templates-in-pch")]:
     _add(_long, _short, "any")
 
-# Options NVRTC 12.1 (the oldest tested) does not have yet; a newer NVRTC is needed for them.
-NEWER_THAN_12_1 = frozenset({"--minimal", "--device-stack-protector", "--jump-table-density", "--Ofast-compile",
-                             "--frandom-seed", "--no-cache", "--device-float128", "--warning-as-error",
-                             "--fmax-errors", "--fdevice-time-trace", "--no-lineinfo-inlined-at"})
+# Options older NVRTCs do not have: the newest version seen without each (12.1 is the oldest
+# tested; 13.0 lacks the last two, 13.5 has them). Such an NVRTC reports the option as
+# unrecognized, naming it, when the kernel compiles.
+MISSING_UP_TO = {**dict.fromkeys(("--minimal", "--device-stack-protector", "--jump-table-density", "--Ofast-compile",
+                                  "--frandom-seed", "--no-cache", "--device-float128", "--fdevice-time-trace",
+                                  "--no-lineinfo-inlined-at"), (12, 1)),
+                 "--warning-as-error": (13, 0), "--fmax-errors": (13, 0)}
 
 # -DNAME, -UNAME, -Idir: the value glued to the option's name
 _GLUED = re.compile(r"(-D|-U|-I)(?!=)(.+)")

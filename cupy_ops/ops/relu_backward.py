@@ -19,7 +19,7 @@ def _output(grad, ref, divisor):
     checks.same_device("ref", ref, "grad", device)
     if ref.shape != grad.shape:
         raise ValueError(f"ref must have the shape of grad {tuple(grad.shape)}, got {tuple(ref.shape)}")
-    return torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
+    return torch.empty_like(grad, memory_format=torch.contiguous_format)
 
 
 @op("cupy_ops::relu_backward", output=_output, check_devices=False)
