@@ -42,6 +42,10 @@ from . import checks
 __all__ = ["op", "like", "Op", "Context"]
 
 _Tensor = torch.Tensor
+# nn.Parameter is a plain tensor to torch's dispatch (its __torch_function__ is disabled): the
+# eager path takes it as one, or every call with a module's weights would go through the
+# dispatcher (2x the host time of a layer under autograd)
+_Parameter = torch.nn.Parameter
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 _functorch_active = torch._C._are_functorch_transforms_active
@@ -63,7 +67,7 @@ def plain_eager(tensors) -> bool:
     tensors, no dispatch mode (fake tensors, tracing), no torch.func transform, no forward-AD
     level. Autograd is the caller's question."""
     for t in tensors:
-        if isinstance(t, _Tensor) and type(t) is not _Tensor:
+        if isinstance(t, _Tensor) and type(t) is not _Tensor and type(t) is not _Parameter:
             return False
     return not (_dispatch_modes() or _functorch_active() or _fwd_ad._current_level >= 0 or _is_compiling())
 
@@ -311,7 +315,7 @@ class Op:
         grad = False
         for i in self._tensor_idx:
             t = args[i]
-            if type(t) is not _Tensor:
+            if type(t) is not _Tensor and type(t) is not _Parameter:
                 if t is None and i in self._optional:
                     continue
                 return self._call_special(args, i)
@@ -416,7 +420,7 @@ class Op:
         a wrongly shaped ``out`` is resized, with torch's warning when it had elements)."""
         if not isinstance(out, _Tensor):
             raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
-        if type(out) is not _Tensor or _dispatch_modes() or _functorch_active():
+        if (type(out) is not _Tensor and type(out) is not _Parameter) or _dispatch_modes() or _functorch_active():
             self.out_overload(out, *args)
             return out
         ref = self._meta(args)
@@ -441,7 +445,7 @@ class Op:
             raise TypeError(f"{self.inplace} must be a torch.Tensor, got {type(x).__name__}")
         tracked = _grad_enabled() and any(isinstance(args[i], _Tensor) and args[i].requires_grad
                                           for i in self._tensor_idx)
-        if tracked or type(x) is not _Tensor or _functorch_active() or _fwd_ad._current_level >= 0:
+        if tracked or (type(x) is not _Tensor and type(x) is not _Parameter) or _functorch_active() or _fwd_ad._current_level >= 0:
             if x.requires_grad and x.is_leaf and _grad_enabled():
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             return x.copy_(self._call(args))

@@ -220,6 +220,23 @@ def test_a_dispatch_mode_takes_the_registered_op_and_its_fake():
         assert y.shape == (4, 5) and type(y).__name__ == "FakeTensor"
 
 
+def test_module_parameters_take_the_eager_path_not_the_dispatcher(monkeypatch):
+    # nn.Parameter is a tensor subclass: taken for one that needs the registered op, every
+    # call with a module's weights went through the dispatcher (2x a layer's host time)
+    w = torch.nn.Parameter(torch.randn(4, 5, dtype=torch.float64))
+    x = x64(4, 5)
+    calls = []
+    monkeypatch.setattr(type(mul_add.overload), "__call__",
+                        lambda self, *a, **k: calls.append(self) or torch.empty(0), raising=False)
+    y = mul_add(x, w, None, 3.0)
+    y.sum().backward()
+    assert calls == []
+    torch.testing.assert_close(w.grad, x.detach() * 3.0)
+    torch.testing.assert_close(x.grad, w.detach() * 3.0)
+    with torch.no_grad():
+        assert torch.equal(mul_add(x, w, None, 3.0), x * w * 3.0) and calls == []
+
+
 def test_a_first_autograd_call_imports_nothing_of_torch_compile():
     code = """
 import sys, time
