@@ -20,7 +20,7 @@ import cupy_ops
 from conftest import GPU_REASON, HOPPER
 from cupy_ops import launch
 from cupy_ops.models import linear_relu_div, matmul
-from cupy_ops.ops import gemm
+from cupy_ops.ops import elementwise, gemm
 from gemm_branches import H100, branch, full_tiles
 
 gpu = pytest.mark.gpu
@@ -180,7 +180,8 @@ def split_inputs(cases, ts):
 
 
 class LaunchSpy:
-    """Records (kernel name, grid, cluster) of every ``cupy_ops.launch.launch`` while on."""
+    """Records (kernel name, grid, cluster) of every ``cupy_ops.launch.launch`` while on (and of
+    the elementwise ops' launches, which bind it at import: ``elementwise._launch``)."""
 
     def __init__(self, monkeypatch):
         self.calls, self.on = [], False
@@ -191,6 +192,7 @@ class LaunchSpy:
                 self.calls.append((h.name, tuple(grid), cluster))
             return real(h, grid, block, args, shared_mem, cluster)
         monkeypatch.setattr(launch, "launch", spy)
+        monkeypatch.setattr(elementwise, "_launch", spy)
 
     def names(self):
         return {name for name, _, _ in self.calls}
@@ -365,3 +367,55 @@ def test_model_new_at_kernelbench_shapes_compiles_and_replays(name, monkeypatch)
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, new(*ys)) and not torch.equal(out, eager)
+
+
+@gpu
+def test_elementwise_ops_replay_in_a_cuda_graph_and_under_reduce_overhead(monkeypatch):
+    """relu, relu_div by a number and by a CUDA divisor, relu_div_ in place: a manual capture
+    whose replay follows new values written into x and into the divisor (read on the GPU at
+    replay time), bit for bit as torch; and the same under torch.compile(fullgraph=True,
+    mode="reduce-overhead"), whose replays launch nothing from Python."""
+    if GPU_REASON is not None:
+        pytest.skip(GPU_REASON)
+    dev = torch.device("cuda", 0)
+
+    def f(x, d):
+        y = x.clone()
+        cupy_ops.relu_div_(y, d)
+        return cupy_ops.relu(x), cupy_ops.relu_div(x, 3.0), cupy_ops.relu_div(x.to(torch.bfloat16), d), y
+
+    def want(x, d):
+        return torch.relu(x), torch.relu(x) / 3.0, torch.relu(x.to(torch.bfloat16)) / d, torch.relu(x) / d
+
+    x, d = torch.randn(1000, 257, device=dev), torch.tensor(0.7, device=dev)
+    f(x, d)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        f(x, d)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = f(x, d)
+    for step in range(3):
+        x.copy_(torch.randn(1000, 257, device=dev))
+        d.fill_(0.25 + step)
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, ref in zip(outs, want(x, d)):
+            assert torch.equal(got, ref), f"replay {step}"
+    torch._dynamo.reset()
+    cf = torch.compile(f, fullgraph=True, mode="reduce-overhead")
+    spy = LaunchSpy(monkeypatch)
+    spy.on = True
+    f(x, d)
+    assert len(spy.calls) >= 4, spy.calls   # the spy sees the elementwise launches
+    for step in range(4):
+        x, d = torch.randn(1000, 257, device=dev), torch.tensor(0.3 + step, device=dev)
+        torch.compiler.cudagraph_mark_step_begin()
+        spy.calls, spy.on = [], True
+        got = [o.clone() for o in cf(x, d)]
+        spy.on = False
+        for g, ref in zip(got, want(x, d)):
+            assert torch.equal(g, ref), f"reduce-overhead call {step}"
+    assert spy.calls == [], "a replay launched kernels from Python"
