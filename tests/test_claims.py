@@ -153,3 +153,14 @@ def test_the_check_finds_each_kind_of_broken_reference():
     assert [p.split(":")[0] for p in found["evidence"]] == ["line 11"], found["evidence"]
     assert [p.split(":")[0] for p in found["where"]] == ["line 12"], found["where"]
     assert [p.split(":")[0] for p in found["table"]] == ["line 13"], found["table"]
+
+
+def test_the_variant_count_docs_give_for_warm_is_the_trees():
+    """docs/design.md: "151 variants for compute capability 9.0" (what ``python -m cupy_ops
+    warm --capability 9.0`` compiles): the number the tree's registry gives now."""
+    from cupy_ops import warm
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    said = re.search(r"(\d+) variants for\s+compute\s+capability 9\.0", text)
+    assert said, "docs/design.md no longer gives warm's variant count"
+    assert int(said.group(1)) == len(warm.jobs_for([(9, 0)])), said.group(0)
