@@ -306,7 +306,7 @@ def kernelbench_inputs(module, seed):
     return [torch.rand(s, device="cuda", generator=g) for s in SHAPES[module]]
 
 
-MODELS = {"level2/63 linear_relu_div": linear_relu_div, "level1/1 matmul": matmul}
+MODELS = {"level2-63-linear_relu_div": linear_relu_div, "level1-1-matmul": matmul}
 SHAPES = {linear_relu_div: [(linear_relu_div.batch_size, linear_relu_div.in_features)],
           matmul: [(matmul.N, matmul.N)] * 2}
 
