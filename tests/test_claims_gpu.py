@@ -141,3 +141,35 @@ def test_linear_relu_under_autocast_runs_in_the_autocast_dtype(dtype, cuda):
     torch.testing.assert_close(ours.float(), ref.float(), rtol=2 * torch.finfo(dtype).eps, atol=1e-2)
     ours.float().sum().backward()
     assert x.grad is not None and x.grad.dtype == torch.float32 and w.grad.dtype == torch.float32
+
+
+def _add(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> None:
+    out.copy_(a + b)
+
+
+def _add_output(a, b):
+    return torch.empty_like(a, dtype=torch.promote_types(a.dtype, b.dtype))
+
+
+POLICIES = {p: cupy_ops.op(f"claimsgpu::add_{p}", output=_add_output, autocast=p)(_add)
+            for p in ("lower", "fp32", "promote")}
+
+
+def test_a_declared_ops_autocast_policy(cuda):
+    """README: ``autocast="lower" | "fp32" | "promote"`` sets a declared op's policy. Under
+    torch.autocast("cuda", bfloat16) with a float16 and a float32 input: "lower" runs in
+    bfloat16 (as torch's matmul casts), "fp32" in float32, "promote" in the widest input dtype
+    (float32; float16 with two float16 inputs); float64 is never lowered; outside autocast
+    nothing is cast."""
+    a = torch.randn(64, 32, device=cuda, dtype=torch.float16)
+    b = torch.randn(64, 32, device=cuda, dtype=torch.float32)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        got = {p: f(a, b) for p, f in POLICIES.items()}
+        halves = POLICIES["promote"](a, a)
+        doubles = POLICIES["lower"](b.double(), b.double())
+    assert {p: t.dtype for p, t in got.items()} == {"lower": torch.bfloat16, "fp32": torch.float32,
+                                                    "promote": torch.float32}
+    assert halves.dtype == torch.float16 and doubles.dtype == torch.float64
+    assert torch.equal(got["lower"], a.to(torch.bfloat16) + b.to(torch.bfloat16))
+    assert torch.equal(got["fp32"], a.float() + b) and torch.equal(got["promote"], a.float() + b)
+    assert POLICIES["lower"](a, b).dtype == torch.float32   # no autocast: the inputs' promotion
