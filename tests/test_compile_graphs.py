@@ -205,11 +205,14 @@ def assert_equal_outputs(got, want, cases, what):
 
 
 def check_planned(cases, ts, spy):
-    """Each case's device plan takes the case's branch, and its kernel was launched (persistent
-    pairs as clusters of 2)."""
+    """Each case's device plan takes the case's branch (on a GPU of 132 SMs and compute
+    capability 9.0, which the shapes were chosen for: H100 SXM, H200), and its kernel was
+    launched (persistent pairs as clusters of 2)."""
+    dev = gemm.device_info(0)
     for c, t in zip(cases, split_inputs(cases, ts)):
         p = device_plan(c, t)
-        assert branch(p) == c.branch, (c.id, str(p))
+        if (dev.sm_count, dev.capability) == (H100.sm_count, H100.capability):   # the shapes were chosen for it
+            assert branch(p) == c.branch, (c.id, str(p))
         assert p.kernel in spy.names(), f"{c.id}: {p.kernel} was not launched ({sorted(spy.names())})"
         if p.cluster == 2:
             assert any(n == p.kernel and cl == 2 for n, _, cl in spy.calls), c.id
