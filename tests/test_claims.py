@@ -153,3 +153,49 @@ def test_the_check_finds_each_kind_of_broken_reference():
     assert [p.split(":")[0] for p in found["evidence"]] == ["line 11"], found["evidence"]
     assert [p.split(":")[0] for p in found["where"]] == ["line 12"], found["where"]
     assert [p.split(":")[0] for p in found["table"]] == ["line 13"], found["table"]
+
+
+def test_the_variant_count_docs_give_for_warm_is_the_trees():
+    """docs/design.md: "151 variants for compute capability 9.0" (what ``python -m cupy_ops
+    warm --capability 9.0`` compiles): the number the tree's registry gives now."""
+    from cupy_ops import warm
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    said = re.search(r"(\d+) variants for\s+compute\s+capability 9\.0", text)
+    assert said, "docs/design.md no longer gives warm's variant count"
+    assert int(said.group(1)) == len(warm.jobs_for([(9, 0)])), said.group(0)
+
+
+# The claims that today have neither a test nor a results row (each a figure measured once and
+# not saved, or a history): each is to be measured into a results file or removed, so this list
+# may only shrink; a claim added without evidence fails the test below.
+WITHOUT_EVIDENCE = {
+    "The same on an H200 (3f98ed3)",
+    "KernelBench's own evaluator: 5 of 5 correct, 0.98x / 2.98x / 3.58x",
+    "... 0.21-0.23 s with the kernel load, where a `custom_op` took 5.7-6.0 s",
+    "Small shapes with the op layer (64x64: `relu` 1.24x, training 1.55-2.06x torch)",
+    "fp16x3 63-85 us of host time a call; the plan cache 20 / 31 us",
+    "`load_inline` 44.8 s for one ReLU against NVRTC's 34 ms",
+    "fp32 / TF32 at 256x1024x1024: tf32x3 1.80x, simt 1.63x, TF32 1.27x / 1.16x",
+    "The H200 elementwise table (3f98ed3)",
+    "16-bit 4096^3 at 0.85-0.90x of cuBLAS on an H200",
+    "fp32-accurate GEMMs at 4096^3 against Triton's tf32x3",
+    "The notebook's `ModelNew`: 3.78x (level1/1), 3.32x (level2/63)",
+    "fp16x3 1.2-1.4x faster than at ddceb5b; at 2048^3 1.4-1.6x tf32x3's speed",
+}
+
+
+def unevidenced(text: str) -> list:
+    """The claims of a claims file whose evidence names no test and no results row."""
+    return [cells[0] for _, cells in table_rows(text) if len(cells) == 3 and not any(
+        s.startswith("tests/") or ".jsonl" in s for s in _CODE.findall(cells[2]))]
+
+
+def test_no_claim_without_evidence_beyond_the_known_ones():
+    found = unevidenced(TEXT)
+    new = [c for c in found if c not in WITHOUT_EVIDENCE]
+    assert not new, "claims with no test and no results row (measure them or remove them):\n" + "\n".join(new)
+    gone = WITHOUT_EVIDENCE - set(found)
+    assert not gone, "these now have evidence or are gone: drop them from WITHOUT_EVIDENCE:\n" + "\n".join(gone)
+    assert unevidenced("| claim | where | evidence |\n|---|---|---|\n| a | README.md | none (measured once) |\n"
+                       "| b | README.md | `tests/test_claims.py::test_x` |") == ["a"]

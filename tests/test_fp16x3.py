@@ -215,22 +215,42 @@ def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
         assert torch.allclose(matmul.ModelNew()(a, b), matmul.Model()(a, b), atol=1e-4, rtol=1e-4)
 
 
-def test_gradients_take_the_same_algo(cuda):
-    """autograd through matmul and linear_relu_div with algo="fp16x3": each gradient is itself
-    an fp16x3 product (the custom ops' backward keeps the algo), within its rounding bound."""
+@pytest.mark.parametrize("algo", ["fp16x3", "accurate"])
+def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
+    """autograd through matmul and linear_relu_div with an fp32-accurate algo: each backward GEMM
+    is planned with the forward's algo (a spy on ``gemm.plan_for`` records every GEMM planned:
+    the forward's and the two input gradients', in order) and takes its family: fp16x3 by name,
+    or for "accurate" tf32x3 (these GEMMs are under 2^33 multiply-adds); each gradient
+    within the fp32-accurate kernels' rounding bound of an fp64 reference."""
     require_algo("fp16x3")
+    planned, real = [], gemm.plan_for
+
+    def spy(a, b, epilogue="EpiNone", algo="auto", **overrides):
+        p = real(a, b, epilogue, algo, **overrides)
+        planned.append((tuple(a.shape), tuple(b.shape), epilogue, algo, p.family))
+        return p
+
+    monkeypatch.setattr(gemm, "plan_for", spy)
     torch.manual_seed(3)
     r = roundoff("fp16x3", torch.float32)
     a = torch.randn(130, 200, device=cuda, requires_grad=True)
     b = torch.randn(200, 70, device=cuda, requires_grad=True)
     g = torch.randn(130, 70, device=cuda)
-    cupy_ops.matmul(a, b, algo="fp16x3").backward(g)
+    cupy_ops.matmul(a, b, algo=algo).backward(g)
+    family = lambda M, N, K: "fp16x3" if algo == "fp16x3" else "tf32x3"  # noqa: E731  (all under 2^33 M N K)
+    assert planned == [((130, 200), (200, 70), "EpiNone", algo, family(130, 70, 200)),
+                       ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
+                       ((200, 130), (130, 70), "EpiNone", algo, family(200, 70, 130))], planned
     assert_gemm_close(a.grad, g, b.detach().t(), operand_roundoff=r)
     assert_gemm_close(b.grad, a.detach().t(), g, operand_roundoff=r)
+    planned.clear()
     x = torch.randn(130, 200, device=cuda, requires_grad=True)
     w = torch.randn(70, 200, device=cuda, requires_grad=True)
-    y = cupy_ops.linear_relu_div(x, w, None, 2.0, algo="fp16x3")
+    y = cupy_ops.linear_relu_div(x, w, None, 2.0, algo=algo)
     y.backward(g)
+    assert planned == [((130, 200), (200, 70), "EpiBiasReluScale", algo, family(130, 70, 200)),
+                       ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
+                       ((70, 130), (130, 200), "EpiNone", algo, family(70, 200, 130))], planned
     dz = g * (y.detach() > 0) / 2.0
     assert_gemm_close(x.grad, dz, w.detach(), operand_roundoff=r)
     assert_gemm_close(w.grad, dz.t(), x.detach(), operand_roundoff=r)

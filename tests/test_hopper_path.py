@@ -142,21 +142,65 @@ def test_a_cluster_kernel_launched_without_its_cluster_traps(cuda):
     assert "trapped:" in proc.stdout, (proc.stdout, proc.stderr)
 
 
-def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda):
+def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypatch):
     """A persistent plan's grid is an upper bound: the runner asks the driver how many clusters
     of the kernel run at once and launches no more (a larger grid would run its last clusters
-    after the first ones: twice the time)."""
+    after the first ones: twice the time). The grid actually launched is read off
+    ``cupy_ops.launch.launch``: clusters of 2, at most the driver's count of them; with that
+    count made 5, a grid of 10 CTAs that still walks every tile (the result stays right)."""
     from cupy_ops import launch
     from cupy_ops.ops import gemm
 
     if not gemm.device_info(0).has_wgmma:
         pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    torch.manual_seed(0)
     a = torch.randn(4096, 256, device=cuda, dtype=torch.bfloat16)
     b = torch.randn(256, 4096, device=cuda, dtype=torch.bfloat16)
     p = gemm.plan_for(a, b, "EpiNone", "wgmma")
-    assert p.persistent and p.cluster == 2
+    assert p.persistent and p.cluster == 2 and p.grid[0] == 2 * (gemm.device_info(0).sm_count // 2), p
     h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, a.get_device())
     slots = launch.resident_clusters(h, p.cluster, p.block, p.smem)
     assert 1 <= slots <= gemm.device_info(0).sm_count // 2
     assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots   # cached on the handle
-    torch.testing.assert_close(cupy_ops.matmul(a, b).float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-1)
+    launched, real = [], launch.launch
+
+    def spy(h, grid, block, args, shared_mem=0, cluster=1):
+        launched.append((h.name, tuple(grid), cluster))
+        return real(h, grid, block, args, shared_mem, cluster)
+
+    monkeypatch.setattr(launch, "launch", spy)
+    ref = a.double() @ b.double()
+    c = cupy_ops.matmul(a, b)
+    assert launched == [(p.kernel, (min(p.grid[0], 2 * slots), 1, 1), 2)], launched
+    torch.testing.assert_close(c.double(), ref, rtol=2**-8, atol=2**-8 * 16)
+    # fewer clusters than tiles by far: each walks ~13 of the 128 pairs of tiles
+    monkeypatch.setattr(launch, "resident_clusters", lambda *args: 5)
+    launched.clear()
+    c = cupy_ops.matmul(a, b)
+    assert launched == [(p.kernel, (10, 1, 1), 2)], launched
+    torch.testing.assert_close(c.double(), ref, rtol=2**-8, atol=2**-8 * 16)
+
+
+def test_swapped_tf32_is_bit_identical_to_the_transposed_path(cuda):
+    """TF32 with a row-major b computed as C^T = B^T A^T gives the transposed path's result bit
+    for bit (docs/gemm.md#swap: the same k-order, the same TF32 rounding of each operand): the
+    same tile width and cluster forced on both, tails in M, N and K, a persistent walk, and the
+    fused epilogue."""
+    from cupy_ops.ops import gemm
+
+    if not gemm.device_info(0).has_wgmma:
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    torch.manual_seed(0)
+    for (M, K, N), (bn, cluster, persistent) in (((300, 200, 520), (128, 1, False)), ((129, 64, 256), (64, 1, False)),
+                                                 ((1000, 72, 4100), (256, 2, True)), ((4100, 100, 1024), (128, 2, True))):
+        a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+        bias = torch.randn(N, device=cuda)
+        kw = dict(tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
+        for epi, extra in (("EpiNone", ()), ("EpiBiasReluScale", (bias, 0.5))):
+            outs = []
+            for swap in (True, False):
+                p = gemm.plan_for(a, b, epi, "wgmma", swap=swap, **kw)
+                assert p.swap == swap and (p.b.prep == "n-major" if swap else p.b.prep == "transpose"), p
+                outs.append(gemm.run(p, a, b, torch.empty(M, N, device=cuda), *extra))
+            assert torch.equal(outs[0], outs[1]), (f"{epi} {M}x{K}x{N}: {(outs[0] != outs[1]).sum().item()} outputs "
+                                                   f"differ between C^T = B^T A^T and the transposed path")

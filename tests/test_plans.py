@@ -375,9 +375,9 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     p = gplan(4096, 4096, 4096, tf32=True)
     assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
     assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
-    p = gplan(1024, 4096, 8192, tf32=True)                       # C^T: 8192 x 1024
-    geo = gemm.wgmma.layout(8192, 1024, 4096, 32, H100, gemm.Overrides())
-    assert (p.tile[1], p.cluster, p.grid) == (geo["bn"], geo["cluster"], geo["grid"])
+    p = gplan(1024, 4096, 8192, tf32=True)                       # C^T: 8192 x 1024, 64 x 4 wide tiles
+    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 2, True, (132, 1, 1))   # C^T's pairs
+    assert gplan(8192, 4096, 1024, tf32=True, swap=False).grid == (132, 1, 1)   # C's geometry would be the same
     assert gplan(1024, 1024, 1024, tf32=True).kernel == "gemm_wgmma_swap<64, 1, EpiNone>"
     w = rowmajor(8192, 8192)                                     # linear's weight.T of a column-major weight
     assert gplan(1024, 8192, 8192, b=w, epi="EpiBiasReluScale", tf32=True).kernel == \
@@ -532,6 +532,21 @@ def test_operand_preparation():
     assert (p.a.prep, p.a.kmajor, p.b.prep, p.b.kmajor) == ("as is", False, "as is", True)
     gapped = Matrix(200, 100, 300, 3, 4, True)
     assert gplan(300, 200, 100, b=gapped).b == gemm.Operand("contiguous copy", False, 100, True)
+
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_accurate_ignores_the_tf32_switch(tf32):
+    """algo="accurate" plans float32 on the fp32-accurate kernels whatever torch's TF32 switch
+    says: fp16x3 from 2^33 multiply-adds on Hopper, tf32x3 below, simt elsewhere; never a TF32
+    product (wgmma / tc); 16-bit as "auto" (the tensor cores)."""
+    for M, K, N, hopper in ((4096, 4096, 4096, "fp16x3"), (2048, 2048, 2048, "fp16x3"), (2048, 2047, 2048, "tf32x3"),
+                            (1024, 1024, 1024, "tf32x3"), (3, 5, 7, "tf32x3")):
+        assert gplan(M, K, N, algo="accurate", tf32=tf32).family == hopper, (M, K, N)
+        assert gplan(M, K, N, algo="accurate", tf32=tf32, dev=A100).family == "simt", (M, K, N)
+        assert gplan(M, K, N, algo="auto", tf32=tf32).family == ("wgmma" if tf32 else "simt")
+    assert gplan(64, 64, 64, torch.bfloat16, algo="accurate", tf32=tf32).family == "wgmma"
+    assert gplan(64, 64, 64, torch.bfloat16, algo="accurate", tf32=tf32, dev=A100).family == "tc"
+    assert gplan(64, 64, 64, torch.float64, algo="accurate", tf32=tf32).family == "naive"
 
 
 def test_k_zero_on_hopper_takes_the_tc_kernel():

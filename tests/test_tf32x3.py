@@ -31,6 +31,18 @@ def torch_fp32(a, b):
         torch.backends.cuda.matmul.allow_tf32 = before
 
 
+# tf32x3 / torch fp32 and fp16x3 / torch fp32 at the benchmark shapes, as docs/numerics.md's
+# tables give them (H100: tf32x3 at b1d5d70, fp16x3 at 78d1fb4)
+ERROR_TABLE = {
+    "tf32x3": {("randn", (1024, 1024, 1024)): 0.46, ("randn", (4096, 4096, 4096)): 0.27,
+               ("randn", (1024, 8192, 8192)): 0.21, ("rand", (1024, 1024, 1024)): 0.65,
+               ("rand", (4096, 4096, 4096)): 0.37, ("rand", (1024, 8192, 8192)): 0.29},
+    "fp16x3": {("randn", (1024, 1024, 1024)): 0.39, ("randn", (4096, 4096, 4096)): 0.23,
+               ("randn", (1024, 8192, 8192)): 0.17, ("rand", (1024, 1024, 1024)): 0.55,
+               ("rand", (4096, 4096, 4096)): 0.32, ("rand", (1024, 8192, 8192)): 0.27},
+}
+
+
 @pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
 @pytest.mark.parametrize("fill", ["randn", "rand"])
 @pytest.mark.parametrize("M, K, N", [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 8192, 8192)], ids=str)
@@ -47,6 +59,11 @@ def test_error_is_at_most_torch_fp32s(M, K, N, fill, algo, cuda):
     ref = a.double() @ b.double()
     ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo=algo), ref), max_rel_err(torch_fp32(a, b), ref)
     assert ours <= theirs, f"{algo} {ours:.3g} > torch fp32 {theirs:.3g}"
+    # docs/numerics.md's tables (0.17-0.65x torch fp32 at these shapes; the models' "about
+    # 0.2-0.3x" at KernelBench's, rand): within 1.5x of the figure the table gives (the inputs'
+    # draw moves both errors), and never past 0.75x
+    table = ERROR_TABLE[algo][fill, (M, K, N)]
+    assert ours <= min(1.5 * table, 0.75) * theirs, f"{algo} {ours / theirs:.2f}x torch fp32; the table says {table}x"
     w, bias = b.t().contiguous(), gen(N, device=cuda)
     ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
     before = torch.backends.cuda.matmul.allow_tf32
@@ -72,6 +89,20 @@ def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, algo, cuda):
     for gen in (torch.randn, torch.rand):
         a, b = gen(M, K, device=cuda), gen(K, N, device=cuda)
         assert max_rel_err(cupy_ops.matmul(a, b, algo=algo), a.double() @ b.double()) <= 2.0**-18
+
+
+def test_error_at_k_two_to_the_19_stays_near_two_to_the_minus_17(cuda):
+    """docs/numerics.md: the bound grows with K; at K = 2^19 tf32x3's error measured 7.2e-6
+    (2^-17.1) of the largest output. Here (randn, 256 x 2^19 x 256): within 2^-16.5. (Torch
+    fp32's error beside it is printed, not compared: at so small an output cuBLAS may split K,
+    which lowers its error; the figure "12x below torch fp32's" is the docs' measurement.)"""
+    require_algo("tf32x3")
+    torch.manual_seed(19)
+    a, b = torch.randn(256, 2**19, device=cuda), torch.randn(2**19, 256, device=cuda)
+    ref = a.double() @ b.double()
+    ours, theirs = max_rel_err(cupy_ops.matmul(a, b, algo="tf32x3"), ref), max_rel_err(torch_fp32(a, b), ref)
+    print(f"K = 2^19: tf32x3 {ours:.3g}, torch fp32 {theirs:.3g}")
+    assert ours <= 2.0**-16.5, f"tf32x3 {ours:.3g} (torch fp32 {theirs:.3g})"
 
 
 @pytest.mark.parametrize("N", [131, 132], ids=["transposed b", "swapped"])
