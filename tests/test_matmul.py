@@ -33,16 +33,24 @@ def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
     ref = a.double() @ b.double()
     u = accumulation_roundoff(dtype)
     gamma = K * u / (1 - K * u)
-    # + half the smallest subnormal of the dtype: rounding a tiny result is absolute, not relative
-    tiny = torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps / 2
+    # rounding in the subnormal range is absolute, not relative: up to half the smallest
+    # subnormal of the accumulator at each of the K steps, and of the dtype at the final rounding
+    def half_subnormal(t):
+        return torch.finfo(t).smallest_normal * torch.finfo(t).eps / 2
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    tiny = K * half_subnormal(acc) + half_subnormal(dtype)
     absprod = a.double().abs() @ b.double().abs()
     bound = (gamma + 2 * operand_roundoff) * absprod + UNIT_ROUNDOFF[dtype] * ref.abs() + tiny
     if extra_abs is not None:
         bound = bound + extra_abs
     err = (got.double() - ref).abs()
     bad = ~(err <= bound)
-    assert not bad.any(), (f"{int(bad.sum())} of {got.numel()} outside the rounding bound; "
-                           f"worst error {err.max().item():.3g}, bound there {bound.flatten()[err.argmax()].item():.3g}")
+    if bad.any():
+        i = int((err / bound).nan_to_num(float("inf")).flatten().argmax())
+        raise AssertionError(f"{int(bad.sum())} of {got.numel()} outside the rounding bound; worst (relative to its "
+                             f"bound) at flat index {i}: error {err.flatten()[i].item():.3g}, bound "
+                             f"{bound.flatten()[i].item():.3g}, exact {ref.flatten()[i].item():.3g}, got "
+                             f"{got.flatten()[i].item():.3g}")
 
 
 def matmul_planned(a, b, **plan_kw):
