@@ -19,7 +19,8 @@ from __future__ import annotations
 import torch
 
 from ... import checks
-from . import fp16x3, naive, simt, tc, tf32x3, wgmma
+from . import batch, fp16x3, naive, simt, tc, tf32x3, wgmma
+from .batch import BatchPlan
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
 from .runtime import device_info
 from .tables import X3H_MIN_WORK
@@ -29,8 +30,8 @@ FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 # kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
 ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 
-__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "Device", "GemmPlan", "Matrix", "Operand", "Overrides", "choose",
-           "device_info", "gemm_plan", "plan", "plan_for", "run", "supports", "variants"]
+__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides", "choose",
+           "device_info", "gemm_plan", "matmul_into", "plan", "plan_for", "run", "supports", "variants"]
 
 
 def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
@@ -119,29 +120,45 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
     return p
 
 
-def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu_scale: bool = False) -> GemmPlan:
+def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
+              bias_relu_scale: bool = False) -> GemmPlan | BatchPlan:
     """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
     instantiation, tile, split-K, grid and what is done to each operand (read in place,
     copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
     ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
 
     Args:
-        a, b: as for ``matmul``.
+        a, b: as for ``matmul`` (torch.matmul's shapes).
         algo: as for ``matmul``.
         bias_relu_scale: plan the fused epilogue of ``linear_relu_div``.
     Returns:
-        A ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable line).
+        For 2-D operands a ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable
+        line); for any other shapes a ``BatchPlan``: how the batch is carried out (folded into M,
+        or one GEMM per batch entry), the number of launches, and the ``GemmPlan`` of each
+        launch (its fields read through, ``plan.family``).
     Raises:
-        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when M or
-        N is 0 (no kernel runs).
+        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when 2-D
+        operands give an empty output (no kernel runs).
 
     Example:
         >>> a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
         >>> print(cupy_ops.gemm_plan(a, a))   # on an H100: "wgmma: gemm_wgmma<bf16, ...>, tile ..., grid ...; ..."
     """
     checks.matmul_args(a, b, algo, ALGOS)
-    checks.nonempty_output(a.shape[0], b.shape[1])
-    return plan_for(a, b, "EpiBiasReluScale" if bias_relu_scale else "EpiNone", algo)
+    epilogue = "EpiBiasReluScale" if bias_relu_scale else "EpiNone"
+    if a.dim() == 2 and b.dim() == 2:
+        checks.nonempty_output(a.shape[0], b.shape[1])
+        return plan_for(a, b, epilogue, algo)
+    return batch.batch_plan(a, b, plan_for, epilogue, algo)
+
+
+def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
+                bias: torch.Tensor | None = None, scale: float = 1.0) -> torch.Tensor:
+    """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
+    caller) and ``out`` contiguous of the product's shape: folded into one GEMM or one GEMM per
+    batch entry (``batch``), each as its plan says."""
+    batch.run(a, b, out, plan_for, run, epilogue, algo, bias, scale)
+    return out
 
 
 def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
