@@ -89,8 +89,8 @@ def _launches(a2, b2, batch, c):
     as ``batch + (M, N)`` (contiguous)."""
     mode = batch_mode(a2, b2)
     K, N = b2.shape[-2], b2.shape[-1]
-    if mode == "2-D":
-        return mode, [(a2, b2, c)]
+    if mode == "2-D":   # (a batch of ones at most)
+        return mode, [(a2, b2, c.view(a2.shape[0], N))]
     if mode.startswith("folded"):
         rows = prod(a2.shape[:-1])
         return mode, [(a2.reshape(rows, K), b2, c.view(rows, N))]

@@ -1,0 +1,322 @@
+"""torch.matmul's and F.linear's shapes: 1-D operands, batch dimensions and their broadcast,
+empty batches, any strides; the output rule (the fake) gives torch's shape, bad shapes raise
+torch's exception type; the batch folds into M on a view where the strides allow, else one
+2-D GEMM per batch entry. CPU tests drive the batch layer (ops/gemm/batch.py) with torch's own
+2-D product in place of a kernel; GPU tests run the ops against torch, forward and backward,
+with property tests over random batch shapes, broadcasting and views."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+from cupy_ops import checks
+from cupy_ops.ops.gemm import batch
+
+hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FAST = settings(max_examples=60, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# every shape pair of torch's own matmul OpInfo samples, and more broadcasting
+SHAPE_PAIRS = [
+    ((20,), (20,)), ((5, 10), (10,)), ((10,), (10, 5)), ((5, 10), (10, 5)), ((5, 0), (0, 10)),
+    ((5, 5, 10), (10,)), ((5, 5, 10), (10, 5)), ((5, 5, 0), (0, 5)), ((10,), (5, 10, 5)),
+    ((5, 10), (5, 10, 5)), ((0, 0), (5, 0, 0)), ((5, 5, 10, 10), (5, 5, 10, 5)), ((5, 5, 10, 10), (10,)),
+    ((10,), (5, 5, 10, 5)), ((5, 5, 5), (1, 5, 5)), ((3, 1, 4, 5), (2, 5, 6)), ((1, 4, 5), (3, 1, 5, 6)),
+    ((0, 4, 5), (5, 6)), ((2, 0, 4, 5), (1, 5, 6)), ((4, 0), (0,)), ((0,), (0,)), ((7, 1, 3), (3, 1)),
+]
+BAD_PAIRS = [
+    ((), (3,)), ((3,), ()), ((), ()), ((3,), (4,)), ((2, 3), (4,)), ((3,), (4, 5)), ((2, 3), (4, 5)),
+    ((2, 2, 3), (2, 4, 5)), ((2, 2, 3), (3, 3, 5)), ((2, 2, 3), (4, 5)), ((4, 1, 2, 3), (2, 3, 3, 5)),
+]
+
+
+def _torch_error(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001
+        return type(exc)
+    return None
+
+
+def cpu_gemm(p, x, y, z, bias, scale):
+    """A 2-D "kernel" for the batch layer on the CPU: z = x @ y in float64; each call must be a
+    2-D product into a 2-D view of the output."""
+    assert x.dim() == 2 and y.dim() == 2 and z.shape == (x.shape[0], y.shape[1]), (x.shape, y.shape, z.shape)
+    assert z.is_contiguous()
+    z.copy_(x.double() @ y.double())
+
+
+def batched_cpu(a, b):
+    out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
+    batch.run(a, b, out, lambda *args: None, cpu_gemm)
+    return out
+
+
+@pytest.mark.parametrize("sa, sb", SHAPE_PAIRS)
+def test_output_rule_gives_torch_matmul_shape(sa, sb):
+    a, b = torch.empty(sa, device="meta"), torch.empty(sb, device="meta")
+    assert checks.matmul_shape(a, b) == tuple(torch.matmul(a, b).shape)
+
+
+@pytest.mark.parametrize("sa, sb", BAD_PAIRS)
+def test_bad_shapes_raise_torch_exception_type(sa, sb):
+    a, b = torch.randn(sa), torch.randn(sb)
+    expected = _torch_error(lambda: torch.matmul(a, b))
+    assert expected is RuntimeError
+    with pytest.raises(expected):
+        cupy_ops.matmul(a, b)          # the shape is checked before the device
+    with pytest.raises(ValueError):    # and it is a ValueError, as every cupy_ops shape error
+        cupy_ops.matmul(a, b)
+
+
+def test_dtype_mismatch_raises_torch_exception_type():
+    for sa, sb in (((2, 3), (3, 4)), ((3,), (3,)), ((2, 2, 3), (3, 4))):
+        a, b = torch.randn(sa), torch.randn(sb, dtype=torch.float64)
+        expected = _torch_error(lambda: torch.matmul(a, b))
+        with pytest.raises(expected):
+            cupy_ops.matmul(a, b)
+        with pytest.raises(TypeError, match="b must have the same dtype as a"):
+            cupy_ops.matmul(a, b)
+    x, w = torch.randn(2, 5), torch.randn(4, 5, dtype=torch.float64)
+    with pytest.raises(_torch_error(lambda: F.linear(x, w))):
+        cupy_ops.linear_relu_div(x, w, None, 2.0)
+
+
+@pytest.mark.parametrize("sx", [(3,), (0, 3), (8, 3), (2, 3, 3), (2, 1, 2, 1, 3), (0, 2, 3), (4, 0, 3)])
+def test_linear_output_rule_gives_f_linear_shape(sx):
+    x, w, bias = torch.empty(sx, device="meta"), torch.empty(5, 3, device="meta"), torch.empty(5, device="meta")
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):   # the shape rule passed; the device did not
+        checks.linear_args(x, w, bias, "auto", ("auto",))
+    assert tuple(x.shape[:-1]) + (5,) == tuple(F.linear(x, w, bias).shape)
+
+
+@pytest.mark.parametrize("sx, sw, sb", [((), (4, 5), None), ((2, 3), (4, 5), None), ((7, 2, 3), (4, 5), None),
+                                        ((3,), (4, 5), None), ((2, 5), (4, 5), (3,)), ((2, 5), (1, 4, 5), None)])
+def test_linear_bad_shapes_raise_torch_exception_type(sx, sw, sb):
+    x, w = torch.randn(sx), torch.randn(sw)
+    bias = None if sb is None else torch.randn(sb)
+    expected = _torch_error(lambda: F.linear(x, w, bias))
+    assert expected is RuntimeError
+    with pytest.raises(expected):
+        cupy_ops.linear_relu_div(x, w, bias, 2.0)
+
+
+@pytest.mark.parametrize("sa, sb", SHAPE_PAIRS)
+def test_batch_layer_gives_torch_matmul(sa, sb):
+    a, b = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
+    torch.testing.assert_close(batched_cpu(a, b), torch.matmul(a, b))
+
+
+def test_a_foldable_batch_is_one_gemm_on_a_view():
+    a = torch.randn(6, 4, 5)[:, 1:3]          # (6, 2, 5): rows 2 apart: the batch does not fold
+    b = torch.randn(5, 3)
+    seen = []
+
+    def record(p, x, y, z, bias, scale):
+        seen.append((x, y, z))
+        cpu_gemm(p, x, y, z, bias, scale)
+
+    for t, mode in ((torch.randn(6, 4, 5), "folded"), (torch.randn(4, 6, 5).transpose(0, 1)[:, :4], "folded, a copied"),
+                    (a, "folded, a copied")):
+        seen.clear()
+        out = torch.empty(checks.matmul_shape(t, b), dtype=torch.float64)
+        batch.run(t, b, out, lambda *args: None, record)
+        assert batch.batch_plan(t, b, lambda *args: "plan").mode == mode
+        assert len(seen) == 1 and seen[0][0].shape == (t.shape[0] * t.shape[1], 5)
+        assert (seen[0][0].data_ptr() == t.data_ptr()) == (mode == "folded")
+        torch.testing.assert_close(out, torch.matmul(t.double(), b.double()))
+    # a sliced last-but-one dimension that still folds: (6, 4, 5)[:, :, :3] rows are 5 apart, batches 20
+    t = torch.randn(6, 4, 5)[..., :3]
+    assert batch.folds(t) and batch.batch_plan(t, torch.randn(3, 2), lambda *args: "plan").mode == "folded"
+
+
+def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
+    a, b = torch.randn(1, 3, 4, 5), torch.randn(2, 1, 5, 6)
+    seen = []
+
+    def record(p, x, y, z, bias, scale):
+        seen.append((x.data_ptr(), y.data_ptr()))
+        cpu_gemm(p, x, y, z, bias, scale)
+
+    out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
+    batch.run(a, b, out, lambda *args: None, record)
+    p = batch.batch_plan(a, b, lambda *args: "plan")
+    assert p.mode == "loop" and p.launches == 6 and p.batch == (2, 3)
+    # every operand a view into a's and b's own storage
+    a_ptrs = {a[0, i].data_ptr() for i in range(3)}
+    b_ptrs = {b[j, 0].data_ptr() for j in range(2)}
+    assert {x for x, _ in seen} == a_ptrs and {y for _, y in seen} == b_ptrs
+    torch.testing.assert_close(out, torch.matmul(a.double(), b.double()))
+
+
+def test_an_empty_output_plans_no_launch():
+    for sa, sb in (((0, 4, 5), (5, 6)), ((3, 0, 5), (5, 6)), ((2, 3, 4), (2, 4, 0)), ((0, 3, 4), (0, 4, 2))):
+        a, b = torch.randn(sa), torch.randn(sb)
+        p = batch.batch_plan(a, b, lambda *args: "plan")
+        assert p.launches == 0 and p.gemm is None and "no launch" in str(p)
+        out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
+        batch.run(a, b, out, lambda *args: None, lambda *args: pytest.fail("a launch for an empty output"))
+
+
+# --- views and broadcasting, generated ---------------------------------------------------------
+
+@st.composite
+def operand(draw, batch_shape, rows, cols, dtype=torch.float64, device="cpu"):
+    """A (batch_shape..., rows, cols) view: maybe built transposed, sliced with a step or an
+    offset, or with size-1 batch dimensions expanded (stride 0)."""
+    shape = tuple(batch_shape) + (rows, cols)
+    kind = draw(st.sampled_from(["contiguous", "transposed", "sliced", "expanded", "batch-transposed"]))
+    if kind == "transposed":
+        t = torch.randn(shape[:-2] + (cols, rows), dtype=dtype, device=device).transpose(-1, -2)
+    elif kind == "sliced":
+        t = torch.randn(shape[:-1] + (2 * cols + 1,), dtype=dtype, device=device)[..., 1::2]
+    elif kind == "expanded" and len(batch_shape):
+        base = torch.randn((1,) * len(batch_shape) + (rows, cols), dtype=dtype, device=device)
+        t = base.expand(shape)
+    elif kind == "batch-transposed" and len(batch_shape) >= 2:
+        t = torch.randn((batch_shape[1], batch_shape[0]) + tuple(batch_shape[2:]) + (rows, cols), dtype=dtype,
+                        device=device).transpose(0, 1)
+    else:
+        t = torch.randn(shape, dtype=dtype, device=device)
+    assert t.shape == shape
+    return t
+
+
+@st.composite
+def matmul_operands(draw, dtype=torch.float64, device="cpu", max_size=9):
+    """Two operands of torch.matmul: 1-D or with 0-3 batch dimensions that broadcast (a size of
+    1 on either side, or missing), sizes 0 to max_size."""
+    size = st.integers(0, max_size)
+    M, K, N = draw(size), draw(size), draw(size)
+    batch = draw(st.lists(st.integers(0, 3), max_size=3))
+    a_batch = [draw(st.sampled_from([s, 1])) for s in batch]
+    b_batch = [draw(st.sampled_from([s, 1])) for s in batch]
+    a_batch = a_batch[draw(st.integers(0, len(a_batch))):]
+    b_batch = b_batch[draw(st.integers(0, len(b_batch))):]
+    a_vec, b_vec = draw(st.booleans()) and not a_batch, draw(st.booleans()) and not b_batch
+    a = operand(a_batch, 1, K, dtype, device) if a_vec else operand(a_batch, M, K, dtype, device)
+    b = operand(b_batch, K, 1, dtype, device) if b_vec else operand(b_batch, K, N, dtype, device)
+    a, b = draw(a), draw(b)
+    return (a[0] if a_vec else a), (b[..., 0] if b_vec else b)
+
+
+@FAST
+@given(matmul_operands())
+def test_batch_layer_on_views_and_broadcasts(ab):
+    a, b = ab
+    assert checks.matmul_shape(a, b) == tuple(torch.matmul(a, b).shape)
+    torch.testing.assert_close(batched_cpu(a, b), torch.matmul(a, b))
+
+
+# --- on the GPU ------------------------------------------------------------------------------
+
+# torch's tolerances for the dtype (torch.testing.assert_close's defaults), as torch's own
+# OpInfo tests compare a GEMM; the sizes here are small (K <= 40), as op_db's
+def _close(got, expected):
+    torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("sa, sb", SHAPE_PAIRS)
+def test_matmul_shapes_against_torch(cuda, dtype, sa, sb):
+    a = torch.randn(sa, device=cuda, dtype=dtype, requires_grad=True)
+    b = torch.randn(sb, device=cuda, dtype=dtype, requires_grad=True)
+    got = cupy_ops.matmul(a, b)
+    expected = torch.matmul(a, b)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    _close(got, expected)
+    g = torch.randn_like(expected)
+    _close(torch.autograd.grad(got, (a, b), g), torch.autograd.grad(expected, (a, b), g))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("sx", [(3,), (0, 3), (8, 3), (2, 3, 3), (2, 1, 2, 1, 3), (0, 2, 3), (4, 0, 3)])
+def test_linear_relu_div_on_leading_dimensions(cuda, dtype, sx):
+    x = torch.randn(sx, device=cuda, dtype=dtype, requires_grad=True)
+    w = torch.randn(5, 3, device=cuda, dtype=dtype, requires_grad=True)
+    bias = torch.randn(5, device=cuda, dtype=dtype, requires_grad=True)
+    got = cupy_ops.linear_relu_div(x, w, bias, 2.0)
+    expected = torch.relu(F.linear(x, w, bias)) / 2.0
+    assert got.shape == expected.shape
+    _close(got, expected)
+    g = torch.randn_like(expected)
+    _close(torch.autograd.grad(got, (x, w, bias), g), torch.autograd.grad(expected, (x, w, bias), g))
+
+
+@pytest.mark.gpu
+def test_linear_relu_div_folds_strided_leading_dimensions_without_a_copy(cuda):
+    """x (batch, seq, in) sliced along seq: its leading dimensions still fold into M as a view
+    only when they are collapsible; a transposed (seq, batch) view is copied (as torch's
+    reshape copies it); both give F.linear's result."""
+    w = torch.randn(16, 32, device=cuda)
+    bias = torch.randn(16, device=cuda)
+    base = torch.randn(4, 6, 32, device=cuda)
+    for x in (base, base[1:3], base[:, 2:], base.transpose(0, 1), base[..., :32]):
+        _close(cupy_ops.linear_relu_div(x, w, bias, 2.0), torch.relu(F.linear(x, w, bias)) / 2.0)
+    assert cupy_ops.gemm_plan(base, w.T, bias_relu_scale=True).mode == "folded"
+    assert cupy_ops.gemm_plan(base[:, 2:], w.T, bias_relu_scale=True).mode == "folded, a copied"
+
+
+@pytest.mark.gpu
+def test_gemm_plan_says_how_a_batch_runs(cuda):
+    a, b = torch.randn(8, 64, 32, device=cuda), torch.randn(8, 32, 16, device=cuda)
+    p = cupy_ops.gemm_plan(a, b)
+    assert p.mode == "loop" and p.launches == 8 and p.family == "simt" and "8 launches" in str(p)
+    p = cupy_ops.gemm_plan(a, b[0])
+    assert p.mode == "folded" and p.launches == 1 and p.gemm.tile
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_matmul_on_views_and_broadcasts_against_torch(cuda, dtype):
+    @FAST
+    @given(data=st.data())
+    def check(data):
+        a, b = data.draw(matmul_operands(dtype, "cuda", max_size=40))
+        got, expected = cupy_ops.matmul(a, b), torch.matmul(a, b)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        _close(got, expected)
+
+    check()
+
+
+@pytest.mark.gpu
+def test_matmul_vmap_and_jvp_on_batched_and_1d_operands(cuda):
+    from torch.func import jvp, vmap
+
+    def t(*shape):
+        return torch.randn(shape, device=cuda, dtype=torch.float64)
+
+    # (a, b, in_dims): per entry matrix x vector, vector x vector, vector x matrix, batched x matrix, ...
+    cases = [(t(3, 4, 5), t(3, 5), (0, 0)), (t(3, 5), t(3, 5), (0, 0)), (t(3, 5), t(5, 6), (0, None)),
+             (t(5,), t(3, 5, 6), (None, 0)), (t(3, 5), t(5,), (0, None)), (t(4, 5), t(3, 5), (None, 0)),
+             (t(3, 2, 4, 5), t(5, 6), (0, None)), (t(2, 4, 5), t(5, 6, 3), (None, 2)), (t(4, 3, 5), t(2, 5, 6), (1, None))]
+    for a, b, in_dims in cases:
+        _close(vmap(cupy_ops.matmul, in_dims=in_dims)(a, b), vmap(torch.matmul, in_dims=in_dims)(a, b))
+    a, b = t(3, 4, 5), t(5,)
+    ta, tb = torch.randn_like(a), torch.randn_like(b)
+    _close(jvp(cupy_ops.matmul, (a, b), (ta, tb)), jvp(torch.matmul, (a, b), (ta, tb)))
+    w, bias = t(6, 5), t(6)
+    _close(vmap(lambda x: cupy_ops.linear_relu_div(x, w, bias, 2.0))(a),
+           vmap(lambda x: torch.relu(F.linear(x, w, bias)) / 2.0)(a))
+    tw = torch.randn_like(w)
+    _close(jvp(lambda x, q: cupy_ops.linear_relu_div(x, q, bias, 2.0), (a, w), (ta, tw)),
+           jvp(lambda x, q: torch.relu(F.linear(x, q, bias)) / 2.0, (a, w), (ta, tw)))
+
+
+@pytest.mark.gpu
+def test_gradients_of_broadcast_batches_gradcheck(cuda):
+    kw = dict(device=cuda, dtype=torch.float64, requires_grad=True)
+    for sa, sb in (((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
+                   ((4,), (4,))):
+        a, b = torch.randn(sa, **kw), torch.randn(sb, **kw)
+        assert torch.autograd.gradcheck(cupy_ops.matmul, (a, b))
+        assert torch.autograd.gradgradcheck(cupy_ops.matmul, (a, b))
+    x, w, bias = torch.randn(2, 3, 4, **kw), torch.randn(5, 4, **kw), torch.randn(5, **kw)
+    assert torch.autograd.gradcheck(lambda *t: cupy_ops.linear_relu_div(*t, 2.0), (x, w, bias))
+    assert torch.autograd.gradcheck(lambda *t: cupy_ops.linear_relu_div(*t, 2.0), (x[0, 0], w, bias))
