@@ -144,12 +144,48 @@ def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
     out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
     batch.run(a, b, out, lambda *args: None, record)
     p = batch.batch_plan(a, b, lambda *args: "plan")
-    assert p.mode == "loop" and p.launches == 6 and p.batch == (2, 3)
+    assert p.mode == "loop" and p.launches == 6 and p.batch_shape == (2, 3)
     # every operand a view into a's and b's own storage
     a_ptrs = {a[0, i].data_ptr() for i in range(3)}
     b_ptrs = {b[j, 0].data_ptr() for j in range(2)}
     assert {x for x, _ in seen} == a_ptrs and {y for _, y in seen} == b_ptrs
     torch.testing.assert_close(out, torch.matmul(a.double(), b.double()))
+
+
+class _BatchedPlan:
+    batch = 1   # what a family's batched plan says: the batch goes in the grid
+
+
+def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
+    """Where the family plans a batched kernel, each launch is one (B, M, K) x (B, K, N) view
+    pair with one batch stride each (0: broadcast): the batch dimensions that collapse for both
+    operands make one launch, the outer ones a launch each; no operand is copied."""
+    seen = []
+
+    def run3d(p, x, y, z, bias, scale):
+        assert x.dim() == 3 and y.dim() == 3 and z.shape == (x.shape[0], x.shape[1], y.shape[2]) and z.is_contiguous()
+        seen.append((x.shape[0], x.stride(0), y.stride(0)))
+        z.copy_(torch.bmm(x.double(), y.double()))
+
+    for sa, sb, launches in (((4, 3, 5), (4, 5, 2), 1), ((3, 5), (4, 5, 2), 1), ((2, 3, 4, 5), (5, 6), None),
+                             ((1, 3, 4, 5), (2, 1, 5, 6), 2), ((2, 3, 4, 5), (2, 3, 5, 6), 1), ((5,), (2, 3, 5, 6), 1),
+                             ((2, 1, 4, 5), (2, 3, 5, 6), 2)):
+        a, b = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
+        seen.clear()
+        out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
+        batch.run(a, b, out, lambda *args: _BatchedPlan(), lambda p, x, y, z, bias, scale:
+                  (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, bias, scale))
+        torch.testing.assert_close(out, torch.matmul(a, b))
+        p = batch.batch_plan(a, b, lambda *args: _BatchedPlan())
+        if launches is None:
+            assert p.mode == "folded" and not seen
+        else:
+            assert p.mode == "batched" and p.launches == launches == len(seen), (sa, sb, seen)
+    # a (1, 3) batch against (2, 1): the outer dimension is a launch each, the inner one a stride-0 broadcast of a
+    a, b = torch.randn(1, 3, 4, 5, dtype=torch.float64), torch.randn(2, 1, 5, 6, dtype=torch.float64)
+    seen.clear()
+    batch.run(a, b, torch.empty(2, 3, 4, 6, dtype=torch.float64), lambda *args: _BatchedPlan(), run3d)
+    assert seen == [(3, 20, 0), (3, 20, 0)]
 
 
 def test_an_empty_output_plans_no_launch():
@@ -265,10 +301,42 @@ def test_linear_relu_div_folds_strided_leading_dimensions_without_a_copy(cuda):
 @pytest.mark.gpu
 def test_gemm_plan_says_how_a_batch_runs(cuda):
     a, b = torch.randn(8, 64, 32, device=cuda), torch.randn(8, 32, 16, device=cuda)
-    p = cupy_ops.gemm_plan(a, b)
-    assert p.mode == "loop" and p.launches == 8 and p.family == "simt" and "8 launches" in str(p)
+    p = cupy_ops.gemm_plan(a, b)   # float32, TF32 off: simt, which has a batched kernel
+    assert p.mode == "batched" and p.launches == 1 and p.family == "simt" and p.gemm.batch == 8
+    assert "gemm_simt_batched" in p.kernel and "batch of 8" in str(p)
+    p = cupy_ops.gemm_plan(a.double(), b.double())
+    assert p.mode == "batched" and "gemm_naive_batched" in p.kernel
     p = cupy_ops.gemm_plan(a, b[0])
-    assert p.mode == "folded" and p.launches == 1 and p.gemm.tile
+    assert p.mode == "folded" and p.launches == 1 and p.gemm.batch == 0
+    p = cupy_ops.gemm_plan(a.half(), b.half())
+    assert p.mode == "loop" and p.launches == 8 and p.gemm.batch == 0 and "8 launches" in str(p)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batched_kernels_on_batch_strides(cuda, dtype):
+    """The batched kernels (simt: float32, naive: float64) over batch strides that keep or break
+    16-byte alignment, stride-0 broadcasts, transposed operands, a split-K-sized product, and
+    more entries than one launch's grid takes (65535)."""
+    def t(*shape):
+        return torch.randn(shape, device=cuda, dtype=dtype)
+
+    cases = [
+        (t(5, 130, 67), t(5, 67, 129)),                          # sizes off the tile
+        (t(5, 130, 68)[:, :, 1:], t(5, 67, 129)),                # batch stride 130 * 68, entries off 16 bytes
+        (t(3, 7, 33, 20)[:, 1], t(3, 20, 18)),                   # batch stride 7 * 33 * 20, rows 20 apart
+        (t(1, 64, 48).expand(6, 64, 48), t(6, 48, 40)),          # a broadcast: stride 0
+        (t(6, 48, 64).mT, t(6, 40, 48).mT),                      # both transposed (M-major a, K-major b)
+        (t(64, 48), t(6, 48, 40)),                               # 2-D a against a batch of b
+        (t(2, 256, 4096), t(2, 4096, 256)),                      # long K (split-K alone)
+    ]
+    for a, b in cases:
+        p = cupy_ops.gemm_plan(a, b)
+        assert p.mode == "batched", str(p)
+        _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
+    a, b = t(70000, 2, 3), t(70000, 3, 2)
+    assert cupy_ops.gemm_plan(a, b).launches == 1
+    _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
 
 
 @pytest.mark.gpu
