@@ -10,7 +10,9 @@ import torch.nn.functional as F
 
 import cupy_ops
 from cupy_ops import checks
+from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import batch
+from conftest import HOPPER
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -197,6 +199,39 @@ def test_an_empty_output_plans_no_launch():
         batch.run(a, b, out, lambda *args: None, lambda *args: pytest.fail("a launch for an empty output"))
 
 
+H100 = gemm.Device(0, 132, (9, 0))
+A100 = gemm.Device(0, 108, (8, 0))
+
+
+def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone"):
+    es = torch.empty((), dtype=dtype).element_size()
+    a = gemm.Matrix(M, K, K, 1, es, True)
+    b = gemm.Matrix(K, N, 1, K, es, True) if b_kmajor else gemm.Matrix(K, N, N, 1, es, True)
+    return gemm.plan(M, N, K, dtype, a, b, epilogue, dev,
+                     batch=(B, M * K if sa is None else sa, K * N if sb is None else sb))
+
+
+def test_plans_of_a_batch_by_family():
+    """Which families plan a batched kernel (CPU: the plans are pure), and where they do not."""
+    p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100)
+    assert p.kernel == "gemm_wgmma_batched<bf16, true, 256, EpiNone>" and p.batch == 32
+    assert p.grid == (8 * 4 * 32, 1, 1) and not p.persistent and not p.tma_store
+    assert _plan(32, 1024, 128, 1024, torch.float16, H100, b_kmajor=True).kernel == \
+        "gemm_wgmma_batched<f16, false, 256, EpiNone>"
+    assert _plan(2, 128, 64, 128, torch.bfloat16, H100).kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>"
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=0).batch == 4           # a broadcast
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=128 * 64 + 4).batch == 0  # entries off 16 bytes
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sb=64).batch == 0           # entries interleaved
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, epilogue="EpiBiasReluScale").batch == 0
+    assert _plan(4, 128, 64, 128, torch.bfloat16, A100).batch == 0                 # tc: no batched kernel
+    assert _plan(4, 128, 0, 128, torch.bfloat16, H100).batch == 0                  # K = 0: tc
+    p = _plan(70000, 2, 3, 2, torch.float32, H100)                                  # simt: chunks of 65535
+    assert p.kernel.startswith("gemm_simt_batched<") and p.grid[2] == 65535 and p.batch == 70000 and p.slices == 1
+    p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
+    assert p.batch == 3 and p.slices == 1 and p.reduce is None
+    assert _plan(3, 20, 30, 40, torch.float64, H100).kernel == "gemm_naive_batched<double, EpiNone>"
+
+
 # --- views and broadcasting, generated ---------------------------------------------------------
 
 @st.composite
@@ -309,7 +344,10 @@ def test_gemm_plan_says_how_a_batch_runs(cuda):
     p = cupy_ops.gemm_plan(a, b[0])
     assert p.mode == "folded" and p.launches == 1 and p.gemm.batch == 0
     p = cupy_ops.gemm_plan(a.half(), b.half())
-    assert p.mode == "loop" and p.launches == 8 and p.gemm.batch == 0 and "8 launches" in str(p)
+    if HOPPER:   # the batched wgmma kernel
+        assert p.mode == "batched" and p.launches == 1 and "gemm_wgmma_batched" in p.kernel
+    else:        # tc has no batched kernel
+        assert p.mode == "loop" and p.launches == 8 and p.gemm.batch == 0 and "8 launches" in str(p)
 
 
 @pytest.mark.gpu
@@ -336,6 +374,38 @@ def test_batched_kernels_on_batch_strides(cuda, dtype):
         _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
     a, b = t(70000, 2, 3), t(70000, 3, 2)
     assert cupy_ops.gemm_plan(a, b).launches == 1
+    _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_batched_wgmma_kernel(cuda, dtype):
+    """The Hopper batched kernel (16-bit): entries whose M, N, K are off the tile (each entry's
+    rows clipped by its own 3-D map, not spilling into the next), broadcasts (stride 0) of
+    either operand, a K-major b, a 2-D a against a batch, and the widths 128 and 256."""
+    if not HOPPER:
+        pytest.skip("the batched wgmma kernel runs on Hopper (compute capability 9.0)")
+
+    def t(*shape):
+        return torch.randn(shape, device=cuda, dtype=dtype)
+
+    cases = [
+        (t(3, 200, 136), t(3, 136, 72)),                 # M, N, K off the tiles; b N-major
+        (t(32, 256, 128), t(32, 128, 256)),              # attention-like, 256-wide tiles
+        (t(1, 130, 64).expand(5, 130, 64), t(5, 64, 40)),  # a broadcast
+        (t(5, 130, 64), t(1, 64, 40).expand(5, 64, 40)),   # b broadcast
+        (t(4, 96, 80), t(4, 24, 80).mT),                 # b K-major (a transposed view)
+        (t(96, 80), t(4, 80, 24)),                       # 2-D a against a batch of b
+        (t(2, 3, 70, 48), t(3, 48, 56)),                 # two batch dimensions, b broadcast along the first
+    ]
+    for a, b in cases:
+        p = cupy_ops.gemm_plan(a, b)
+        assert p.mode == "batched" and "gemm_wgmma_batched" in p.kernel, str(p)
+        _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
+    # entries 33 * 24 + 4 elements apart (rows 16-byte aligned, entries not): one GEMM per entry instead
+    a = t(3 * (33 * 24 + 4)).as_strided((3, 33, 24), (33 * 24 + 4, 24, 1))
+    b = t(3, 24, 16)
+    assert cupy_ops.gemm_plan(a, b).mode == "loop"
     _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
 
 

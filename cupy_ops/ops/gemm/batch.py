@@ -9,14 +9,15 @@ out in one of these ways, chosen here (``batch_plan``) and nowhere else:
   allow (``a.reshape(-1, K)`` is a view), else ``a`` is copied first (``"folded, a copied"``),
   as torch's own matmul copies it. linear_relu_div's ``x (*, in)`` always takes this route.
 - ``"batched"``: both operands batched (or a 2-D ``a`` with a batched ``b``), and the family
-  has a batched kernel that takes the operands (its ``batched``): the batch in the grid's z,
-  one stride per operand (0: broadcast, never copied). The batch dimensions that collapse into
+  has a batched kernel that takes the operands (its ``batched``): the batch in the grid, one
+  stride per operand (0: broadcast, never copied). The batch dimensions that collapse into
   one stride for both operands make one launch; any outer ones (a broadcast that does not
   collapse, e.g. (1, 3) against (2, 1)) a launch each.
 - ``"loop"``: the same where the family has no batched kernel (or cannot take the operands):
   one 2-D GEMM per batch entry, each on views; the interim for those families.
 
-Families with a batched kernel: ``naive`` and ``simt`` (every other family loops).
+Families with a batched kernel: ``naive``, ``simt`` and ``wgmma`` (16-bit; the batch in its tile
+walk, not the grid's z); ``tc``, ``tf32x3`` and ``fp16x3`` loop.
 Pure except ``run``: ``batch_plan`` reads shapes and strides only.
 """
 from __future__ import annotations
