@@ -284,6 +284,18 @@ def test_batch_layer_on_views_and_broadcasts(ab):
 
 # --- on the GPU ------------------------------------------------------------------------------
 
+@pytest.fixture(autouse=True)
+def full_precision_reductions():
+    """torch's 16-bit GEMMs as ours: fp32 sums throughout (torch allows cuBLAS reduced-precision
+    reductions for float16 / bfloat16 by default), so that the comparison at the dtype's
+    tolerance measures the rounding of the result, not a coarser reference."""
+    m = torch.backends.cuda.matmul
+    before = (m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)
+    m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+    yield
+    m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction = before
+
+
 # torch's tolerances for the dtype (torch.testing.assert_close's defaults), as torch's own
 # OpInfo tests compare a GEMM; the sizes here are small (K <= 40), as op_db's
 def _close(got, expected):
@@ -320,10 +332,10 @@ def test_linear_relu_div_on_leading_dimensions(cuda, dtype, sx):
 
 
 @pytest.mark.gpu
-def test_linear_relu_div_folds_strided_leading_dimensions_without_a_copy(cuda):
-    """x (batch, seq, in) sliced along seq: its leading dimensions still fold into M as a view
-    only when they are collapsible; a transposed (seq, batch) view is copied (as torch's
-    reshape copies it); both give F.linear's result."""
+def test_linear_relu_div_on_strided_leading_dimensions(cuda):
+    """x (batch, seq, in) as views: its leading dimensions fold into M on a view where they
+    collapse (a slice of whole batches), else x is copied first (a slice along seq, a transposed
+    (seq, batch) view), as torch's reshape copies it; all give F.linear's result."""
     w = torch.randn(16, 32, device=cuda)
     bias = torch.randn(16, device=cuda)
     base = torch.randn(4, 6, 32, device=cuda)
@@ -433,7 +445,8 @@ def test_matmul_vmap_and_jvp_on_batched_and_1d_operands(cuda):
     # (a, b, in_dims): per entry matrix x vector, vector x vector, vector x matrix, batched x matrix, ...
     cases = [(t(3, 4, 5), t(3, 5), (0, 0)), (t(3, 5), t(3, 5), (0, 0)), (t(3, 5), t(5, 6), (0, None)),
              (t(5,), t(3, 5, 6), (None, 0)), (t(3, 5), t(5,), (0, None)), (t(4, 5), t(3, 5), (None, 0)),
-             (t(3, 2, 4, 5), t(5, 6), (0, None)), (t(2, 4, 5), t(5, 6, 3), (None, 2)), (t(4, 3, 5), t(2, 5, 6), (1, None))]
+             (t(3, 2, 4, 5), t(5, 6), (0, None)), (t(2, 4, 5), t(5, 6, 3), (None, 2)),
+             (t(4, 3, 5), t(2, 5, 6), (1, None))]
     for a, b, in_dims in cases:
         _close(vmap(cupy_ops.matmul, in_dims=in_dims)(a, b), vmap(torch.matmul, in_dims=in_dims)(a, b))
     a, b = t(3, 4, 5), t(5,)

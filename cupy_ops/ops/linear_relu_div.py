@@ -130,8 +130,9 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     followed by torch's division, which gives the same values, takes the ReLU mask from the
     pre-activation's sign as torch does, and lets torch differentiate the division. Traceable
     by torch.compile (``cupy_ops::linear_relu_div``); ``torch.func.vmap`` (a vmapped ``x`` is one
-    more leading dimension; a vmapped weight or bias one product per batch entry). Under ``torch.autocast("cuda")`` the operands are cast to the autocast dtype,
-    as torch's ``F.linear``, and so is the result.
+    more leading dimension; a vmapped weight or bias one product per batch entry). Under
+    ``torch.autocast("cuda")`` the operands are cast to the autocast dtype, as torch's
+    ``F.linear``, and so is the result.
 
     Args:
         x: (*, K) CUDA tensor (as ``F.linear``'s input: 1-D, or any number of leading

@@ -102,12 +102,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     dimension removed from the result), 2-D x 2-D, and batched operands (the dimensions before
     the last two) with their batch dimensions broadcast, any strides, empty batches. Where ``b``
     has no batch, ``a``'s batch dimensions fold into M: one GEMM, on a view where ``a``'s strides
-    allow (else ``a`` is copied, as torch copies it); otherwise one GEMM per batch entry, each
+    allow (else ``a`` is copied, as torch copies it); otherwise a batched kernel (the batch in
+    the grid, one batch stride per operand: ``naive``, ``simt`` and, 16-bit, ``wgmma``) or, for
+    the other families and operands those do not read in place, one GEMM per batch entry, each
     on views (a broadcast batch dimension is never copied). ``cupy_ops.gemm_plan(a, b)`` says which.
 
     Differentiable to any order (both modes); ``torch.func.vmap`` (the vmapped dimension
-    becomes a batch dimension); traceable by torch.compile as ``cupy_ops::matmul``. Under ``torch.autocast("cuda")``
-    float32 operands are cast to the autocast dtype first, as torch's matmul casts them.
+    becomes a batch dimension); traceable by torch.compile as ``cupy_ops::matmul``. Under
+    ``torch.autocast("cuda")`` float32 operands are cast to the autocast dtype first, as torch's
+    matmul casts them.
 
     Args:
         a: (*, M, K) or (K,) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core

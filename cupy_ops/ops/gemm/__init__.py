@@ -32,8 +32,8 @@ FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 # kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
 ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 
-__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides", "choose",
-           "device_info", "gemm_plan", "matmul_into", "plan", "plan_for", "run", "supports", "variants"]
+__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides",
+           "choose", "device_info", "gemm_plan", "matmul_into", "plan", "plan_for", "run", "supports", "variants"]
 
 
 def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
