@@ -203,12 +203,12 @@ H100 = gemm.Device(0, 132, (9, 0))
 A100 = gemm.Device(0, 108, (8, 0))
 
 
-def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone"):
+def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone", **overrides):
     es = torch.empty((), dtype=dtype).element_size()
     a = gemm.Matrix(M, K, K, 1, es, True)
     b = gemm.Matrix(K, N, 1, K, es, True) if b_kmajor else gemm.Matrix(K, N, N, 1, es, True)
     return gemm.plan(M, N, K, dtype, a, b, epilogue, dev,
-                     batch=(B, M * K if sa is None else sa, K * N if sb is None else sb))
+                     batch=(B, M * K if sa is None else sa, K * N if sb is None else sb), **overrides)
 
 
 def test_plans_of_a_batch_by_family():
@@ -230,6 +230,11 @@ def test_plans_of_a_batch_by_family():
     p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
     assert p.batch == 3 and p.slices == 1 and p.reduce is None
     assert _plan(3, 20, 30, 40, torch.float64, H100).kernel == "gemm_naive_batched<double, EpiNone>"
+    # the batched wgmma kernel's overrides (for probes): width and a persistent grid
+    p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100, tile_n=128, persistent=True)
+    assert p.kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>" and p.persistent and p.grid == (132, 1, 1)
+    with pytest.raises(ValueError, match="batched kernel takes tile_n 128 or 256"):
+        _plan(32, 1024, 128, 1024, torch.bfloat16, H100, cluster=2, tile_n=256)
 
 
 # --- views and broadcasting, generated ---------------------------------------------------------

@@ -85,7 +85,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
     batched = getattr(FAMILIES[family], "batched", None)
     if batch is not None and batched is not None:
-        return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev) or p
+        return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev, ov) or p
     return p
 
 

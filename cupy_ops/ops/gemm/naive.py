@@ -24,7 +24,7 @@ def plan(M, N, K, dtype, a, b, epi, dev, ov) -> GemmPlan:
                     Operand("as is", a.stride1 == 1, a.stride0), Operand("as is", b.stride0 == 1, b.stride1), (1, 1))
 
 
-def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev) -> GemmPlan | None:
+def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
     """``p`` over a batch (``gemm_naive_batched``: the entry in the grid's z, operands ``sa`` /
     ``sb`` elements apart): every batch of matmul's (no epilogue; linear_relu_div's batch folds)."""
     if epi != "EpiNone":

@@ -81,7 +81,7 @@ def batched_kernel(a_kmajor: bool, b_kmajor: bool, epi: str) -> tuple[str, int]:
             g.SIMT_SMEM_BYTES if dyn else 0)
 
 
-def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev) -> GemmPlan | None:
+def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
     """``p`` over a batch (the entry in the grid's z, operands ``sa`` / ``sb`` floats apart), no
     split-K; None (one GEMM per entry) where an operand is not read in place, or for an epilogue
     (matmul's batches only: linear_relu_div's batch folds into M)."""

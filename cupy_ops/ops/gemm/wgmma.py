@@ -214,9 +214,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
                     tma_store=store, **common)
 
 
-def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev) -> GemmPlan | None:
+def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
     """``p`` (one entry's plan) over a batch: ``gemm_wgmma_batched``, one CTA per 128 x BN tile of
-    every entry (BN 256 from half a wave of such tiles, as ``tile_n``), the entry the outermost
+    every entry (BN 256 from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 /
+    256 and ``persistent=True``: a persistent grid over the tiles, not yet measured against one
+    CTA per tile), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
     threads' stores. For 16-bit matmuls (no epilogue) whose operands the 2-D plan reads in place
     and whose entries keep 16-byte alignment and do not interleave (each a whole matrix past the
@@ -230,15 +232,20 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     if not (sa == 0 or sa >= M * p.a.ld) or not (sb == 0 or sb >= b_extent):
         return None
     rows = cdiv(M, g.WG_BM)
-    bn = 256 if rows * cdiv(N, 256) * batch >= t.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128
+    if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
+        raise ValueError("the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
+                         "a cluster, the threads' stores)")
+    bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= t.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
     units = rows * cdiv(N, bn) * batch
     if units > g.INT32_MAX:
         return None
+    persistent = bool(ov.persistent)
     T = p.kernel.split("<")[1].split(",")[0]   # the 2-D plan's element type: bf16 or f16
     n_major = p.b.prep == "n-major"
-    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A, (units, 1, 1),
-                    (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES, p.a, p.b, (g.WG_BM, bn), kslice=K, bk=p.bk,
-                    group=t.WG_GROUP, batch=batch)
+    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
+                    (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
+                    p.a, p.b, (g.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or t.WG_GROUP, persistent=persistent,
+                    batch=batch)
 
 
 def variants() -> dict[str, list[str]]:
@@ -330,9 +337,12 @@ def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     else:                       # B^T (N, K) K-major
         b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=1 if b_bc else B,
                                   depth_stride=N * p.b.ld if b_bc else b.stride(0))
-    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,
-                  (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, bias, scale), p.smem,
-                  p.cluster)
+    h = handle(KERNELS, p.kernel, c.get_device())
+    grid = p.grid
+    if p.persistent:   # the CTAs that run at once (the kernel walks the tiles over them)
+        grid = (min(p.grid[0], max(launch.resident_clusters(h, 1, p.block, p.smem), 1)), 1, 1)
+    launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1,
+                                     bias, scale), p.smem, p.cluster)
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
