@@ -74,6 +74,17 @@ __global__ void __launch_bounds__(TC_THREADS) gemm_tc(const typename Traits<T>::
   gemm_tc_block<T>(a, lda, bt, ldb, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
 }
 
+// gemm_tc over a batch: block z of the grid (plus z0) multiplies entry z0 + z, its operands sa /
+// sb elements apart (0: broadcast; every entry's rows 16-byte aligned), its output M * N apart.
+template <class T, class EPI>
+__global__ void __launch_bounds__(TC_THREADS) gemm_tc_batched(const typename Traits<T>::Bits* a, i64 lda, i64 sa,
+                                                               const typename Traits<T>::Bits* bt, i64 ldb, i64 sb,
+                                                               typename Traits<T>::Bits* c, int M, int N, int K, i64 z0,
+                                                               const typename Traits<T>::Bits* bias, double scale) {
+  const i64 z = z0 + blockIdx.z;
+  gemm_tc_block<T>(a + z * sa, lda, bt + z * sb, ldb, c + z * M * N, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+}
+
 // c (M, N of T) = epilogue(the sum of the split-K slices of ws), rounded to T (grid-stride).
 template <class T, class EPI>
 __global__ void gemm_splitk_reduce(const float* ws, typename Traits<T>::Bits* c, int M, int N, int slices,

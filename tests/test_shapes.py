@@ -203,11 +203,11 @@ H100 = gemm.Device(0, 132, (9, 0))
 A100 = gemm.Device(0, 108, (8, 0))
 
 
-def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone", **overrides):
+def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone", tf32=False, **overrides):
     es = torch.empty((), dtype=dtype).element_size()
     a = gemm.Matrix(M, K, K, 1, es, True)
     b = gemm.Matrix(K, N, 1, K, es, True) if b_kmajor else gemm.Matrix(K, N, N, 1, es, True)
-    return gemm.plan(M, N, K, dtype, a, b, epilogue, dev,
+    return gemm.plan(M, N, K, dtype, a, b, epilogue, dev, tf32=tf32,
                      batch=(B, M * K if sa is None else sa, K * N if sb is None else sb), **overrides)
 
 
@@ -223,8 +223,12 @@ def test_plans_of_a_batch_by_family():
     assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=128 * 64 + 4).batch == 0  # entries off 16 bytes
     assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sb=64).batch == 0           # entries interleaved
     assert _plan(4, 128, 64, 128, torch.bfloat16, H100, epilogue="EpiBiasReluScale").batch == 0
-    assert _plan(4, 128, 64, 128, torch.bfloat16, A100).batch == 0                 # tc: no batched kernel
-    assert _plan(4, 128, 0, 128, torch.bfloat16, H100).batch == 0                  # K = 0: tc
+    assert _plan(4, 128, 64, 128, torch.bfloat16, A100).batch == 0                 # tc: b row-major is transposed
+    p = _plan(4, 128, 64, 128, torch.bfloat16, A100, b_kmajor=True)                 # ... K-major read in place
+    assert p.kernel == "gemm_tc_batched<bf16, EpiNone>" and p.grid == (1, 1, 4)
+    p = _plan(4, 128, 64, 128, torch.float32, H100, b_kmajor=True, tf32=True)       # TF32, K-major b
+    assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>"
+    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True).batch == 0        # TF32, row-major b: swap
     p = _plan(70000, 2, 3, 2, torch.float32, H100)                                  # simt: chunks of 65535
     assert p.kernel.startswith("gemm_simt_batched<") and p.grid[2] == 65535 and p.batch == 70000 and p.slices == 1
     p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
@@ -424,6 +428,38 @@ def test_batched_wgmma_kernel(cuda, dtype):
     b = t(3, 24, 16)
     assert cupy_ops.gemm_plan(a, b).mode == "loop"
     _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
+
+
+@pytest.mark.gpu
+def test_batched_tc_and_tf32_kernels(cuda):
+    """gemm_tc_batched (algo="tc", K-major b: a transposed view, read in place) and the batched
+    wgmma kernel on TF32 (torch's TF32 switch on, K-major b), against torch under the same
+    switch; a row-major b with TF32 loops (swap)."""
+    def t(*shape, dtype=torch.bfloat16):
+        return torch.randn(shape, device=cuda, dtype=dtype)
+
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        a, b = t(3, 200, 72, dtype=dtype), t(3, 136, 72, dtype=dtype).mT
+        p = cupy_ops.gemm_plan(a, b, algo="tc")
+        assert p.mode == "batched" and "gemm_tc_batched" in p.kernel, str(p)
+        got = cupy_ops.matmul(a, b, algo="tc")
+        if dtype == torch.float32:   # tc rounds fp32 operands to TF32
+            torch.testing.assert_close(got, a.double() @ b.double(), atol=0.05, rtol=0.01, check_dtype=False)
+        else:
+            _close(got, torch.matmul(a, b))
+    if not HOPPER:
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        a, b = t(3, 200, 72, dtype=torch.float32), t(3, 136, 72, dtype=torch.float32).mT
+        p = cupy_ops.gemm_plan(a, b)
+        assert p.mode == "batched" and p.kernel.startswith("gemm_wgmma_batched<float"), str(p)
+        # both TF32: torch's own tests compare TF32 GEMMs at 5e-3 (tf32_on_and_off(0.005))
+        torch.testing.assert_close(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=5e-3, rtol=5e-3)
+        assert cupy_ops.gemm_plan(a, b.contiguous()).mode == "loop"
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 @pytest.mark.gpu

@@ -103,7 +103,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     the last two) with their batch dimensions broadcast, any strides, empty batches. Where ``b``
     has no batch, ``a``'s batch dimensions fold into M: one GEMM, on a view where ``a``'s strides
     allow (else ``a`` is copied, as torch copies it); otherwise a batched kernel (the batch in
-    the grid, one batch stride per operand: ``naive``, ``simt`` and, 16-bit, ``wgmma``) or, for
+    the grid, one batch stride per operand: ``naive``, ``simt``, ``tc``, ``wgmma``) or, for
     the other families and operands those do not read in place, one GEMM per batch entry, each
     on views (a broadcast batch dimension is never copied). ``cupy_ops.gemm_plan(a, b)`` says which.
 

@@ -83,7 +83,7 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     family = choose(algo, M, N, K, dtype, dev, tf32)
     p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
-    batched = getattr(FAMILIES[family], "batched", None)
+    batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
     if batch is not None and batched is not None:
         return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev, ov) or p
     return p

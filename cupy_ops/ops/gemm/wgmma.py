@@ -220,11 +220,13 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     256 and ``persistent=True``: a persistent grid over the tiles, not yet measured against one
     CTA per tile), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
-    threads' stores. For 16-bit matmuls (no epilogue) whose operands the 2-D plan reads in place
+    threads' stores. For matmuls (no epilogue; TF32 with a K-major b: a row-major one swaps or is
+    transposed, and loops) whose operands the 2-D plan reads in place
     and whose entries keep 16-byte alignment and do not interleave (each a whole matrix past the
     last, or all one); None (one GEMM per entry) otherwise."""
-    if p.family != NAME or p.swap or epi != "EpiNone" or a.itemsize != 2 or p.a.prep != "as is" \
-            or p.b.prep not in ("as is", "n-major") or not (batch_aligned(sa, 2) and batch_aligned(sb, 2)):
+    es = a.itemsize
+    if p.family != NAME or p.swap or epi != "EpiNone" or p.a.prep != "as is" \
+            or p.b.prep not in ("as is", "n-major") or not (batch_aligned(sa, es) and batch_aligned(sb, es)):
         return None
     M, K, N = a.rows, a.cols, b.cols
     # entries one after another (or broadcast): the 3-D maps' batch stride past a whole entry
@@ -240,7 +242,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     if units > g.INT32_MAX:
         return None
     persistent = bool(ov.persistent)
-    T = p.kernel.split("<")[1].split(",")[0]   # the 2-D plan's element type: bf16 or f16
+    T = p.kernel.split("<")[1].split(",")[0]   # the 2-D plan's element type: bf16, f16 or float
     n_major = p.b.prep == "n-major"
     return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
                     (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
@@ -249,8 +251,8 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
 
 
 def variants() -> dict[str, list[str]]:
-    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {tf(n_major)}, {bn}, EpiNone>"
-             for dt in (torch.bfloat16, torch.float16) for n_major in (False, True) for bn in (128, 256)]
+    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {tf(n_major)}, {bn}, EpiNone>" for dt in TENSOR_CORE_DTYPES
+             for n_major in ((False, True) if dt != torch.float32 else (False,)) for bn in (128, 256)]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
