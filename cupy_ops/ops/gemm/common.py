@@ -144,7 +144,7 @@ class GemmPlan:
     swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
     ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
     single: bool = False         # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
-    batch: int = 0               # a batched kernel: entries, gridDim.z (chunks of MAX_GRID_Z); 0: one 2-D GEMM
+    batch: int = 0               # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -155,7 +155,7 @@ class GemmPlan:
                       f"{', K split between the warpgroups' if self.ksplit else ''}"
                       f"{', one tile per CTA, epilogue staged in the ring' if self.single else ''}")
         if self.batch:
-            split += f", batch of {self.batch} in the grid's z"
+            split += f", batch of {self.batch} in the grid"
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
