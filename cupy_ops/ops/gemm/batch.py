@@ -35,10 +35,11 @@ MODES = ("2-D", "folded", "folded, a copied", "batched", "loop")
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """How a batched / broadcast product reaches the 2-D GEMMs (see the module's docstring):
-    ``mode`` (one of ``MODES``), ``launches`` (kernel launches), ``batch_shape`` (the broadcast
-    batch shape) and ``gemm``, the 2-D plan of each launch (None where the output is empty). Every field of
-    ``gemm`` reads through (``plan.family``, ``plan.kernel``, ...)."""
+    """How a batched / broadcast product reaches the GEMMs (see the module's docstring): ``mode``
+    (one of ``MODES``), ``launches`` (GEMMs run: 2-D, or batched ones), ``batch_shape`` (the
+    broadcast batch shape) and ``gemm``, the plan of the first (None where the output is empty;
+    ``gemm.batch`` > 0: a batched kernel's). Every field of ``gemm`` reads through
+    (``plan.family``, ``plan.kernel``, ...)."""
 
     mode: str
     launches: int
