@@ -17,6 +17,19 @@ __global__ void gemm_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak, 
   gemm_naive_block<T>(a, sam, sak, b, sbk, sbn, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
 }
 
+// The reference over a batch: block z of the grid (plus z0, for batches past gridDim.z's
+// 65535) multiplies entry z0 + z, its operands sa / sb elements apart (0: one matrix broadcast
+// to every entry), its output M * N apart.
+template <class T, class EPI>
+__global__ void gemm_naive_batched(const typename Traits<T>::Bits* a, i64 sam, i64 sak, i64 sa,
+                                   const typename Traits<T>::Bits* b, i64 sbk, i64 sbn, i64 sb,
+                                   typename Traits<T>::Bits* c, i64 M, i64 N, i64 K, i64 z0,
+                                   const typename Traits<T>::Bits* bias, double scale) {
+  const i64 z = z0 + blockIdx.z;
+  gemm_naive_block<T>(a + z * sa, sam, sak, b + z * sb, sbk, sbn, c + z * M * N, N, M, N, K,
+                      Epilogue<T, EPI>(bias, scale));
+}
+
 // Tiled fp32 on the CUDA cores; lda, ldb and the layouts: gemm_simt.cuh. SPLIT: block z of the
 // grid multiplies the K range [z kslice, (z + 1) kslice) into the z-th (M, N) fp32 slice of c,
 // a workspace summed by gemm_splitk_reduce (EPI is then EpiNone); else kslice is unused.
@@ -39,6 +52,18 @@ __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
                                                Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
 }
 
+// gemm_simt over a batch (no split-K): block z of the grid (plus z0) multiplies entry z0 + z,
+// its operands sa / sb floats apart (0: broadcast; `vec` holds only where every entry's base is
+// 16-byte aligned), its output M * N apart.
+template <bool A_KMAJOR, bool B_KMAJOR, class EPI, int BLOCKS, bool DYN_SMEM>
+__global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
+    gemm_simt_batched(const float* a, i64 lda, i64 sa, const float* b, i64 ldb, i64 sb, float* c, int M, int N,
+                      int K, int vec, i64 z0, const float* bias, double scale) {
+  const i64 z = z0 + blockIdx.z;
+  gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK, DYN_SMEM>(a + z * sa, lda, b + z * sb, ldb, c + z * M * N, N, M, N, K,
+                                               vec, Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
+}
+
 // Tensor cores (mma.sync): a (M, K) row-major (lda), bt = B transposed, (N, K) row-major
 // (ldb), rows 16-byte aligned. Dynamic shared memory: TC_SMEM_BYTES.
 template <class T, class EPI>
@@ -47,6 +72,17 @@ __global__ void __launch_bounds__(TC_THREADS) gemm_tc(const typename Traits<T>::
                                                        typename Traits<T>::Bits* c, int M, int N, int K,
                                                        const typename Traits<T>::Bits* bias, double scale) {
   gemm_tc_block<T>(a, lda, bt, ldb, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+}
+
+// gemm_tc over a batch: block z of the grid (plus z0) multiplies entry z0 + z, its operands sa /
+// sb elements apart (0: broadcast; every entry's rows 16-byte aligned), its output M * N apart.
+template <class T, class EPI>
+__global__ void __launch_bounds__(TC_THREADS) gemm_tc_batched(const typename Traits<T>::Bits* a, i64 lda, i64 sa,
+                                                               const typename Traits<T>::Bits* bt, i64 ldb, i64 sb,
+                                                               typename Traits<T>::Bits* c, int M, int N, int K, i64 z0,
+                                                               const typename Traits<T>::Bits* bias, double scale) {
+  const i64 z = z0 + blockIdx.z;
+  gemm_tc_block<T>(a + z * sa, lda, bt + z * sb, ldb, c + z * M * N, N, M, N, K, Epilogue<T, EPI>(bias, scale));
 }
 
 // c (M, N of T) = epilogue(the sum of the split-K slices of ws), rounded to T (grid-stride).

@@ -27,6 +27,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
                                            group, Epilogue<T, EPI>(bias, scale));
 }
 
+// A batch of `batch` products (gemm_wgmma_tiles BATCHED): a_map and b_map 3-D, the entry their
+// outermost dimension (`bcast` bit 0 / 1: A / B broadcast, one matrix read at entry 0), c's
+// entries (M, N) row-major one after the other; single CTAs over the (entry, row, column) tile
+// walk, persistent; the threads' stores.
+template <class T, bool B_NMAJOR, int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_wgmma_batched(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
+                       typename Traits<T>::Bits* c, int M, int N, int K, int group, int batch, int bcast,
+                       const typename Traits<T>::Bits* bias, double scale) {
+  gemm_wgmma_tiles<T, B_NMAJOR, BN, 1, T, Epilogue<T, EPI>, false, false, false, true>(
+      &a_map, &b_map, nullptr, c, N, (i64)M * N, M, N, K, K, group, Epilogue<T, EPI>(bias, scale), batch, bcast);
+}
+
 // The same for outputs too small to fill the GPU with 128 x 128 tiles: WG_KSPLIT_BM (64) x BN
 // tiles, the two consumer warpgroups each over half of every k-tile, summed in shared memory
 // (gemm_wgmma_tiles KSPLIT); a_map's boxes are WG_KSPLIT_BM rows. The grid: the tiles.

@@ -124,6 +124,14 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const TmaMap* map, int c0, 
       ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
+// The same from a 3-D map (a batch of matrices): box at (c0, c1) of matrix c2, one deep.
+__device__ __forceinline__ void tma_load_3d(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n"
+      ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+
 // wgmma shared-memory matrix descriptor, 128-byte swizzle: start address, leading and
 // stride byte offsets (each >> 4), layout type 1 (SWIZZLE_128B) in bits 62-63.
 __device__ __forceinline__ u64 wg_desc(u32 addr, u32 lbo, u32 sbo) {
@@ -621,12 +629,17 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
 // computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups).
+// BATCHED (CM = 1, not SWAP / KSPLIT / SINGLE; the threads' stores): `batch` products, z the
+// entry instead of a K slice (each over the whole K): amap and bmap are 3-D (the entry their
+// outermost coordinate; `bcast` bit 0 / 1: A / B is one matrix for every entry, read at 0), C's
+// entries slice_stride apart.
 //
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false,
-          bool SINGLE = false>
+          bool SINGLE = false, bool BATCHED = false>
 __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMap* bmap, const TmaMap* cmap,
                                                  typename Traits<Out>::Bits* __restrict__ C, i64 ldc, i64 slice_stride,
-                                                 int M, int N, int K, int kslice, int group, const Epi& epi) {
+                                                 int M, int N, int K, int kslice, int group, const Epi& epi,
+                                                 int batch = 1, int bcast = 0) {
   static_assert(!B_NMAJOR || sizeof(typename Traits<T>::Bits) == 2, "N-major B needs a 16-bit type");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs");
   static_assert(BN / CM >= 64, "each CTA of a cluster loads whole 64-column boxes of B");
@@ -635,6 +648,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   static_assert(!KSPLIT || (CM == 1 && !SWAP && (WgCfg<T>::BK / WgCfg<T>::KSTEP) % 2 == 0),
                 "KSPLIT: single CTAs, operands as they are, an even number of k-steps per k-tile");
   static_assert(!SINGLE || (CM == 1 && !SWAP && !KSPLIT), "SINGLE: single CTAs, operands as they are");
+  static_assert(!BATCHED || (CM == 1 && !SWAP && !KSPLIT && !SINGLE), "BATCHED: single CTAs, the plain tile loop");
   constexpr bool ONE = KSPLIT || SINGLE;   // one unit per CTA: the epilogue staged in the ring
   constexpr int BM = KSPLIT ? WG_KSPLIT_BM : WG_BM, A_BYTES = BM * 128;   // the tile's rows, its A tile's bytes
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
@@ -659,14 +673,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   const u32 bars = ring + STAGES * STAGE_BYTES + EPI_BYTES;   // full[s] at bars + 8 s, empty[s] after them
   const int tid = threadIdx.x, wg = tid >> 7;
   const WgWalk walk{(M + BM * CM - 1) / (BM * CM), (N + BN - 1) / BN, group};
-  const int units = walk.rows * walk.cols * ((K + kslice - 1) / kslice);
+  const int units = walk.rows * walk.cols * (BATCHED ? batch : (K + kslice - 1) / kslice);
   const int rank = CM > 1 ? (int)cluster_rank() : 0, clusters = gridDim.x / CM;
   // unit u -> this CTA's tile origin (m0, n0), K slice z, its first k (k0) and k-tiles (>= 1)
   auto unit_of = [&](int u, int& m0, int& n0, int& z, int& k0, int& ktiles) {
     int row, col;
     walk.unit(u, row, col, z);
-    m0 = (row * CM + rank) * BM, n0 = col * BN, k0 = z * kslice;
-    ktiles = (min(kslice, K - k0) + BK - 1) / BK;
+    m0 = (row * CM + rank) * BM, n0 = col * BN, k0 = BATCHED ? 0 : z * kslice;
+    ktiles = ((BATCHED ? K : min(kslice, K - k0)) + BK - 1) / BK;
   };
 
   // The cluster size is the launch's (the host passes it; no __cluster_dims__): a launch that
@@ -705,6 +719,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
 #pragma unroll
             for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i)
               tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full);
+          } else if constexpr (BATCHED) {
+            tma_load_3d(a_dst, amap, k, m0, bcast & 1 ? 0 : z, full);
           } else {
             tma_load_2d(a_dst, amap, k, m0, full);
           }
@@ -713,12 +729,14 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
 #pragma unroll
             for (int j = 0; j < B_ROWS / 64; ++j) {
               const int i = rank * (B_ROWS / 64) + j;
-              if constexpr (CM == 1) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, k, full);
+              if constexpr (BATCHED) tma_load_3d(b_dst + i * 8192, bmap, n0 + 64 * i, k, bcast & 2 ? 0 : z, full);
+              else if constexpr (CM == 1) tma_load_2d(b_dst + i * 8192, bmap, n0 + 64 * i, k, full);
               else tma_load_2d_multicast(b_dst + i * 8192, bmap, n0 + 64 * i, k, full, ALL);
             }
           } else {
             const u32 dst = b_dst + rank * B_ROWS * 128;
-            if constexpr (CM == 1) tma_load_2d(dst, bmap, k, n0, full);
+            if constexpr (BATCHED) tma_load_3d(dst, bmap, k, n0, bcast & 2 ? 0 : z, full);
+            else if constexpr (CM == 1) tma_load_2d(dst, bmap, k, n0, full);
             else tma_load_2d_multicast(dst, bmap, k, n0 + rank * B_ROWS, full, ALL);
           }
         }

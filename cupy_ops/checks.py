@@ -68,6 +68,17 @@ def fits(name: str, value, reason: str | None) -> None:
         raise ValueError(f"{name}={value!r} {reason}")
 
 
+class ShapeError(ValueError, RuntimeError):
+    """Operand shapes torch's matmul / linear refuse: a ``RuntimeError`` as torch raises it, and
+    a ``ValueError`` as cupy_ops raises every shape error (as numpy's ``AxisError`` is both a
+    ``ValueError`` and an ``IndexError``)."""
+
+
+class DtypeMismatch(TypeError, RuntimeError):
+    """Operands of two dtypes: a ``RuntimeError`` as torch's matmul / linear raise it, and a
+    ``TypeError`` as cupy_ops raises every dtype error."""
+
+
 def matrix(name: str, t, ref_name: str | None = None, ref: torch.Tensor | None = None) -> None:
     """``t`` is a 2-D tensor of a supported dtype (and of ``ref``'s dtype when given)."""
     tensor(name, t)
@@ -77,17 +88,56 @@ def matrix(name: str, t, ref_name: str | None = None, ref: torch.Tensor | None =
         raise ValueError(f"{name} must be a 2-D tensor, got {t.dim()}-D with shape {tuple(t.shape)}")
 
 
-def matmul_args(a, b, algo, algos) -> int:
-    """The arguments of ``matmul``: the device index."""
-    matrix("a", a)
-    matrix("b", b, "a", a)
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)} and b is {tuple(b.shape)} "
-                         f"(a.shape[1] must equal b.shape[0])")
+def _operand(name: str, t, ref_name: str | None = None, ref: torch.Tensor | None = None) -> None:
+    tensor(name, t)
+    if ref is not None and t.dtype != ref.dtype:
+        raise DtypeMismatch(f"{name} must have the same dtype as {ref_name} ({ref.dtype}), got {t.dtype}")
+
+
+def _dims(m: tuple) -> str:
+    return "x".join(map(str, m))
+
+
+def broadcast_batch(a_batch: tuple, b_batch: tuple) -> tuple:
+    """torch's broadcast of two batch shapes (aligned from the right, size 1 stretches);
+    ``ShapeError`` with torch's words where they do not broadcast."""
+    n = max(len(a_batch), len(b_batch))
+    a_batch = (1,) * (n - len(a_batch)) + tuple(a_batch)
+    b_batch = (1,) * (n - len(b_batch)) + tuple(b_batch)
+    out = []
+    for i, (p, q) in enumerate(zip(a_batch, b_batch)):
+        if p != q and p != 1 and q != 1:
+            raise ShapeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at non-singleton "
+                             f"dimension {i}: the batch dimensions of a {a_batch} and b {b_batch} do not broadcast")
+        out.append(q if p == 1 else p)
+    return tuple(out)
+
+
+def matmul_shape(a: torch.Tensor, b: torch.Tensor) -> tuple:
+    """The shape of ``torch.matmul(a, b)`` (both at least 1-D): a 1-D ``a`` is a row (its
+    dimension removed from the result), a 1-D ``b`` a column (likewise); the dimensions before
+    the last two are batch dimensions, broadcast. ``ShapeError`` as torch words it otherwise."""
+    if a.dim() == 0 or b.dim() == 0:
+        raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
+    M, K = (1, a.shape[0]) if a.dim() == 1 else tuple(a.shape[-2:])
+    K2, N = (b.shape[0], 1) if b.dim() == 1 else tuple(b.shape[-2:])
+    if K != K2:
+        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_dims((M, K))} and {_dims((K2, N))}): "
+                         f"a is {tuple(a.shape)} and b is {tuple(b.shape)} (inner dimensions differ: a's last "
+                         f"must equal b's {'only' if b.dim() == 1 else 'second-to-last'})")
+    batch = broadcast_batch(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return batch + ((M,) if a.dim() > 1 else ()) + ((N,) if b.dim() > 1 else ())
+
+
+def matmul_args(a, b, algo, algos) -> tuple:
+    """The arguments of ``matmul`` (torch.matmul's shapes): the output's shape."""
+    _operand("a", a)
+    _operand("b", b, "a", a)
+    shape = matmul_shape(a, b)
     choice("algo", algo, algos)
     device = on_cuda("a", a)
     same_device("b", b, "a", device)
-    return device
+    return shape
 
 
 def nonempty_output(M: int, N: int) -> None:
@@ -96,25 +146,44 @@ def nonempty_output(M: int, N: int) -> None:
         raise ValueError(f"no kernel runs for an empty output ({M} x {N})")
 
 
-def linear_args(x, weight, bias, algo, algos) -> int:
-    """The tensor arguments of ``linear_relu_div`` (the divisor: ``divisor``): the device index."""
-    matrix("x", x)
-    matrix("weight", weight, "x", x)
-    if x.shape[1] != weight.shape[1]:
-        raise ValueError(f"in_features differ: x is {tuple(x.shape)} and weight is {tuple(weight.shape)} "
-                         f"(x.shape[1] must equal weight.shape[1])")
+def linear_args(x, weight, bias, algo, algos) -> tuple:
+    """The tensor arguments of ``linear_relu_div`` (the divisor: ``divisor``), as ``F.linear``
+    takes them: ``x`` (*, in), ``weight`` (out, in), ``bias`` (out,) or None. The output's shape."""
+    tensor("x", x)
+    tensor("weight", weight)
+    if weight.dtype != x.dtype:
+        raise DtypeMismatch(f"weight must have the same dtype as x ({x.dtype}), got {weight.dtype}")
+    if x.dim() == 0:
+        raise ShapeError(f"both arguments to linear need to be at least 1D, but they are 0D and {weight.dim()}D")
+    if weight.dim() != 2:
+        raise ShapeError(f"weight must be a 2-D tensor (out_features, in_features), got {weight.dim()}-D with shape "
+                         f"{tuple(weight.shape)}")
+    if x.shape[-1] != weight.shape[1]:
+        rows = prod(x.shape[:-1])
+        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and "
+                         f"{weight.shape[1]}x{weight.shape[0]}): in_features differ: x is {tuple(x.shape)} and weight "
+                         f"is {tuple(weight.shape)} (x.shape[-1] must equal weight.shape[1])")
     n = weight.shape[0]
     if bias is not None:
         tensor("bias", bias)
-        same_dtype("bias", bias, "x", x)
+        if bias.dtype != x.dtype:
+            raise DtypeMismatch(f"bias must have the same dtype as x ({x.dtype}), got {bias.dtype}")
         if tuple(bias.shape) != (n,):
-            raise ValueError(f"bias must have shape ({n},) to match weight, got {tuple(bias.shape)}")
+            raise ShapeError(f"bias must have shape ({n},) to match weight, got {tuple(bias.shape)}")
     choice("algo", algo, algos)
     device = on_cuda("x", x)
     same_device("weight", weight, "x", device)
     if bias is not None:
         same_device("bias", bias, "x", device)
-    return device
+    return tuple(x.shape[:-1]) + (n,)
+
+
+def prod(sizes) -> int:
+    """The product of ``sizes`` (1 for none)."""
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
 
 
 def dense(x: torch.Tensor) -> bool:

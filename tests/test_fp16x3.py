@@ -256,12 +256,14 @@ def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     assert_gemm_close(w.grad, dz.t(), x.detach(), operand_roundoff=r)
 
 
-def test_model_new_refuses_an_input_that_is_not_2d_by_name(cuda):
-    """The models read the shape to choose fp16x3 or 3xTF32 only for 2-D operands; any other
-    input reaches the op, which names what it expected (not an IndexError from the choice)."""
+def test_model_new_refuses_a_0_dim_input_as_torch_words_it(cuda):
+    """The models take torch's shapes (x of shape (*, in); matmul's 1-D and batched operands);
+    a 0-dim input reaches the op, which refuses it as torch does (not an IndexError from the
+    choice of kernel)."""
     model = linear_relu_div.ModelNew(16, 8, 2.0).to(cuda)
-    for bad in (torch.rand((), device=cuda), torch.rand(4, 2, 16, device=cuda)):
-        with pytest.raises(ValueError, match="x must be a 2-D tensor"):
-            model(bad)
-    with pytest.raises(ValueError, match="a must be a 2-D tensor"):
-        matmul.ModelNew()(torch.rand(16, device=cuda), torch.rand(16, 4, device=cuda))
+    with pytest.raises(RuntimeError, match="both arguments to linear need to be at least 1D"):
+        model(torch.rand((), device=cuda))
+    assert model(torch.rand(4, 2, 16, device=cuda)).shape == (4, 2, 8)
+    with pytest.raises(RuntimeError, match="both arguments to matmul need to be at least 1D"):
+        matmul.ModelNew()(torch.rand((), device=cuda), torch.rand(16, 4, device=cuda))
+    assert matmul.ModelNew()(torch.rand(16, device=cuda), torch.rand(16, 4, device=cuda)).shape == (4,)

@@ -28,9 +28,11 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 # (rows, cols) per elementwise size; the last is KernelBench's ReLU size.
 ELEMENTWISE_SHAPES = [(1, 4096), (1024, 1024), (1024, 8192), (4096, 16384), (4096, 393216)]
 ELEMENTWISE_QUICK = [(1, 4096), (1024, 8192), (4096, 65536)]
-# (M, K, N) per GEMM size; the last is KernelBench's.
-LINEAR_SHAPES = [(256, 1024, 1024), (1024, 8192, 8192)]
-MATMUL_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096)]
+# (M, K, N) per GEMM size; the last 2-D one is KernelBench's. (B, M, K, N): a batch, matmul's
+# a (B, M, K) @ b (B, K, N) (torch.bmm's work: attention-like, and 4096^3 in 8 products), and
+# linear_relu_div's x (B, M, K) (a transformer's activations) with one weight (N, K).
+LINEAR_SHAPES = [(256, 1024, 1024), (1024, 8192, 8192), (8, 512, 4096, 4096)]
+MATMUL_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (32, 1024, 128, 1024), (8, 2048, 2048, 2048)]
 GEMM_QUICK = [(256, 1024, 1024)]
 
 
@@ -90,17 +92,18 @@ def gemm_algos(a: torch.Tensor, b: torch.Tensor) -> list[str]:
 
 
 def _gemm_case(problem, mkn, dtype, dname, device):
-    M, K, N = mkn
+    *B, M, K, N = mkn   # B: () or (batch,)
+    count = B[0] if B else 1
     if problem == "matmul":
-        a = torch.randn(M, K, device=device, dtype=dtype)
-        b = torch.randn(K, N, device=device, dtype=dtype)
+        a = torch.randn(*B, M, K, device=device, dtype=dtype)
+        b = torch.randn(*B, K, N, device=device, dtype=dtype)
         algos = gemm_algos(a, b)
         label = {al: al + (" (auto)" if i == 0 else "") for i, al in enumerate(algos)}
         ours = {f"cupy_ops {label[al]}": (lambda al=al: cupy_ops.matmul(a, b, algo=al)) for al in algos}
         ref = lambda: torch.matmul(a, b)  # noqa: E731
-        nbytes = (M * K + K * N + M * N) * a.element_size()
+        nbytes = count * (M * K + K * N + M * N) * a.element_size()
     else:
-        x = torch.randn(M, K, device=device, dtype=dtype)
+        x = torch.randn(*B, M, K, device=device, dtype=dtype)
         w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
         b = torch.randn(N, device=device, dtype=dtype)
         algos = gemm_algos(x, w.t())
@@ -109,8 +112,8 @@ def _gemm_case(problem, mkn, dtype, dname, device):
         ours.update({f"cupy_ops fused {label[al]}": (lambda al=al: cupy_ops.linear_relu_div(x, w, b, 2.0, algo=al))
                      for al in algos})
         ref = lambda: torch.relu(F.linear(x, w, b)) / 2.0  # noqa: E731
-        nbytes = (M * K + N * K + N + M * N) * x.element_size()
-    return ours, ref, nbytes, 2 * M * N * K, None
+        nbytes = (count * M * K + N * K + N + count * M * N) * x.element_size()
+    return ours, ref, nbytes, 2 * count * M * N * K, None
 
 
 def cases(problems, dtypes, quick: bool):
@@ -153,7 +156,8 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
             shape = f"{size[0]}x{size[1]}"
         else:
             ours, ref, nbytes, flops, copy = _gemm_case(problem, size, dtype, dname, device)
-            shape = "x".join(map(str, size))
+            # a batch of B products: "B*(MxKxN)"
+            shape = "x".join(map(str, size[-3:])) if len(size) == 3 else f"{size[0]}*({'x'.join(map(str, size[1:]))})"
         row = Row(problem, dname, shape, nbytes, flops, scaled_from)
         _time_variants(row, ours, ref, copy, compile_too, runs, max_seconds)
     finally:

@@ -19,18 +19,15 @@ _Tensor = torch.Tensor
 
 
 def _output(x, weight, bias, *rest):
-    checks.linear_args(x, weight, bias, rest[-1], gemm.ALGOS)
-    return x.new_empty((x.shape[0], weight.shape[0]))
+    return x.new_empty(checks.linear_args(x, weight, bias, rest[-1], gemm.ALGOS))
 
 
 def _run(x, weight, bias, divisor, algo, out) -> None:
-    M, N = out.shape
-    if M and N:
+    # x (*, in): its leading dimensions fold into M (a view where x's strides allow: ops/gemm/batch.py)
+    if out.numel():
         if bias is not None and bias.stride(0) != 1:
             bias = bias.contiguous()
-        b = weight.t()
-        gemm.run(gemm.plan_for(x, b, "EpiBiasReluScale", algo), x, b, out, bias,
-                 _divisor.scale_for(divisor, x.dtype))
+        gemm.matmul_into(x, weight.t(), out, "EpiBiasReluScale", algo, bias, _divisor.scale_for(divisor, x.dtype))
 
 
 @op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)
@@ -50,10 +47,12 @@ def _linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
 # r = relu(z), z = x @ w.T + b rounded to the dtype (torch's Linear output); the ReLU mask is
 # z's sign, read off r (for the divided op r is computed again: relu(z) / d may have lost it,
 # rounded to 0 for tiny z, inf / NaN everywhere for d = 0 / NaN)
+# (x of shape (*, in): dz (*, out) and x folded to rows for the weight's and bias's gradients)
 def _input_grads(ctx, dz):
+    (n, k), rows = ctx.weight.shape, checks.prod(ctx.x.shape[:-1])
     dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
-    dw = matmul(dz.t(), ctx.x, algo=ctx.algo) if ctx.needs_grad("weight") else None
-    db = dz.sum(0) if ctx.needs_grad("bias") else None
+    dw = matmul(dz.reshape(rows, n).t(), ctx.x.reshape(rows, k), algo=ctx.algo) if ctx.needs_grad("weight") else None
+    db = dz.reshape(rows, n).sum(0) if ctx.needs_grad("bias") else None
     return dx, dw, db
 
 
@@ -64,6 +63,8 @@ def _z_tangent(ctx, tx, tw, tb):
     for p in parts:
         if p is not None:
             total = p if total is None else total + p
+    if total is tb and tb is not None:   # the bias's tangent alone: one row, for every row of the output
+        total = tb.expand(ctx.x.shape[:-1] + tb.shape).contiguous()
     return total
 
 
@@ -89,13 +90,19 @@ def _(ctx, tx, tw, tb, t_divisor, t_algo):
     return relu_backward(_z_tangent(ctx, tx, tw, tb), r, ctx.divisor)
 
 
+# the vmapped dimension of x alone is one more leading dimension of x (*, in); a vmapped weight
+# or bias: one product per batch entry
 @_linear_relu.vmap
 def _(info, in_dims, x, weight, bias, algo):
+    if in_dims[1] is None and in_dims[2] is None:
+        return linear_relu(x.movedim(in_dims[0], 0), weight, bias, algo=algo), 0
     return torch.stack([linear_relu(*e, algo=algo) for e in batch_entries(info, in_dims, x, weight, bias)]), 0
 
 
 @_linear_relu_div.vmap
 def _(info, in_dims, x, weight, bias, divisor, algo):
+    if in_dims[1] is None and in_dims[2] is None:
+        return _linear_relu_div(x.movedim(in_dims[0], 0), weight, bias, divisor, algo), 0
     entries = batch_entries(info, in_dims[:3], x, weight, bias)
     return torch.stack([_linear_relu_div(*e, divisor, algo) for e in entries]), 0
 
@@ -122,12 +129,15 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     tensor: under autograd it runs as ``linear_relu`` (the fused GEMM with bias and ReLU)
     followed by torch's division, which gives the same values, takes the ReLU mask from the
     pre-activation's sign as torch does, and lets torch differentiate the division. Traceable
-    by torch.compile (``cupy_ops::linear_relu_div``); ``torch.func.vmap`` (one product per
-    batch entry). Under ``torch.autocast("cuda")`` the operands are cast to the autocast dtype,
-    as torch's ``F.linear``, and so is the result.
+    by torch.compile (``cupy_ops::linear_relu_div``); ``torch.func.vmap`` (a vmapped ``x`` is one
+    more leading dimension; a vmapped weight or bias one product per batch entry). Under
+    ``torch.autocast("cuda")`` the operands are cast to the autocast dtype, as torch's
+    ``F.linear``, and so is the result.
 
     Args:
-        x: (M, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides.
+        x: (*, K) CUDA tensor (as ``F.linear``'s input: 1-D, or any number of leading
+            dimensions, folded into the GEMM's M: a view where x's strides allow, else a copy),
+            float32 / float16 / bfloat16 / float64, any strides.
         weight: (N, K) tensor laid out as ``nn.Linear.weight`` (any strides), same dtype and
             device.
         bias: (N,) tensor or None.
@@ -137,10 +147,13 @@ def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
             ``cupy_ops.gemm_plan(x, weight.T, bias_relu_scale=True)`` says which kernel a call
             takes).
     Returns:
-        A contiguous (M, N) tensor of ``x``'s dtype.
+        A contiguous (*, N) tensor of ``x``'s dtype.
     Raises:
-        TypeError: a tensor argument is not a tensor or has a wrong dtype; divisor not a number.
-        ValueError: wrong rank or shape, K mismatch, not on CUDA, devices differ, divisor with
+        TypeError: a tensor argument is not a tensor or has a wrong dtype (dtypes that differ:
+            ``checks.DtypeMismatch``, also a ``RuntimeError`` as torch raises it); divisor not a
+            number.
+        ValueError: a 0-dim x, a weight not 2-D, K mismatch, a bias not (N,) (``checks.ShapeError``,
+            also a ``RuntimeError`` as torch raises it); not on CUDA, devices differ, divisor with
             several elements or on the GPU, ``algo`` unknown or not fitting the dtype, size or GPU.
 
     Example:

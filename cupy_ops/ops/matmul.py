@@ -1,4 +1,5 @@
-"""matmul: ``torch.matmul`` for 2-D operands, through the GEMM families (ops/gemm/)."""
+"""matmul: ``torch.matmul`` (1-D, 2-D, batched and broadcast operands), through the GEMM
+families (ops/gemm/; the batch: ops/gemm/batch.py)."""
 from __future__ import annotations
 
 import torch
@@ -11,20 +12,40 @@ _is_compiling = torch.compiler.is_compiling
 
 
 def _output(a, b, algo):
-    checks.matmul_args(a, b, algo, gemm.ALGOS)
-    return a.new_empty((a.shape[0], b.shape[1]))
+    return a.new_empty(checks.matmul_args(a, b, algo, gemm.ALGOS))
 
 
 @op("cupy_ops::matmul", output=_output, autocast="lower", contiguous=False, check_devices=False)
 def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str = "auto", *, out: torch.Tensor) -> None:
-    if out.shape[0] and out.shape[1]:
-        gemm.run(gemm.plan_for(a, b, "EpiNone", algo), a, b, out)
+    gemm.matmul_into(a, b, out, "EpiNone", algo)
+
+
+def _as_matrices(a, b, grad):
+    """``a``, ``b`` and ``grad`` with the dimensions torch.matmul removes put back: a 1-D ``a``
+    a row (1, K), a 1-D ``b`` a column (K, 1), ``grad`` then of shape batch + (M, N)."""
+    if b.dim() == 1:
+        b, grad = b.unsqueeze(-1), grad.unsqueeze(-1)
+    if a.dim() == 1:
+        a, grad = a.unsqueeze(0), grad.unsqueeze(-2)
+    return a, b, grad
 
 
 @_matmul.backward(save=("a", "b", "algo"))
 def _(ctx, grad):
-    da = matmul(grad, ctx.b.t(), algo=ctx.algo) if ctx.needs_grad("a") else None
-    db = matmul(ctx.a.t(), grad, algo=ctx.algo) if ctx.needs_grad("b") else None
+    a, b, g = _as_matrices(ctx.a, ctx.b, grad)
+    da = db = None
+    if ctx.needs_grad("a"):
+        # a broadcast batch of a sums over the entries it served (sum_to_size)
+        da = matmul(g, b.mT, algo=ctx.algo).sum_to_size(a.shape).reshape(ctx.a.shape)
+    if ctx.needs_grad("b"):
+        if b.dim() == 2:
+            # b served every row of a's batch: one GEMM over the folded rows
+            K, N = b.shape
+            rows = checks.prod(a.shape[:-1])
+            db = matmul(a.reshape(rows, K).mT, g.reshape(rows, N), algo=ctx.algo)
+        else:
+            db = matmul(a.mT, g, algo=ctx.algo).sum_to_size(b.shape)
+        db = db.reshape(ctx.b.shape)
     return da, db, None
 
 
@@ -45,28 +66,61 @@ def batch_entries(info, in_dims, *tensors):
 
 @_matmul.vmap
 def _(info, in_dims, a, b, algo):
-    # one product per batch entry (no batched GEMM kernel yet)
-    return torch.stack([matmul(p, q, algo=algo) for p, q in batch_entries(info, in_dims, a, b)]), 0
+    # the vmapped dimension becomes the leftmost batch dimension of one batched matmul: each
+    # batched operand moved to the front, a 1-D one made a row / column (squeezed after), and
+    # padded with size-1 dimensions to the other's rank so that batch dimensions line up
+    (da, db), ta, tb = in_dims[:2], a, b
+    ra, rb = a.dim() - (da is not None), b.dim() - (db is not None)
+    if da is not None:
+        ta = a.movedim(da, 0)
+        if ra == 1:
+            ta = ta.unsqueeze(1)
+    if db is not None:
+        tb = b.movedim(db, 0)
+        if rb == 1:
+            tb = tb.unsqueeze(-1)
+    rank = max(max(ra, 2) if da is not None else ra, max(rb, 2) if db is not None else rb)
+    if da is not None:
+        ta = ta.reshape(ta.shape[:1] + (1,) * (rank + 1 - ta.dim()) + ta.shape[1:])
+    if db is not None:
+        tb = tb.reshape(tb.shape[:1] + (1,) * (rank + 1 - tb.dim()) + tb.shape[1:])
+    out = matmul(ta, tb, algo=algo)
+    if db is not None and rb == 1:
+        out = out.squeeze(-1)
+    if da is not None and ra == 1:
+        out = out.squeeze(-1 if rb == 1 else -2)
+    return out, 0
 
 
 MATMUL = _matmul
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
-    """``a @ b`` for 2-D CUDA tensors, accumulating in fp32 (fp64 for float64).
+    """``torch.matmul(a, b)`` for CUDA tensors, accumulating in fp32 (fp64 for float64).
 
-    Differentiable to any order (both modes); ``torch.func.vmap`` (one product per batch
-    entry); traceable by torch.compile as ``cupy_ops::matmul``. Under ``torch.autocast("cuda")``
-    float32 operands are cast to the autocast dtype first, as torch's matmul casts them.
+    torch.matmul's shapes: 1-D x 1-D (a 0-dim result), 2-D x 1-D, 1-D x 2-D (the added
+    dimension removed from the result), 2-D x 2-D, and batched operands (the dimensions before
+    the last two) with their batch dimensions broadcast, any strides, empty batches. Where ``b``
+    has no batch, ``a``'s batch dimensions fold into M: one GEMM, on a view where ``a``'s strides
+    allow (else ``a`` is copied, as torch copies it); otherwise a batched kernel (the batch in
+    the grid, one batch stride per operand: ``naive``, ``simt``, ``tc``, ``wgmma``) or, for
+    the other families and operands those do not read in place, one GEMM per batch entry, each
+    on views (a broadcast batch dimension is never copied). ``cupy_ops.gemm_plan(a, b)`` says which.
+
+    Differentiable to any order (both modes); ``torch.func.vmap`` (the vmapped dimension
+    becomes a batch dimension); traceable by torch.compile as ``cupy_ops::matmul``. Under
+    ``torch.autocast("cuda")`` float32 operands are cast to the autocast dtype first, as torch's
+    matmul casts them.
 
     Args:
-        a: (M, K) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core
+        a: (*, M, K) or (K,) tensor, float32 / float16 / bfloat16 / float64, any strides (the CUDA-core
            kernels read ``a.t()``, slices and other views in place; the tensor-core kernels
            copy an operand once when its rows are not K-contiguous and 16-byte aligned, except
            the Hopper kernel's row-major ``b``, read in place: 16-bit through the instruction's
            transpose bit, TF32 (rows 16-byte aligned, N a multiple of 4) by computing
            C^T = B^T A^T).
-        b: (K, N) tensor of ``a``'s dtype and device, any strides.
+        b: (*, K, N) or (K,) tensor of ``a``'s dtype and device, any strides; the batch
+            dimensions ``*`` of ``a`` and ``b`` broadcast.
         algo: ``"auto"`` (default): as torch decides: tensor cores for float16 / bfloat16,
             and for float32 only where torch allows TF32 (``allow_tf32`` or
             ``set_float32_matmul_precision`` not "highest"), else the fp32 CUDA-core kernel
@@ -79,11 +133,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
             the reference). ``cupy_ops.gemm_plan(a, b)`` says which kernel a call takes;
             docs/gemm.md how each is chosen.
     Returns:
-        A contiguous (M, N) tensor of ``a``'s dtype; zeros when K == 0.
+        A contiguous tensor of ``a``'s dtype, of torch.matmul's shape (broadcast batch + (M, N),
+            M / N left out for a 1-D ``a`` / ``b``); zeros when K == 0.
     Raises:
-        TypeError: an operand is not a tensor, or the dtypes are unsupported or differ.
-        ValueError: an operand is not 2-D, K differs, an operand is not on CUDA or they are
-            on different devices, ``algo`` is unknown or does not fit the dtype, size or GPU.
+        TypeError: an operand is not a tensor, or the dtypes are unsupported; the dtypes
+            differ (``checks.DtypeMismatch``, also a ``RuntimeError`` as torch raises it).
+        ValueError: a 0-dim operand, K differs, the batch dimensions do not broadcast
+            (``checks.ShapeError``, also a ``RuntimeError`` as torch raises it, in torch's
+            words); an operand is not on CUDA or they are on different devices, ``algo`` is
+            unknown or does not fit the dtype, size or GPU.
 
     Example:
         >>> a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")

@@ -3,7 +3,9 @@
 One module per family (naive, simt, tc, wgmma, tf32x3, fp16x3), each exposing ``NAME``,
 ``supports`` (why it cannot take a problem, or None), ``plan`` (a ``GemmPlan``: kernel, tile,
 split-K, grid, what is done to each operand), ``run`` (carries a plan out) and ``variants``
-(every kernel a plan can name, declared for the offline check). This module is their one
+(every kernel a plan can name, declared for the offline check); a family with a batched kernel
+also ``batched`` (its plan over a batch in the grid's z, or None where it cannot take it).
+The shapes of torch.matmul (1-D, batched, broadcast) reach the plans through ``batch``. This module is their one
 registry: the family choice (``choose``), the plan and its cache (``plan_for``) and the runner.
 
     p = plan_for(a, b)                 # which kernel "auto" picks for these tensors, and why
@@ -19,7 +21,8 @@ from __future__ import annotations
 import torch
 
 from ... import checks
-from . import fp16x3, naive, simt, tc, tf32x3, wgmma
+from . import batch, fp16x3, naive, simt, tc, tf32x3, wgmma
+from .batch import BatchPlan
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
 from .runtime import device_info
 from .tables import X3H_MIN_WORK
@@ -29,8 +32,8 @@ FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 # kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
 ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 
-__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "Device", "GemmPlan", "Matrix", "Operand", "Overrides", "choose",
-           "device_info", "gemm_plan", "plan", "plan_for", "run", "supports", "variants"]
+__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides",
+           "choose", "device_info", "gemm_plan", "matmul_into", "plan", "plan_for", "run", "supports", "variants"]
 
 
 def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
@@ -65,17 +68,25 @@ def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, t
 
 
 def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
-         algo: str = "auto", tf32: bool = False, **overrides) -> GemmPlan:
+         algo: str = "auto", tf32: bool = False, batch: tuple[int, int, int] | None = None,
+         **overrides) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
-    allows TF32 for fp32 matmuls now; ``overrides``: the fields of ``Overrides``. Pure: a CPU
-    test can plan any problem. Raises ``ValueError`` when an explicit ``algo`` cannot take the
-    problem or an override is out of range."""
+    allows TF32 for fp32 matmuls now; ``batch``: ``(entries, a's batch stride, b's batch
+    stride)`` for a batch of such products (C's entries M * N apart): the family's batched kernel
+    where it has one and takes these operands (``plan.batch`` set), else the 2-D plan of one
+    entry (``plan.batch`` 0: one launch per entry); ``overrides``: the fields of ``Overrides``.
+    Pure: a CPU test can plan any problem. Raises ``ValueError`` when an explicit ``algo``
+    cannot take the problem or an override is out of range."""
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     family = choose(algo, M, N, K, dtype, dev, tf32)
-    return FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
+    p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
+    batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
+    if batch is not None and batched is not None:
+        return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev, ov) or p
+    return p
 
 
 def variants() -> dict[str, list[str]]:
@@ -112,49 +123,71 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
-    of ``Overrides``) override its tables. Raises ``ValueError`` when ``algo`` cannot take them."""
+    of ``Overrides``) override its tables. A batch: ``a`` (B, M, K) and ``b`` (B, K, N) views,
+    any batch strides (0: broadcast), B > 0 (``plan``'s ``batch``). Raises ``ValueError`` when
+    ``algo`` cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
     key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
            a.get_device(), epilogue, algo, tf32, tuple(sorted(overrides.items())))
     p = _plans.get(key)
     if p is None:
+        entries = None
+        if a.dim() == 3:
+            entries, a, b = (a.shape[0], a.stride(0), b.stride(0)), a[0], b[0]
         p = plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
-                 device_info(a.get_device()), algo=algo, tf32=tf32, **overrides)
+                 device_info(a.get_device()), algo=algo, tf32=tf32, batch=entries, **overrides)
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
     return p
 
 
-def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu_scale: bool = False) -> GemmPlan:
+def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
+              bias_relu_scale: bool = False) -> GemmPlan | BatchPlan:
     """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
     instantiation, tile, split-K, grid and what is done to each operand (read in place,
     copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
     ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
 
     Args:
-        a, b: as for ``matmul``.
+        a, b: as for ``matmul`` (torch.matmul's shapes).
         algo: as for ``matmul``.
         bias_relu_scale: plan the fused epilogue of ``linear_relu_div``.
     Returns:
-        A ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable line).
+        For 2-D operands a ``GemmPlan`` (a frozen dataclass; ``str()`` of it is the readable
+        line); for any other shapes a ``BatchPlan``: how the batch is carried out (folded into M,
+        or one GEMM per batch entry), the number of launches, and the ``GemmPlan`` of each
+        launch (its fields read through, ``plan.family``).
     Raises:
-        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when M or
-        N is 0 (no kernel runs).
+        TypeError, ValueError: those of ``matmul`` for bad arguments; ``ValueError`` when 2-D
+        operands give an empty output (no kernel runs).
 
     Example:
         >>> a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
         >>> print(cupy_ops.gemm_plan(a, a))   # on an H100: "wgmma: gemm_wgmma<bf16, ...>, tile ..., grid ...; ..."
     """
     checks.matmul_args(a, b, algo, ALGOS)
-    checks.nonempty_output(a.shape[0], b.shape[1])
-    return plan_for(a, b, "EpiBiasReluScale" if bias_relu_scale else "EpiNone", algo)
+    epilogue = "EpiBiasReluScale" if bias_relu_scale else "EpiNone"
+    if a.dim() == 2 and b.dim() == 2:
+        checks.nonempty_output(a.shape[0], b.shape[1])
+        return plan_for(a, b, epilogue, algo)
+    return batch.batch_plan(a, b, plan_for, epilogue, algo)
+
+
+def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
+                bias: torch.Tensor | None = None, scale: float = 1.0) -> torch.Tensor:
+    """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
+    caller) and ``out`` contiguous of the product's shape: folded into one GEMM or one GEMM per
+    batch entry (``batch``), each as its plan says."""
+    batch.run(a, b, out, plan_for, run, epilogue, algo, bias, scale)
+    return out
 
 
 def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
         scale: float = 1.0) -> torch.Tensor:
     """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
-    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``)."""
+    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``). A batched plan
+    (``p.batch``): ``a`` (B, M, K), ``b`` (B, K, N), ``c`` (B, M, N) contiguous."""
     FAMILIES[p.family].run(p, a, b, c, 0 if bias is None else bias.data_ptr(), float(scale))
     return c
 

@@ -144,6 +144,7 @@ class GemmPlan:
     swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
     ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
     single: bool = False         # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
+    batch: int = 0               # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -153,6 +154,8 @@ class GemmPlan:
                       f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
                       f"{', K split between the warpgroups' if self.ksplit else ''}"
                       f"{', one tile per CTA, epilogue staged in the ring' if self.single else ''}")
+        if self.batch:
+            split += f", batch of {self.batch} in the grid"
         return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
@@ -173,6 +176,12 @@ def tiled_sizes(M: int, N: int, K: int) -> str | None:
             return (f"takes {dim} up to {g.INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
                     f"naive kernel there) or 'naive'")
     return None
+
+
+def batch_aligned(stride: int, itemsize: int) -> bool:
+    """Whether every batch entry of an operand ``stride`` elements apart keeps entry 0's
+    16-byte alignment (a broadcast operand, stride 0, does)."""
+    return (stride * itemsize) % 16 == 0
 
 
 def needs_hopper(family: str, dev: Device, instead: str) -> str | None:

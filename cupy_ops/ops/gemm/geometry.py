@@ -68,6 +68,7 @@ REDUCE_THREADS = 256                     # gemm_splitk_reduce
 
 # --- limits of the tiled kernels -------------------------------------------------------------
 MAX_GRID_Y = 65535        # a grid's y (and z) dimension
+MAX_GRID_Z = 65535        # a grid's z: the batched kernels' entries per launch
 INT32_MAX = 2**31 - 1     # the tiled kernels take M, N, K as int (indices into them are 64-bit)
 
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "SG_PAD": SIMT_PAD,

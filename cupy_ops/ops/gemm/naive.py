@@ -5,6 +5,8 @@ from __future__ import annotations
 from ... import launch
 from ...dtypes import CUDA_NAMES
 from . import geometry as g
+from dataclasses import replace
+
 from .common import EPILOGUES, GemmPlan, Operand, cdiv
 from .runtime import declare, handle
 
@@ -22,15 +24,32 @@ def plan(M, N, K, dtype, a, b, epi, dev, ov) -> GemmPlan:
                     Operand("as is", a.stride1 == 1, a.stride0), Operand("as is", b.stride0 == 1, b.stride1), (1, 1))
 
 
+def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
+    """``p`` over a batch (``gemm_naive_batched``: the entry in the grid's z, operands ``sa`` /
+    ``sb`` elements apart): every batch of matmul's (no epilogue; linear_relu_div's batch folds)."""
+    if epi != "EpiNone":
+        return None
+    return replace(p, kernel=p.kernel.replace("gemm_naive<", "gemm_naive_batched<"),
+                   grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), batch=batch)
+
+
 def variants() -> dict[str, list[str]]:
-    return {"gemm.cu": [f"gemm_naive<{T}, {e}>" for T in CUDA_NAMES.values() for e in EPILOGUES]}
+    return {"gemm.cu": [f"gemm_naive<{T}, {e}>" for T in CUDA_NAMES.values() for e in EPILOGUES]
+            + [f"gemm_naive_batched<{T}, EpiNone>" for T in CUDA_NAMES.values()]}
 
 
 KERNELS = declare(variants())
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
-    (M, K), N = a.shape, b.shape[1]
-    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,
-                  (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0), b.stride(1), c.data_ptr(),
-                   M, N, K, bias, scale))
+    """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    h = handle(KERNELS, p.kernel, c.get_device())
+    if not p.batch:
+        launch.launch(h, p.grid, p.block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
+                                           b.stride(1), c.data_ptr(), M, N, K, bias, scale))
+        return
+    for z0 in range(0, p.batch, g.MAX_GRID_Z):
+        launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+                      (a.data_ptr(), a.stride(1), a.stride(2), a.stride(0), b.data_ptr(), b.stride(1), b.stride(2),
+                       b.stride(0), c.data_ptr(), M, N, K, z0, bias, scale))

@@ -7,7 +7,9 @@ import torch
 
 from ... import launch
 from . import geometry as g
-from .common import EPILOGUES, GemmPlan, Matrix, Operand, cdiv, reduce_grid, tf, tiled_sizes
+from dataclasses import replace
+
+from .common import EPILOGUES, GemmPlan, Matrix, Operand, batch_aligned, cdiv, reduce_grid, tf, tiled_sizes
 from .runtime import declare, handle, reduce
 from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
 
@@ -72,11 +74,32 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (g.SIMT_TILE, g.SIMT_TILE), 1, K)
 
 
+def batched_kernel(a_kmajor: bool, b_kmajor: bool, epi: str) -> tuple[str, int]:
+    """``kernel``'s batched twin (``gemm_simt_batched``, never split: the batch fills the SMs)."""
+    blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", False)
+    return (f"gemm_simt_batched<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {blocks}, {tf(dyn)}>",
+            g.SIMT_SMEM_BYTES if dyn else 0)
+
+
+def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
+    """``p`` over a batch (the entry in the grid's z, operands ``sa`` / ``sb`` floats apart), no
+    split-K; None (one GEMM per entry) where an operand is not read in place, or for an epilogue
+    (matmul's batches only: linear_relu_div's batch folds into M)."""
+    if p.a.prep != "as is" or p.b.prep != "as is" or epi != "EpiNone":
+        return None
+    name, smem = batched_kernel(p.a.kmajor, p.b.kmajor, epi)
+    pa = replace(p.a, vec=p.a.vec and batch_aligned(sa, 4))
+    pb = replace(p.b, vec=p.b.vec and batch_aligned(sb, 4))
+    return replace(p, kernel=name, smem=smem, a=pa, b=pb, grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), slices=1,
+                   kslice=a.cols, reduce=None, reduce_grid=(1, 1, 1), batch=batch)
+
+
 def variants() -> dict[str, list[str]]:
     exprs = []
     for ak in (True, False):
         for bk in (True, False):
             exprs += [kernel(ak, bk, e, False)[0] for e in EPILOGUES] + [kernel(ak, bk, "EpiNone", True)[0]]
+            exprs.append(batched_kernel(ak, bk, "EpiNone")[0])
     return {"gemm.cu": exprs}
 
 
@@ -84,6 +107,16 @@ KERNELS = declare(variants())
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
+    if p.batch:
+        M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+        h = handle(KERNELS, p.kernel, c.get_device())
+        vec = int(p.a.vec) | int(p.b.vec) << 1
+        for z0 in range(0, p.batch, g.MAX_GRID_Z):
+            launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+                          (a.data_ptr(), p.a.ld, a.stride(0), b.data_ptr(), p.b.ld, b.stride(0), c.data_ptr(), M, N,
+                           K, vec, z0, bias, scale), p.smem)
+        return
     (M, K), N = a.shape, b.shape[1]
     if p.a.prep == "contiguous copy":
         a = a.contiguous()

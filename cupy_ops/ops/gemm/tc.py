@@ -6,7 +6,9 @@ from __future__ import annotations
 from ... import launch
 from ...dtypes import CUDA_NAMES
 from . import geometry as g
-from .common import EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, cdiv, kmajor_operand, tiled_sizes
+from dataclasses import replace
+
+from .common import EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, batch_aligned, cdiv, kmajor_operand, tiled_sizes
 from .runtime import declare, handle, prepare
 
 NAME = "tc"
@@ -28,14 +30,35 @@ def plan_empty_k(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan
     return plan(M, N, K, dtype, a, b, epi, dev, ov, notes=("K == 0: the tc kernel writes the epilogue of 0",))
 
 
+def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
+    """``p`` over a batch (``gemm_tc_batched``: the entry in the grid's z, operands ``sa`` / ``sb``
+    elements apart, 0: broadcast): matmul's (no epilogue) where both operands are read in place
+    and every entry's rows stay 16-byte aligned; None (one GEMM per entry) otherwise."""
+    if epi != "EpiNone" or p.a.prep != "as is" or p.b.prep != "as is" \
+            or not (batch_aligned(sa, a.itemsize) and batch_aligned(sb, b.itemsize)):
+        return None
+    return replace(p, kernel=p.kernel.replace("gemm_tc<", "gemm_tc_batched<"),
+                   grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), batch=batch)
+
+
 def variants() -> dict[str, list[str]]:
-    return {"gemm.cu": [f"gemm_tc<{CUDA_NAMES[dt]}, {e}>" for dt in TENSOR_CORE_DTYPES for e in EPILOGUES]}
+    return {"gemm.cu": [f"gemm_tc<{CUDA_NAMES[dt]}, {e}>" for dt in TENSOR_CORE_DTYPES for e in EPILOGUES]
+            + [f"gemm_tc_batched<{CUDA_NAMES[dt]}, EpiNone>" for dt in TENSOR_CORE_DTYPES]}
 
 
 KERNELS = declare(variants())
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views read in place, c (B, M, N)."""
+    if p.batch:
+        M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+        h = handle(KERNELS, p.kernel, c.get_device())
+        for z0 in range(0, p.batch, g.MAX_GRID_Z):
+            launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+                          (a.data_ptr(), p.a.ld, a.stride(0), b.data_ptr(), p.b.ld, b.stride(0), c.data_ptr(), M, N,
+                           K, z0, bias, scale), p.smem)
+        return
     (M, K), N = a.shape, b.shape[1]
     a2, bt = prepare(a, p.a), prepare(b.t(), p.b)
     launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,

@@ -58,23 +58,28 @@ def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int,
 
 
 def tensor_map_at(ptr: int, dtype: torch.dtype, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
-                  exact: bool = False) -> bytes:
-    """``tensor_map`` of the ``dtype`` matrix at device address ``ptr`` (a part of a workspace)."""
-    key = (ptr, dtype, inner, outer, ld, box_inner, box_outer, exact)
+                  exact: bool = False, depth: int = 0, depth_stride: int = 0) -> bytes:
+    """``tensor_map`` of the ``dtype`` matrix at device address ``ptr`` (a part of a workspace).
+    ``depth`` > 0: a 3-D map of ``depth`` such matrices ``depth_stride`` elements apart (a batch,
+    the outermost coordinate; boxes one matrix deep)."""
+    key = (ptr, dtype, inner, outer, ld, box_inner, box_outer, exact, depth, depth_stride)
     m = _cache.get(key)
     if m is not None:
         return m
     es = dtype.itemsize
+    rank = 3 if depth else 2
     buf = (ctypes.c_uint64 * 16)()
-    dims = (ctypes.c_uint64 * 2)(inner, outer)
-    strides = (ctypes.c_uint64 * 1)(ld * es)
-    box = (ctypes.c_uint32 * 2)(box_inner, box_outer)
-    elem = (ctypes.c_uint32 * 2)(1, 1)
+    dims = (ctypes.c_uint64 * rank)(inner, outer, *((depth,) if depth else ()))
+    strides = (ctypes.c_uint64 * (rank - 1))(ld * es, *((depth_stride * es,) if depth else ()))
+    box = (ctypes.c_uint32 * rank)(box_inner, box_outer, *((1,) if depth else ()))
+    elem = (ctypes.c_uint32 * rank)(*((1,) * rank))
     code = _FLOAT32 if exact and dtype == torch.float32 else _DATA_TYPE[dtype]
-    rc = _encoder()(buf, code, 2, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
+    rc = _encoder()(buf, code, rank, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B,
+                    _OOB_FILL_ZEROS)
     if rc != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner} {dtype} matrix "
-                           f"with row pitch {ld} at 0x{ptr:x}, box {box_outer}x{box_inner}")
+        batch = f" x {depth} ({depth_stride} apart)" if depth else ""
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner}{batch} {dtype} "
+                           f"matrix with row pitch {ld} at 0x{ptr:x}, box {box_outer}x{box_inner}")
     m = bytes(buf)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()

@@ -17,7 +17,7 @@ from ...dtypes import CUDA_NAMES
 from . import geometry as g
 from . import tables as t
 from . import tc, tma
-from .common import (EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand,
+from .common import (EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, Operand, batch_aligned, cdiv, kmajor_operand,
                      n_major_in_place, needs_hopper, reduce_grid, tf, tiled_sizes)
 from .runtime import SM90A, declare, handle, prepare, reduce
 
@@ -214,8 +214,45 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
                     tma_store=store, **common)
 
 
+def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
+    """``p`` (one entry's plan) over a batch: ``gemm_wgmma_batched``, one CTA per 128 x BN tile of
+    every entry (BN 256 from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 /
+    256 and ``persistent=True``: a persistent grid over the tiles, not yet measured against one
+    CTA per tile), the entry the outermost
+    coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
+    threads' stores. For matmuls (no epilogue; TF32 with a K-major b: a row-major one swaps or is
+    transposed, and loops) whose operands the 2-D plan reads in place
+    and whose entries keep 16-byte alignment and do not interleave (each a whole matrix past the
+    last, or all one); None (one GEMM per entry) otherwise."""
+    es = a.itemsize
+    if p.family != NAME or p.swap or epi != "EpiNone" or p.a.prep != "as is" \
+            or p.b.prep not in ("as is", "n-major") or not (batch_aligned(sa, es) and batch_aligned(sb, es)):
+        return None
+    M, K, N = a.rows, a.cols, b.cols
+    # entries one after another (or broadcast): the 3-D maps' batch stride past a whole entry
+    b_extent = K * p.b.ld if p.b.prep == "n-major" else N * p.b.ld
+    if not (sa == 0 or sa >= M * p.a.ld) or not (sb == 0 or sb >= b_extent):
+        return None
+    rows = cdiv(M, g.WG_BM)
+    if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
+        raise ValueError("the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
+                         "a cluster, the threads' stores)")
+    bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= t.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
+    units = rows * cdiv(N, bn) * batch
+    if units > g.INT32_MAX:
+        return None
+    persistent = bool(ov.persistent)
+    T = p.kernel.split("<")[1].split(",")[0]   # the 2-D plan's element type: bf16, f16 or float
+    n_major = p.b.prep == "n-major"
+    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
+                    (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
+                    p.a, p.b, (g.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or t.WG_GROUP, persistent=persistent,
+                    batch=batch)
+
+
 def variants() -> dict[str, list[str]]:
-    exprs = []
+    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {tf(n_major)}, {bn}, EpiNone>" for dt in TENSOR_CORE_DTYPES
+             for n_major in ((False, True) if dt != torch.float32 else (False,)) for bn in (128, 256)]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
@@ -287,5 +324,31 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     del keep   # launched: the stream orders any reuse of this memory after the kernel
 
 
+def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """A batched plan: a (B, M, K), b (B, K, N) views in the plan's layouts, c (B, M, N)
+    contiguous. An operand with one entry, or a broadcast one (batch stride 0), is a map one
+    matrix deep read at entry 0."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    a_bc, b_bc = B == 1 or a.stride(0) == 0, B == 1 or b.stride(0) == 0
+    a_map = tma.tensor_map_at(a.data_ptr(), a.dtype, K, M, p.a.ld, p.bk, p.tile[0], depth=1 if a_bc else B,
+                              depth_stride=M * p.a.ld if a_bc else a.stride(0))
+    if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
+        b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, 64, p.bk, depth=1 if b_bc else B,
+                                  depth_stride=K * p.b.ld if b_bc else b.stride(0))
+    else:                       # B^T (N, K) K-major
+        b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=1 if b_bc else B,
+                                  depth_stride=N * p.b.ld if b_bc else b.stride(0))
+    h = handle(KERNELS, p.kernel, c.get_device())
+    grid = p.grid
+    if p.persistent:   # the CTAs that run at once (the kernel walks the tiles over them)
+        grid = (min(p.grid[0], max(launch.resident_clusters(h, 1, p.block, p.smem), 1)), 1, 1)
+    launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1,
+                                     bias, scale), p.smem, p.cluster)
+
+
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
-    run_hopper(KERNELS, p, a, b, c, bias, scale)
+    if p.batch:
+        run_batched(p, a, b, c, bias, scale)
+    else:
+        run_hopper(KERNELS, p, a, b, c, bias, scale)
