@@ -235,8 +235,9 @@ def _time(fns: dict, device: int, runs: int) -> dict:
     """``{index: median ms}`` of the survivors, timed the bench's way, interleaved."""
     from .timing import time_cuda_interleaved
 
-    stats = time_cuda_interleaved(fns, warmup=3, runs=runs, rounds=min(5, runs), flush_l2=True, min_runs=min(5, runs),
-                                  max_seconds=2.0, device=torch.device("cuda", device))
+    with torch.cuda.device(device):   # the events go on the stream the kernels run on
+        stats = time_cuda_interleaved(fns, warmup=3, runs=runs, rounds=min(5, runs), flush_l2=True,
+                                      min_runs=min(5, runs), max_seconds=2.0, device=torch.device("cuda", device))
     return {i: s.median for i, s in stats.items()}
 
 

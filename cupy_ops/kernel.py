@@ -409,7 +409,7 @@ def stream_handle(stream, device: int) -> int:
         got = stream.__cuda_stream__() if callable(stream.__cuda_stream__) else stream.__cuda_stream__
         handle = got[1] if isinstance(got, tuple) else got
         where = getattr(stream, "device_id", None)   # CuPy's
-        where = where if isinstance(where, int) else None
+        where = where if isinstance(where, int) and where >= 0 else None   # -1: CuPy does not know
     elif isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     else:

@@ -334,6 +334,8 @@ def test_stream_runs_the_kernel_on_that_stream(cuda):
 
     k = cupy_ops.Kernel(COPY, "copy")
     n = 1 << 16
+    k(torch.zeros(n, device=cuda), torch.zeros(n, device=cuda), n, grid=n // 256, block=256)   # compiled now
+    torch.cuda.synchronize()
     for kind in ("torch", "int", "cupy"):
         side = torch.cuda.Stream(cuda)
         x = torch.zeros(n, device=cuda)
@@ -343,7 +345,7 @@ def test_stream_runs_the_kernel_on_that_stream(cuda):
             torch.cuda._sleep(50_000_000)
             x.fill_(5.0)
         stream = {"torch": side, "int": side.cuda_stream,
-                  "cupy": cupy.cuda.Stream.from_external(side.cuda_stream)}[kind]
+                  "cupy": cupy.cuda.Stream.from_external(side)}[kind]
         k(x, y, n, grid=n // 256, block=256, stream=stream)
         assert not side.query(), "the side stream finished before the test could tell streams apart"
         side.synchronize()
