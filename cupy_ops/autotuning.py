@@ -259,20 +259,27 @@ class Choice:
         return self.trials[self.index]["ms"]
 
     def table(self) -> str:
-        rows = [("configuration", "regs", "spills", "smem", "occ.", "result")]
-        for i, r in enumerate(self.trials):
-            result = (f"pruned: {r['pruned']}" if r["pruned"] else f"error: {r['error']}" if r["error"]
-                      else "-" if r["ms"] is None else f"{r['ms']:.4f} ms")
-            if i == self.index:
-                result += "  <- best"
-            rows.append((r["config"], "-" if r["registers"] is None else str(r["registers"]),
-                         "-" if not r["spills"] else "/".join(map(str, r["spills"])),
-                         "-" if r["shared_bytes"] is None else str(r["shared_bytes"]),
-                         "-" if r["occupancy"] is None else f"{r['occupancy']:.0%}", result))
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+        """What was tried, one row per configuration: registers, spills, shared memory,
+        occupancy estimate and time, or why it was pruned; the winner marked."""
         origin = "timed now" if self.origin == "timed" else "from the disk cache (timed by an earlier process)"
-        return f"shape key {self.key}, {origin}:\n" + "\n".join(lines)
+        return f"shape key {self.key}, {origin}:\n" + table(self.trials, self.index)
+
+
+def table(trials, best: int | None = None) -> str:
+    """``trials`` (``Trial`` or their rows) as a text table; ``best``: the row marked."""
+    rows = [("configuration", "regs", "spills", "smem", "occ.", "result")]
+    for i, r in enumerate(trials):
+        r = r.row() if isinstance(r, Trial) else r
+        result = (f"pruned: {r['pruned']}" if r["pruned"] else f"error: {r['error']}" if r["error"]
+                  else "kept" if r["ms"] is None else f"{r['ms']:.4f} ms")
+        if i == best:
+            result += "  <- best"
+        rows.append((r["config"], "-" if r["registers"] is None else str(r["registers"]),
+                     "-" if not r["spills"] else "/".join(map(str, r["spills"])),
+                     "-" if r["shared_bytes"] is None else str(r["shared_bytes"]),
+                     "-" if r["occupancy"] is None else f"{r['occupancy']:.0%}", result))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows)
 
 
 _declared: list = []   # weak references to the autotuned kernels with examples= (warm --tune)
@@ -430,22 +437,33 @@ class Autotuned:
             print(choice.table(), file=sys.stderr)
         return choice
 
-    def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
-        vkey = self.kernel(0).variant_key(*args)
+    def check(self, arch: str, dtype=None, limits: Limits | None = None, progress=None) -> list[Trial]:
+        """Each configuration compiled by NVRTC for ``arch`` (``"sm_90"``) with ptxas' report,
+        and pruned or not (``Trial.pruned``) by it, with no GPU and nothing timed: what tuning
+        does before it times. ``dtype``: the instantiation of a per-dtype template (default
+        float32); ``limits``: the GPU's (default ``LIMITS[arch]``; unknown: only spills and
+        failed compiles prune)."""
+        limits = limits if limits is not None else LIMITS.get(arch)
         trials = [Trial(c) for c in self.configs]
-        show = _Progress(self.name, key, len(trials)) if self.progress else None
-        offline = not env.arch.startswith("sm_")   # PTX: no ptxas report to prune with
         for i, t in enumerate(trials):
             k = self.kernel(i)
-            if offline:
-                continue
-            r = compiler.compile_offline(k._source, env.arch, [k.variant(vkey).expr])[0]
+            key = dtype if dtype is not None or not k._template else torch.float32
+            r = compiler.compile_offline(k._source, arch, [k.variant(key).expr])[0]
             t.registers = r.registers
             t.spills = None if r.spill_stores is None else (r.spill_stores, r.spill_loads)
             t.shared_bytes = None if r.registers is None else (r.shared_bytes or 0)
-            t.pruned, t.occupancy = prune_reason(r, t.config, env.limits, self.min_occupancy)
-            if show:
-                show(i + 1, 0, sum(1 for x in trials[:i + 1] if x.pruned))
+            t.pruned, t.occupancy = prune_reason(r, t.config, limits, self.min_occupancy)
+            if progress:
+                progress(i + 1, 0, sum(1 for x in trials[:i + 1] if x.pruned))
+        return trials
+
+    def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
+        vkey = self.kernel(0).variant_key(*args)
+        show = _Progress(self.name, key, len(self.configs)) if self.progress else None
+        if env.arch.startswith("sm_"):
+            trials = self.check(env.arch, vkey, env.limits, show)
+        else:   # PTX for a GPU newer than NVRTC: no ptxas report to prune with
+            trials = [Trial(c) for c in self.configs]
         alive = [i for i, t in enumerate(trials) if not t.pruned]
         fns = {}
         for i in alive:

@@ -345,3 +345,20 @@ def test_cache_entries_are_json_a_reader_can_check(cache_dir, fake_gpu):
     stored = json.loads(meta)
     assert image == b"" and stored["winner"] == choice.index and len(stored["trials"]) == 2
     assert textwrap.dedent(t.report()).startswith("shape key")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_check_prunes_offline_with_no_gpu_and_nothing_timed(arch, monkeypatch):
+    """``Autotuned.check(arch)``: what tuning does before timing, with no GPU (its timer and
+    environment are never asked)."""
+    monkeypatch.setattr(at, "_time", lambda *a: pytest.fail("check timed something"))
+    monkeypatch.setattr(at, "_environment", lambda *a: pytest.fail("check asked for a GPU"))
+    cs = [cupy_ops.Config(block=256, defines={"ITEMS": 4}),
+          cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),
+          cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=at.LIMITS[arch].smem_per_block + 1)]
+    t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid)
+    trials = t.check(arch, torch.bfloat16)
+    assert [bool(x.pruned) for x in trials] == [False, True, True]
+    assert trials[0].registers and trials[0].occupancy == 1.0
+    text = at.table(trials)
+    assert text.splitlines()[1].endswith("kept") and "spills registers" in text and "needs " in text
