@@ -22,7 +22,9 @@ picking ``T``; any other instantiation is named by a name expression (``"tp<floa
 made with ``specialize``. ``cuda_src/common.cuh`` is pasted in before your code: it gives the
 ``f16``/``bf16`` element types and exact conversions, ``to_float(x[i])`` and
 ``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on torch's current stream of the
-arrays' device. Each instantiation compiles on its first launch and is cached per device and
+arrays' device, or on ``stream=``; ``cluster=`` and ``cooperative=True`` launch it in
+thread-block clusters or with the whole grid resident, ``occupancy`` asks the driver how it
+fills the GPU, and ``cupy_ops.autotune`` chooses among its configurations (docs/kernel.md). Each instantiation compiles on its first launch and is cached per device and
 on disk (its options, defines and every header it includes are part of the key); once the
 last ``Kernel`` object of a source is gone, its loaded modules are released (after the
 launches queued from them have finished; a kernel captured into a CUDA graph stays loaded for
