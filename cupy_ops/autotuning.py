@@ -323,7 +323,7 @@ class Autotuned:
         self._base = dict(source=source, options=(options,) if isinstance(options, str) else tuple(options),
                           defines=dict(defines or {}), include_dirs=include_dirs, signature=signature)
         self._kernels: dict[int, Kernel] = {}
-        self._choices: dict[str, Choice] = {}
+        self._choices: dict[tuple, Choice] = {}   # by (shape key, device)
         self._lock = threading.Lock()
         self.min_occupancy, self.runs, self.progress, self.verbose = min_occupancy, runs, progress, verbose
         self.timings = 0       # configurations timed by this object: 0 after a disk hit
@@ -389,7 +389,7 @@ class Autotuned:
     def __call__(self, *args, stream=None) -> None:
         """Launch the best configuration for ``args``' shape key (tuning it first, or reading
         an earlier process's choice from disk)."""
-        choice = self._choices.get(self.key(*args))
+        choice = self._choices.get((self.key(*args), _device_of(args)))
         if choice is None:
             choice = self.tune(*args)
         cfg = choice.config
@@ -398,7 +398,7 @@ class Autotuned:
 
     def best(self, *args) -> Config:
         """The configuration a call with ``args`` launches (tuned now if not known yet)."""
-        choice = self._choices.get(self.key(*args))
+        choice = self._choices.get((self.key(*args), _device_of(args)))
         return (choice or self.tune(*args)).config
 
     def report(self, *args) -> str:
@@ -406,7 +406,7 @@ class Autotuned:
         arguments are given): each configuration with its registers, spills, shared memory,
         occupancy estimate and time, or why it was pruned."""
         if args:
-            choice = self._choices.get(self.key(*args))
+            choice = self._choices.get((self.key(*args), _device_of(args)))
             return choice.table() if choice else f"{self.name}: shape key {self.key(*args)} not tuned yet"
         return "\n\n".join(c.table() for c in self._choices.values()) or f"{self.name}: nothing tuned yet"
 
@@ -417,11 +417,10 @@ class Autotuned:
         earlier process tuned it on this GPU, driver and NVRTC (unless ``force``), else by
         pruning and timing (the kernel runs on ``args`` many times: outputs are overwritten).
         Raises ``RuntimeError`` when every configuration was pruned or failed."""
-        key = self.key(*args)
-        with self._lock:
-            if not force and key in self._choices:
-                return self._choices[key]
-            device = _device_of(args)
+        key, device = self.key(*args), _device_of(args)
+        with self._lock:   # kept per device too: one process may hold two kinds of GPU
+            if not force and (key, device) in self._choices:
+                return self._choices[(key, device)]
             env = _environment(device)
             ck = self._cache_key(key, env)
             stored = None if force else cache.read(ck)
@@ -432,7 +431,7 @@ class Autotuned:
             else:
                 choice = self._tune(args, key, device, env)
                 cache.write(ck, json.dumps({"winner": choice.index, "trials": choice.trials}).encode(), b"")
-            self._choices[key] = choice
+            self._choices[(key, device)] = choice
         if self.verbose:
             print(choice.table(), file=sys.stderr)
         return choice

@@ -384,3 +384,28 @@ def test_tensors_on_the_second_gpu_are_written_in_place(cuda):
     assert torch.equal(y, x) and torch.cuda.current_device() == 0
 
 
+
+
+def test_cuLaunchKernelEx_gets_the_grid_the_stream_and_both_attributes(monkeypatch):
+    """launch.launch's cluster / cooperative path up to the driver: the CUlaunchConfig it
+    passes (read back field by field) and the attribute array it points at."""
+    seen = []
+
+    def launch_ex(cfg, func, params, extra):
+        c = cfg._obj
+        attrs = ctypes.cast(c.attrs, ctypes.POINTER(launch._LaunchAttribute))
+        seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
+                     c.sharedMemBytes, c.hStream, [(attrs[i].id, attrs[i].x, attrs[i].y, attrs[i].z)
+                                                   for i in range(c.numAttrs)], func))
+        return 0
+
+    class Fn:
+        ptr = 0xF00
+
+    monkeypatch.setattr(launch, "_several_devices", False)
+    monkeypatch.setattr(launch, "_launch_kernel_ex", launch_ex)
+    h = launch.KernelHandle(Fn(), 0, ["ptr", "i32"], "k")
+    launch.launch(h, (4, 2, 1), (32, 1, 1), [0, 7], 0, (2, 2, 1), stream=0x77, cooperative=True)
+    launch.launch(h, (8, 1, 1), (64, 1, 1), [0, 7], 0, 1, stream=0x78, cooperative=True)
+    assert seen == [((4, 2, 1), (32, 1, 1), 0, 0x77, [(4, 2, 2, 1), (2, 1, 0, 0)], 0xF00),
+                    ((8, 1, 1), (64, 1, 1), 0, 0x78, [(2, 1, 0, 0)], 0xF00)]
