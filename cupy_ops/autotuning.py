@@ -125,8 +125,8 @@ def configs(**axes) -> list[Config]:
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """What one SM of a GPU holds, for the occupancy estimate: registers, threads, blocks and
-    shared memory per SM, shared memory one block may opt in to, and what the system reserves
-    of shared memory per block."""
+    shared memory per SM, shared memory one block may opt in to, what the system reserves of
+    shared memory per block, and the registers one block may have."""
 
     regs_per_sm: int
     threads_per_sm: int
@@ -134,6 +134,7 @@ class Limits:
     smem_per_sm: int
     smem_per_block: int
     smem_reserved: int
+    regs_per_block: int = 65536
 
 
 # The CUDA occupancy calculator's figures, for estimates without a GPU (the device's own
@@ -149,19 +150,23 @@ def device_limits(device: int) -> Limits:
     from .kernel import _attribute
 
     return Limits(_attribute(device, 82), _attribute(device, 39), _attribute(device, 106), _attribute(device, 81),
-                  _attribute(device, 97), _attribute(device, 111))
+                  _attribute(device, 97), _attribute(device, 111), _attribute(device, 12))
 
 
 def estimated_blocks_per_sm(registers: int, threads: int, shared_bytes: int, limits: Limits) -> int:
     """Blocks of ``threads`` threads using ``registers`` registers each and ``shared_bytes`` of
-    shared memory (static + dynamic) that one SM holds, as the occupancy calculator counts
-    them: registers are given per warp in units of 256, shared memory per block in units of
-    128 bytes after the system's reserve. 0: such a block cannot run."""
+    shared memory (static + dynamic) that one SM holds, counted as CUDA's occupancy calculator
+    (cuda_occupancy.h) counts them: registers are given per warp in units of 256 from each of
+    the SM's four sub-partitions, and a block whose warps, rounded up to a multiple of four,
+    would need more than a block's registers does not launch; shared memory is given per
+    block in units of 128 bytes with the system's reserve. 0: such a block cannot run."""
     warps = -(-threads // 32)
-    if threads > 1024 or shared_bytes > limits.smem_per_block:
+    if threads > 1024 or registers > 255 or shared_bytes > limits.smem_per_block:
         return 0
     regs_per_warp = -(-max(registers, 1) * 32 // 256) * 256
-    by_regs = limits.regs_per_sm // (regs_per_warp * warps)
+    if regs_per_warp * (-(-warps // 4) * 4) > limits.regs_per_block:
+        return 0
+    by_regs = (limits.regs_per_sm // 4 // regs_per_warp) * 4 // warps
     by_threads = limits.threads_per_sm // (warps * 32)
     smem = -(-(shared_bytes + limits.smem_reserved) // 128) * 128
     by_smem = limits.smem_per_sm // smem

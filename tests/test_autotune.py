@@ -130,6 +130,8 @@ def test_the_shape_key_counts_shapes_dtypes_and_ints_not_floats():
     (16, 32, 0, 32),          # the blocks-per-SM cap
     (128, 1024, 0, 0),        # 128 x 1024 registers: more than an SM has
     (32, 128, 232449, 0),     # more shared memory than a block may have
+    (152, 32, 0, 12),         # registers per sub-partition: 3 warps of 4864 in each of 4
+    (200, 320, 0, 0),         # 10 warps counted as 12 x 6400 registers: more than a block may have
 ])
 def test_the_occupancy_estimate_matches_the_occupancy_calculator(registers, threads, smem, blocks):
     assert at.estimated_blocks_per_sm(registers, threads, smem, at.LIMITS["sm_90"]) == blocks
