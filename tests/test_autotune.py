@@ -364,3 +364,29 @@ def test_check_prunes_offline_with_no_gpu_and_nothing_timed(arch, monkeypatch):
     assert trials[0].registers and trials[0].occupancy == 1.0
     text = at.table(trials)
     assert text.splitlines()[1].endswith("kept") and "spills registers" in text and "needs " in text
+
+
+TEMPLATED = r"""
+template <class T, int ITEMS>
+__global__ void tiled(const T* x, T* y, long long n) {
+  long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * ITEMS;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) if (i + j < n) y[i + j] = x[i + j] * T(SCALE);
+}
+"""
+
+
+def test_template_arguments_and_defines_are_searched_together(cache_dir, fake_gpu):
+    """Configurations over a template's arguments (each its own instantiation) and a define:
+    each compiled as its own name expression with its own -D, the planted fastest chosen."""
+    asked, times = fake_gpu
+    cs = cupy_ops.configs(block=128, template=[(torch.float32, 1), (torch.float32, 4)], SCALE=[2, 3])
+    times.update({3: 0.5})
+    t = cupy_ops.autotune(TEMPLATED, "tiled", cs, progress=False,
+                          grid=lambda cfg, x, y, n: cupy_ops.cdiv(n, cfg.threads * cfg.template[1]))
+    assert [t.kernel(i).expressions for i in range(4)] == [["tiled<float, 1>"]] * 2 + [["tiled<float, 4>"]] * 2
+    assert t.kernel(1)._source.defines == (("SCALE", 3),)
+    x = torch.randn(1000)
+    choice = t.tune(x, torch.empty_like(x), 1000)
+    assert asked == [[0, 1, 2, 3]] and choice.config.label() == "block=128 SCALE=3 <float, 4>"
+    assert all(r["registers"] for r in choice.trials)
