@@ -9,7 +9,8 @@ vmap-able and torch.compile-able (as the ``torch.ops.cupy_ops.*`` ops):
     relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
     matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor)
 Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
-Your own kernels: ``cupy_ops.Kernel(source, name)``; your own torch ops: ``cupy_ops.op``.
+Your own kernels: ``cupy_ops.Kernel(source, name)``, tuned: ``cupy_ops.autotune``; your own torch
+ops: ``cupy_ops.op``.
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
@@ -19,6 +20,7 @@ if tuple(int(p) for p in _torch.__version__.split(".")[:2]) < (2, 4):
     raise ImportError(f"cupy_ops needs torch >= 2.4 (the op registration it uses), found torch {_torch.__version__}; "
                       "upgrade torch")
 
+from .autotuning import Autotuned, Config, autotune, configs
 from .compiler import KernelCompileError
 from .kernel import Kernel
 from .launch import cdiv
@@ -27,4 +29,4 @@ from .ops import gemm_plan, linear_relu, linear_relu_div, matmul, relu, relu_, r
 
 __version__ = "0.1.0"
 __all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu", "linear_relu_div", "gemm_plan",
-           "Kernel", "KernelCompileError", "cdiv", "op", "like", "Op"]
+           "Kernel", "KernelCompileError", "cdiv", "op", "like", "Op", "autotune", "configs", "Config", "Autotuned"]

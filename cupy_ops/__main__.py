@@ -25,6 +25,13 @@
       NVRTC. Shows its progress, prints what it compiled and what was cached already; exits 1
       if a variant fails.
 
+  python -m cupy_ops warm --tune FILE.py [FILE.py ...]
+      runs each FILE.py (as a module, not as __main__) and tunes every kernel it declares with
+      ``cupy_ops.autotune(..., examples=...)`` on this machine's GPU, for each example's shape
+      key, into the kernel cache: a later process launches the winners without timing. Prints
+      one line per shape key (the winner, timed now or cached already); exits 1 if a shape
+      key has no configuration left, 2 without a GPU.
+
 --jobs defaults to the CPU count, at most 8 (compile PATH.cu: 1).
 """
 from __future__ import annotations
@@ -228,11 +235,48 @@ def _progress(stream):
     return show
 
 
+def _warm_tune(paths) -> int:
+    """``warm --tune``: tune the autotuned kernels ``paths`` declare with ``examples=``."""
+    import runpy
+
+    from . import autotuning
+
+    problem = autotuning.tuning_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    before = {id(a) for a in autotuning.declared()}
+    kept = []   # the files' globals: the autotuned kernels live as long as these
+    for path in paths:
+        if not Path(path).is_file():
+            raise SystemExit(f"error: {path} is not a file")
+        kept.append(runpy.run_path(str(path), run_name="__cupy_ops_warm__"))
+    tuned = [a for a in autotuning.declared() if id(a) not in before]   # the files' own, run now
+    if not tuned:
+        raise SystemExit(f"error: {', '.join(map(str, paths))} declares no cupy_ops.autotune(..., examples=...)")
+    failed = 0
+    for a in tuned:
+        try:
+            choices = a.warm()
+        except RuntimeError as exc:
+            print(f"FAILED {a.name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        for c in choices:
+            how = "timed now" if c.origin == "timed" else "cached already"
+            ms = "" if c.ms is None else f"{c.ms:.4f} ms, "
+            print(f"{a.name} {c.key}: {c.config.label()} ({ms}{how})")
+    del kept
+    return 1 if failed else 0
+
+
 def _warm(args) -> int:
     from .warm import warm
 
     if _nvrtc_version() is None:
         return 2
+    if args.tune:
+        return _warm_tune(args.tune)
     caps = args.capability
     if not caps:
         import torch
@@ -297,6 +341,9 @@ def main(argv=None) -> int:
                    help="compute capability to build for, repeatable (default: this machine's GPUs)")
     p.add_argument("--jobs", type=_jobs, default=DEFAULT_JOBS,
                    help="compiling processes (default: the CPU count, at most 8)")
+    p.add_argument("--tune", nargs="+", metavar="FILE.py",
+                   help="instead, tune the kernels FILE.py declares with cupy_ops.autotune(..., examples=...) on this "
+                        "GPU into the kernel cache")
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)

@@ -22,7 +22,9 @@ picking ``T``; any other instantiation is named by a name expression (``"tp<floa
 made with ``specialize``. ``cuda_src/common.cuh`` is pasted in before your code: it gives the
 ``f16``/``bf16`` element types and exact conversions, ``to_float(x[i])`` and
 ``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on torch's current stream of the
-arrays' device. Each instantiation compiles on its first launch and is cached per device and
+arrays' device, or on ``stream=``; ``cluster=`` and ``cooperative=True`` launch it in
+thread-block clusters or with the whole grid resident, ``occupancy`` asks the driver how it
+fills the GPU, and ``cupy_ops.autotune`` chooses among its configurations (docs/kernel.md). Each instantiation compiles on its first launch and is cached per device and
 on disk (its options, defines and every header it includes are part of the key); once the
 last ``Kernel`` object of a source is gone, its loaded modules are released (after the
 launches queued from them have finished; a kernel captured into a CUDA graph stays loaded for
@@ -31,6 +33,7 @@ the graph's sake).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import re
 import threading
@@ -345,6 +348,93 @@ def _smem_limit(device: int) -> int:
     return limit
 
 
+@dataclasses.dataclass(frozen=True)
+class Occupancy:
+    """``Kernel.occupancy``'s answer for one block shape and shared memory size.
+
+    ``blocks_per_sm``: blocks one multiprocessor holds at once
+    (cuOccupancyMaxActiveBlocksPerMultiprocessor; 0: such a block cannot run); ``sms``: the
+    device's multiprocessors; ``resident_blocks``: ``blocks_per_sm * sms``, the largest grid
+    resident at once (a cooperative launch's limit); ``occupancy``: resident warps over the
+    most an SM holds; ``suggested_block`` and ``min_grid``: the block size reaching the
+    highest occupancy with this shared memory and the fewest blocks that fill the device with
+    it (cuOccupancyMaxPotentialBlockSize); ``clusters``: with ``cluster=``, the clusters
+    resident at once (cuOccupancyMaxActiveClusters), else None."""
+
+    blocks_per_sm: int
+    sms: int
+    resident_blocks: int
+    occupancy: float
+    suggested_block: int
+    min_grid: int
+    clusters: int | None = None
+
+
+_attributes: dict[tuple[int, int], int] = {}
+
+
+def _attribute(device: int, attr: int) -> int:
+    """``cudaDeviceGetAttribute(attr, device)`` (cached)."""
+    v = _attributes.get((device, attr))
+    if v is None:
+        v = _attributes[(device, attr)] = int(compiler.import_cupy().cuda.runtime.deviceGetAttribute(attr, device))
+    return v
+
+
+# CTAs a cluster may have: 8 on every GPU with clusters, 16 on Hopper once opted in
+MAX_CLUSTER = 16
+
+
+def cluster_shape(cluster, grid3) -> tuple[int, int, int] | int:
+    """``cluster=`` of a launch: an int (CTAs along x) or a tuple of 1 to 3 positive ints, at
+    most ``MAX_CLUSTER`` CTAs, each dividing its ``grid3`` dimension (None: not checked).
+    Returns 1 for a cluster of one CTA (a plain launch), else the ``(x, y, z)`` shape."""
+    dims = (cluster,) if isinstance(cluster, int) and not isinstance(cluster, bool) else cluster
+    if not isinstance(dims, tuple) or not 1 <= len(dims) <= 3 or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"cluster must be an int or a tuple of 1 to 3 ints, got {cluster!r}")
+    dims = dims + (1,) * (3 - len(dims))
+    for axis, d in zip("xyz", dims):
+        if d < 1:
+            raise ValueError(f"cluster dimension {axis} must be at least 1, got {d}")
+    if dims[0] * dims[1] * dims[2] > MAX_CLUSTER:
+        raise ValueError(f"cluster {dims} has {dims[0] * dims[1] * dims[2]} CTAs; a cluster has at most "
+                         f"{MAX_CLUSTER}")
+    if grid3 is not None:
+        for axis, g, d in zip("xyz", grid3, dims):
+            if g % d:
+                raise ValueError(f"grid dimension {axis} ({g}) must be a multiple of the cluster's ({d}): grid "
+                                 f"{grid3}, cluster {dims}")
+    return 1 if dims == (1, 1, 1) else dims
+
+
+def stream_handle(stream, device: int) -> int:
+    """``stream=`` of a launch as a raw ``cudaStream_t``: a ``torch.cuda.Stream``, a CuPy
+    stream, an object with ``__cuda_stream__`` (cuda.core's protocol) or an int. ``ValueError``
+    when it is on another device than ``device`` (the arrays'), ``TypeError`` for anything else."""
+    where = None
+    if isinstance(stream, torch.cuda.Stream):
+        handle, where = stream.cuda_stream, stream.device.index
+    elif hasattr(stream, "__cuda_stream__"):   # CuPy's streams, cuda.core's: (version, handle)
+        got = stream.__cuda_stream__() if callable(stream.__cuda_stream__) else stream.__cuda_stream__
+        handle = got[1] if isinstance(got, tuple) else got
+        where = getattr(stream, "device_id", None)   # CuPy's
+        where = where if isinstance(where, int) and where >= 0 else None   # -1: CuPy does not know
+    elif isinstance(stream, int) and not isinstance(stream, bool):
+        handle = stream
+    else:
+        raise TypeError(f"stream must be a torch.cuda.Stream, a CuPy stream, an object with __cuda_stream__ or a "
+                        f"cudaStream_t (int), got {type(stream).__name__}")
+    if not isinstance(handle, int) or handle < 0:
+        raise TypeError(f"stream: the handle must be a non-negative int, got {handle!r}")
+    if where is None:
+        where = launch.stream_device(handle)
+    if where is not None and where != device:
+        raise ValueError(f"stream is on cuda:{where} but the kernel's arrays are on cuda:{device}; launch on a "
+                         f"stream of cuda:{device}")
+    return handle
+
+
 class Kernel:
     """A CUDA C kernel from a file or a string, launched on torch tensors.
 
@@ -616,14 +706,23 @@ class Kernel:
             self._plan = plan
         return plan
 
-    def __call__(self, *args, grid, block, shared_mem: int = 0) -> None:
+    def __call__(self, *args, grid, block, shared_mem: int = 0, stream=None, cluster=None,
+                 cooperative: bool = False) -> None:
         """Launch with ``args`` (one per kernel parameter) on torch's current stream of the
         arrays' device.
 
         ``grid``/``block``: an int or a tuple of up to 3 ints, within CUDA's limits; a grid
         with a zero dimension launches nothing. ``shared_mem``: bytes of dynamic shared
-        memory, within the device's limit. Raises ``TypeError``/``ValueError`` naming the
-        argument that does not fit its parameter (a number out of its C type's range included).
+        memory, within the device's limit (past 48 KB the kernel is opted in for it).
+        ``stream``: the stream to launch on instead, a ``torch.cuda.Stream``, a CuPy stream,
+        an object with ``__cuda_stream__`` or a raw ``cudaStream_t`` (an int); it must be on
+        the arrays' device. ``cluster``: thread-block clusters, an int (CTAs along x) or an
+        ``(x, y, z)`` tuple dividing the grid, at most 16 CTAs (above 8 the kernel is opted in
+        to non-portable sizes; compute capability 9.0 and newer). ``cooperative``: every
+        block resident at once, so ``cooperative_groups::this_grid().sync()`` works; a grid
+        larger than ``occupancy(block, shared_mem).resident_blocks`` is a ``ValueError``.
+        Raises ``TypeError``/``ValueError`` naming the argument that does not fit its
+        parameter (a number out of its C type's range included).
         """
         plan = self._arg_plan()
         if len(args) != len(plan):
@@ -672,16 +771,92 @@ class Kernel:
                 checks.kernel_scalar(self.name, plan[i][1], plan[i][2] + " (float)", "f32", values[i])
         if shared_mem > checks.SHARED_DEFAULT:
             checks.shared_memory(shared_mem, _smem_limit(device))
+        if stream is not None:
+            stream = stream_handle(stream, device)
+        if cluster is not None:
+            cluster = cluster_shape(cluster, grid3)
         if 0 in grid3:
             return
         h = self.handle(dtype, device)
         if not h.pinned and _capturing():
             h.pinned = True   # a CUDA graph holds this kernel now: never unload its module
+        if cooperative:
+            self._check_cooperative(h, grid3, block3, shared_mem)
         try:
-            launch.launch(h, grid3, block3, values, shared_mem)
+            if stream is None and cluster is None and not cooperative:
+                launch.launch(h, grid3, block3, values, shared_mem)
+            else:
+                launch.launch(h, grid3, block3, values, shared_mem, cluster or 1, stream=stream,
+                              cooperative=bool(cooperative))
         except RuntimeError as exc:  # CuPy's CUDADriverError: e.g. too much shared memory
             raise RuntimeError(f"launching kernel {self.name} with grid {grid3}, block {block3} failed: "
                                f"{exc}") from None
+
+    def _check_cooperative(self, h, grid3, block3, shared_mem: int) -> None:
+        """A cooperative grid must be resident at once: at most blocks per SM x SMs blocks."""
+        if not _attribute(h.device, 95):    # cudaDevAttrCooperativeLaunch
+            raise ValueError(f"cooperative=True: cuda:{h.device} does not support cooperative launches")
+        per_sm = launch.blocks_per_sm(h, block3, shared_mem)
+        most = per_sm * _attribute(h.device, 16)   # cudaDevAttrMultiProcessorCount
+        blocks = grid3[0] * grid3[1] * grid3[2]
+        if blocks > most:
+            raise ValueError(f"cooperative=True: grid {grid3} has {blocks} blocks, but at most {most} blocks of kernel "
+                             f"{self.name} (block {block3}, {shared_mem} bytes of dynamic shared memory) are resident "
+                             f"on cuda:{h.device} at once ({per_sm} per SM); a cooperative grid must all be resident")
+
+    def variant_key(self, *args):
+        """The key of the instantiation a launch with ``args`` takes: the dtype of the first
+        tensor passed for a ``T*`` parameter of a per-dtype template, else None."""
+        if not self._template:
+            return None
+        for p, a in zip(self._arg_plan(), args):
+            if p[6] and a is not None:
+                dtype = getattr(a, "dtype", None)
+                if dtype is None and hasattr(a, "__cuda_array_interface__"):
+                    dtype = checks.cuda_array_interface(self.name, p[1], p[2], a.__cuda_array_interface__)[1]
+                if isinstance(dtype, torch.dtype):
+                    return dtype
+        raise TypeError(f"kernel {self.name}: no tensor was passed for a parameter of type {self._template}*, "
+                        f"so {self._template} is unknown")
+
+    def occupancy(self, block, shared_mem: int = 0, *, dtype=None, device=None, cluster=None) -> "Occupancy":
+        """How this kernel fills a GPU, as the driver computes it: blocks of ``block`` threads
+        (an int or a tuple) with ``shared_mem`` bytes of dynamic shared memory each.
+
+        ``dtype``: the instantiation of a per-dtype template (as ``ptx``/``export`` take it;
+        required for one, else not allowed); ``device``: a CUDA device (default the current
+        one); ``cluster``: also ask how many such clusters are resident at once. Compiles
+        and loads the kernel on ``device``. Returns an ``Occupancy``. Raises ``TypeError``
+        for a missing ``dtype``, ``ValueError`` for a block or shared memory out of range.
+        """
+        if self._template and dtype is None:
+            raise TypeError(f"kernel {self.name} is instantiated per dtype: pass dtype= (e.g. torch.float32)")
+        if not self._template and dtype is not None:
+            raise TypeError(f"kernel {self.name} has one instantiation ({self.expressions[0]}): dtype= picks none")
+        block3 = checks.launch_dims("block", block)
+        checks.shared_memory(shared_mem)
+        if device is not None:
+            device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+            if device.type != "cuda":
+                raise ValueError(f"device must be a CUDA device, got {device}")
+            device = device.index
+        if device is None:
+            device = torch.cuda.current_device()
+        if shared_mem > checks.SHARED_DEFAULT:
+            checks.shared_memory(shared_mem, _smem_limit(device))
+        h = self.handle(dtype, device)
+        per_sm = launch.blocks_per_sm(h, block3, shared_mem)
+        sms = _attribute(device, 16)
+        threads = block3[0] * block3[1] * block3[2]
+        warps = -(-threads // 32) * per_sm
+        max_warps = _attribute(device, 39) // 32   # cudaDevAttrMaxThreadsPerMultiProcessor
+        suggested, min_grid = launch.suggested_block(h, shared_mem)
+        clusters = None
+        if cluster is not None:
+            clusters = launch.resident_clusters(h, launch.cluster_dims(cluster_shape(cluster, None)), block3,
+                                                shared_mem)
+        return Occupancy(per_sm, sms, per_sm * sms, warps / max_warps if max_warps else 0.0, suggested, min_grid,
+                         clusters)
 
     def __repr__(self) -> str:
         return f"cupy_ops.Kernel({getattr(self, 'name', '?')!r}, source={getattr(self, '_source', None)!r})"

@@ -48,7 +48,7 @@ class KernelHandle:
     """
 
     __slots__ = ("fn", "ptr", "device", "pack", "nargs", "name", "_tls", "smem_limit", "offsets", "nbytes",
-                 "pinned", "resident", "__weakref__")
+                 "pinned", "resident", "non_portable", "__weakref__")
 
     def __init__(self, fn, device: int, signature, name: str):
         for kind in signature:
@@ -66,7 +66,8 @@ class KernelHandle:
         self._tls = threading.local()     # argument buffers are per thread: launches may race
         self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
         self.pinned = False               # launched into a CUDA graph: never unloaded (see retire)
-        self.resident: dict[tuple, int] = {}   # resident_clusters' answers by (cluster, block, smem)
+        self.resident: dict[tuple, int] = {}   # occupancy answers (resident_clusters, blocks_per_sm)
+        self.non_portable = False         # clusters of more than 8 CTAs allowed (allow_non_portable_clusters)
 
     def allow_shared_memory(self, nbytes: int) -> None:
         """Let launches use ``nbytes`` of dynamic shared memory (above the 48 KB default)."""
@@ -74,6 +75,12 @@ class KernelHandle:
             with torch.cuda.device(self.device):
                 _driver.funcSetAttribute(self.ptr, _driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
             self.smem_limit = nbytes
+
+    def allow_non_portable_clusters(self) -> None:
+        """Let launches use clusters of more than 8 CTAs (up to 16 on Hopper)."""
+        with torch.cuda.device(self.device):
+            _driver.funcSetAttribute(self.ptr, _NON_PORTABLE_CLUSTER, 1)
+        self.non_portable = True
 
     def buffers(self):
         """This thread's (argument slots, address of the pointer array, pointer array)."""
@@ -239,32 +246,35 @@ def _context_was_missing() -> bool:
     return True
 
 
-def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int = 1) -> None:
-    """Launch ``h`` with ``args`` on torch's current stream of the handle's device.
+def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster=1, *, stream: int | None = None,
+           cooperative: bool = False) -> None:
+    """Launch ``h`` with ``args`` on torch's current stream of the handle's device (``stream``:
+    that raw CUDA stream handle instead, which must belong to the handle's device).
 
     ``grid`` and ``block`` are 3-tuples; ``args`` match the handle's signature. Makes the
     handle's device current for the launch when it is not (a tensor on ``cuda:1`` runs on
     ``cuda:1`` whatever the current device is). The eager hot path: no allocation, one
-    ``struct.pack_into`` and one driver call. ``cluster`` > 1: thread-block clusters of that
-    many CTAs along x (``grid[0]`` a multiple of it), given as a launch attribute
-    (``cuLaunchKernelEx``, through ctypes: two small structs per launch, taken only by the
-    Hopper GEMM's pairs, kernels of 50 us and more) to a kernel compiled without
-    ``__cluster_dims__``.
+    ``struct.pack_into`` and one driver call. ``cluster``: thread-block clusters, an int
+    (that many CTAs along x) or an ``(x, y, z)`` tuple, each grid dimension a multiple of
+    it; ``cooperative``: a cooperative launch (every block resident at once, so the grid may
+    synchronize). Either goes as a launch attribute to ``cuLaunchKernelEx`` (through ctypes:
+    two small structs per launch), so a kernel needs no ``__cluster_dims__``.
     """
     device = h.device
     if shared_mem > h.smem_limit:
         h.allow_shared_memory(shared_mem)
     if _several_devices and _get_device() != device:
         with torch.cuda.device(device):
-            return launch(h, grid, block, args, shared_mem, cluster)
+            return launch(h, grid, block, args, shared_mem, cluster, stream=stream, cooperative=cooperative)
     try:
         storage, params, _ = h._tls.buf
     except AttributeError:
         storage, params, _ = h.buffers()
     h.pack(storage, 0, *args)
-    stream = _raw_stream(device)
-    if cluster != 1:
-        return _launch_cluster(h, grid, block, shared_mem, stream, params, cluster)
+    if stream is None:
+        stream = _raw_stream(device)
+    if cluster != 1 or cooperative:
+        return _launch_ex(h, grid, block, shared_mem, stream, params, cluster, cooperative)
     try:
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
     except _DriverError:
@@ -274,13 +284,15 @@ def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster: int
 
 
 class _LaunchAttribute(ctypes.Structure):
-    """CUlaunchAttribute (cuda.h) holding a cluster dimension: the id, padding to 8 bytes, and
-    the 64-byte value union, whose clusterDim member is three unsigned ints."""
+    """CUlaunchAttribute (cuda.h): the id, padding to 8 bytes, and the 64-byte value union,
+    whose clusterDim member is three unsigned ints and whose cooperative member is one int
+    (``x`` here)."""
 
     _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_int), ("x", ctypes.c_uint), ("y", ctypes.c_uint),
                 ("z", ctypes.c_uint), ("rest", ctypes.c_char * 52)]
 
 
+_COOPERATIVE = 2         # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
 _CLUSTER_DIMENSION = 4   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 _libcuda = None
 
@@ -298,33 +310,56 @@ def cuda_fn(name: str, argtypes):
     return fn
 
 
-def _cluster_attribute(cluster: int) -> _LaunchAttribute:
-    return _LaunchAttribute(_CLUSTER_DIMENSION, 0, cluster, 1, 1)
+def cluster_dims(cluster) -> tuple[int, int, int]:
+    """A cluster shape as ``(x, y, z)``: an int is ``(cluster, 1, 1)``."""
+    return (cluster, 1, 1) if isinstance(cluster, int) else tuple(cluster) + (1,) * (3 - len(cluster))
 
 
-_launch_ex = None
+def _attributes(cluster, cooperative: bool):
+    """The launch attributes of a cluster shape and / or a cooperative launch: ``(array, count)``."""
+    attrs = []
+    if cluster != 1:
+        attrs.append(_LaunchAttribute(_CLUSTER_DIMENSION, 0, *cluster_dims(cluster)))
+    if cooperative:
+        attrs.append(_LaunchAttribute(_COOPERATIVE, 0, 1))
+    return (_LaunchAttribute * len(attrs))(*attrs), len(attrs)
 
 
-def _launch_cluster(h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster: int) -> None:
-    """``launch``'s cluster path: cuLaunchKernelEx with the cluster dimension as an attribute.
-    The Hopper kernels carry no ``__cluster_dims__``: compiled with clusters of 1, the
+def _cluster_attribute(cluster) -> _LaunchAttribute:
+    return _LaunchAttribute(_CLUSTER_DIMENSION, 0, *cluster_dims(cluster))
+
+
+_launch_kernel_ex = None
+_NON_PORTABLE_CLUSTER = 14   # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+PORTABLE_CLUSTER = 8         # CTAs a cluster may have on every GPU with clusters; more is opted in
+
+
+def _launch_ex(h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster,
+               cooperative: bool) -> None:
+    """``launch``'s path for clusters and cooperative launches: cuLaunchKernelEx with them as
+    attributes. The Hopper kernels carry no ``__cluster_dims__``: compiled with clusters of 1, the
     K-splitting kernel ran up to 19 % and the swapped TF32 one 10 % slower than with none, and
     pairs launched this way ran as fast as compiled ones (H100, docs/gemm.md#clusters).
     Raises ``RuntimeError`` with the driver's code if the launch fails."""
-    global _launch_ex
-    if _launch_ex is None:
-        _launch_ex = cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
-                                                  ctypes.c_void_p])
-    attr = _cluster_attribute(cluster)
+    global _launch_kernel_ex
+    if _launch_kernel_ex is None:
+        _launch_kernel_ex = cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p,
+                                                         ctypes.c_void_p, ctypes.c_void_p])
+    if cluster != 1 and not h.non_portable:
+        c = cluster_dims(cluster)
+        if c[0] * c[1] * c[2] > PORTABLE_CLUSTER:
+            h.allow_non_portable_clusters()
+    attrs, n = _attributes(cluster, cooperative)
     cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
-                        ctypes.addressof(attr), 1)
-    rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
+                        ctypes.addressof(attrs), n)
+    rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0 and _context_was_missing():
-        rc = _launch_ex(ctypes.byref(cfg), h.ptr, params, None)
+        rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0:
+        how = ", ".join(([f"clusters of {cluster_dims(cluster)}"] if cluster != 1 else [])
+                        + (["cooperative"] if cooperative else []))
         raise RuntimeError(f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
-                           f"{tuple(grid)}, clusters of {cluster}, block {tuple(block)}, {shared_mem} bytes of "
-                           f"shared memory)")
+                           f"{tuple(grid)}, {how}, block {tuple(block)}, {shared_mem} bytes of shared memory)")
 
 
 class _LaunchConfig(ctypes.Structure):
@@ -341,7 +376,7 @@ _max_active_clusters = None
 
 
 def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> int:
-    """How many clusters of ``cluster`` CTAs of ``h`` (launched as ``launch(..., cluster=)``
+    """How many clusters of ``cluster`` CTAs (an int along x, or ``(x, y, z)``) of ``h`` (launched as ``launch(..., cluster=)``
     does), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic shared memory, run
     on its device at once (cuOccupancyMaxActiveClusters; cached on the handle). A persistent
     grid larger than this would run its last clusters after the first ones finished: twice
@@ -357,7 +392,8 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
         _max_active_clusters = cuda_fn("cuOccupancyMaxActiveClusters",
                                        [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
     attr = _cluster_attribute(cluster)
-    cfg = _LaunchConfig(cluster, 1, 1, block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
+    c = cluster_dims(cluster)
+    cfg = _LaunchConfig(c[0], c[1], c[2], block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
     out = ctypes.c_int(0)
     with torch.cuda.device(h.device):
         rc = _max_active_clusters(ctypes.byref(out), h.ptr, ctypes.byref(cfg))
@@ -366,3 +402,59 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
                            f"(cluster {cluster}, block {tuple(block)}, {shared_mem} bytes of shared memory)")
     h.resident[key] = n = out.value
     return n
+
+
+def blocks_per_sm(h: KernelHandle, block, shared_mem: int = 0) -> int:
+    """How many blocks of ``h`` of ``block`` threads (a 3-tuple) with ``shared_mem`` bytes of
+    dynamic shared memory one multiprocessor holds at once, as the driver reports it
+    (cuOccupancyMaxActiveBlocksPerMultiprocessor; cached on the handle). 0: such a block
+    cannot run at all (too many registers or too much shared memory for one SM)."""
+    key = ("blocks", tuple(block), shared_mem)
+    n = h.resident.get(key)
+    if n is None:
+        if shared_mem > h.smem_limit:
+            h.allow_shared_memory(shared_mem)
+        with torch.cuda.device(h.device):
+            n = int(_driver.occupancyMaxActiveBlocksPerMultiprocessor(h.ptr, block[0] * block[1] * block[2],
+                                                                       shared_mem))
+        h.resident[key] = n
+    return n
+
+
+def suggested_block(h: KernelHandle, shared_mem: int = 0, limit: int = 0) -> tuple[int, int]:
+    """``(block size, grid size)``: the block size of ``h`` that reaches the highest occupancy
+    with ``shared_mem`` bytes of dynamic shared memory per block (``limit``: at most that many
+    threads, 0 for none) and the fewest blocks that fill the device with it
+    (cuOccupancyMaxPotentialBlockSize)."""
+    key = ("suggested", shared_mem, limit)
+    got = h.resident.get(key)
+    if got is None:
+        if shared_mem > h.smem_limit:
+            h.allow_shared_memory(shared_mem)
+        with torch.cuda.device(h.device):
+            min_grid, block = _driver.occupancyMaxPotentialBlockSize(h.ptr, shared_mem, limit)
+        h.resident[key] = got = (int(block), int(min_grid))
+    return got
+
+
+_stream_get_device = None
+
+
+def stream_device(stream: int) -> int | None:
+    """The device of the raw CUDA stream ``stream`` (cuStreamGetDevice, CUDA 12.8 and newer
+    drivers), or None when the driver cannot tell (an older driver, or the default streams 0,
+    1 and 2, which are the current device's)."""
+    global _stream_get_device
+    if stream in (0, 1, 2):
+        return None
+    if _stream_get_device is None:
+        try:
+            _stream_get_device = cuda_fn("cuStreamGetDevice", [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)])
+        except (AttributeError, OSError):
+            _stream_get_device = False
+    if _stream_get_device is False:
+        return None
+    out = ctypes.c_int(-1)
+    if _stream_get_device(ctypes.c_void_p(stream), ctypes.byref(out)) != 0:
+        raise ValueError(f"stream {stream:#x} is not a CUDA stream the driver knows (cuStreamGetDevice failed)")
+    return out.value

@@ -44,7 +44,11 @@ def test_user_kernel_example_compiles_without_a_gpu():
     proc = run("my_kernel.py", "--arch", "sm_90", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 4 and all(" sm_90: " in l and " registers, " in l for l in lines), proc.stdout
+    assert all(" sm_90: " in l and " registers, " in l for l in lines[:4]), proc.stdout
+    # then autotune's configurations, pruned from ptxas' report with no GPU: the spilling one
+    assert lines[4].startswith("autotune's configurations for sm_90") and lines[5].startswith("configuration")
+    assert [l.endswith("  kept") for l in lines[6:]] == [True] * 9 + [False], proc.stdout
+    assert "pruned: spills registers" in lines[-1]
 
 
 @pytest.mark.parametrize("script", sorted(SMALL))

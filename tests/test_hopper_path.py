@@ -93,13 +93,13 @@ def test_a_failed_cluster_launch_raises_with_the_drivers_code(monkeypatch):
     from cupy_ops import launch
 
     calls = []
-    monkeypatch.setattr(launch, "_launch_ex", lambda *a: calls.append(a) or 1)   # CUDA_ERROR_INVALID_VALUE
+    monkeypatch.setattr(launch, "_launch_kernel_ex", lambda *a: calls.append(a) or 1)   # CUDA_ERROR_INVALID_VALUE
     monkeypatch.setattr(launch, "_driver", types.SimpleNamespace(ctxGetCurrent=lambda: 1))
-    h = types.SimpleNamespace(name="gemm_wgmma<bf16, true, 256, 2, EpiNone>", device=0, ptr=1234)
+    h = types.SimpleNamespace(name="gemm_wgmma<bf16, true, 256, 2, EpiNone>", device=0, ptr=1234, non_portable=False)
     with pytest.raises(RuntimeError, match=r"cuLaunchKernelEx failed \(CUresult 1\) for gemm_wgmma<bf16, true, 256, 2, "
-                                           r"EpiNone> on cuda:0 \(grid \(132, 1, 1\), clusters of 2, block "
+                                           r"EpiNone> on cuda:0 \(grid \(132, 1, 1\), clusters of \(2, 1, 1\), block "
                                            r"\(384, 1, 1\), 230496 bytes of shared memory\)"):
-        launch._launch_cluster(h, (132, 1, 1), (384, 1, 1), 230496, 0, 0, 2)
+        launch._launch_ex(h, (132, 1, 1), (384, 1, 1), 230496, 0, 0, 2, False)
     assert len(calls) == 1   # a context was current: not retried
 
 

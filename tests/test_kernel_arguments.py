@@ -64,8 +64,8 @@ def launches(monkeypatch):
         return FakeHandle()
 
     monkeypatch.setattr(cupy_ops.Kernel, "handle", handle)
-    monkeypatch.setattr(launch, "launch", lambda h, grid, block, values, smem: calls.append(
-        ("launch", grid, block, tuple(values), smem)))
+    monkeypatch.setattr(launch, "launch", lambda h, grid, block, values, smem, *rest, **kw: calls.append(
+        ("launch", grid, block, tuple(values), smem) + ((rest, kw) if rest or kw else ())))
     return calls
 
 

@@ -1,0 +1,564 @@
+"""Autotuning of a user's kernel: configurations of defines, template arguments and block
+sizes, pruned from ptxas' figures before any is timed, the winner kept on disk.
+
+    scale = cupy_ops.autotune(SOURCE, "scale",
+                              cupy_ops.configs(block=[128, 256, 512], ITEMS=[1, 2, 4]),
+                              grid=lambda cfg, x, y, s, n: cupy_ops.cdiv(n, cfg.threads * cfg["ITEMS"]))
+    scale(x, y, 2.0, n)              # the first call per shape key tunes; later ones launch the winner
+    print(scale.report(x, y, 2.0, n))
+
+For a new shape key (by default the shapes and dtypes of the arrays and the ints passed)
+each configuration is compiled offline for the GPU's architecture with ptxas' report
+(``compile_offline``); one that spills registers, needs more shared memory than a block may
+have, or cannot keep ``min_occupancy`` of an SM's warps resident (estimated from its registers,
+threads and shared memory as the occupancy calculator does) is pruned untimed. The others are
+timed the bench's way (``cupy_ops.timing``: CUDA events, warm-up, L2 flushed before each run,
+interleaved rounds, median) and the fastest is kept, in memory and in the checked disk cache
+(``compiler.cache``) under the source text, the configurations, the shape key, the GPU's name,
+the driver and NVRTC: a new process takes it from there without timing anything.
+``python -m cupy_ops warm --tune FILE.py`` tunes ahead of time every autotuned kernel FILE.py
+declares with ``examples=``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import sys
+import threading
+import time
+import weakref
+
+import torch
+
+from . import compiler, launch
+from .compiler import cache
+from .kernel import Kernel, _template_arg
+
+log = logging.getLogger("cupy_ops")
+
+_FIELDS = ("block", "defines", "template", "shared_mem", "options", "cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One configuration to try: ``block`` (threads, an int or a tuple), ``defines`` (``-D``
+    values added to the kernel's), ``template`` (the template arguments of its instantiation,
+    as ``Kernel.specialize`` takes them: dtypes, ints, bools or C text), ``shared_mem``
+    (dynamic shared memory bytes), ``options`` (NVRTC options added to the kernel's) and
+    ``cluster`` (a launch's ``cluster=``). ``cfg["NAME"]`` reads a define."""
+
+    block: int | tuple = 256
+    defines: dict = dataclasses.field(default_factory=dict)
+    template: tuple = ()
+    shared_mem: int = 0
+    options: tuple = ()
+    cluster: int | tuple | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.defines, dict):
+            raise TypeError(f"Config.defines must be a dict, got {type(self.defines).__name__}")
+        object.__setattr__(self, "template", tuple(self.template) if isinstance(self.template, (list, tuple))
+                           else (self.template,))
+        object.__setattr__(self, "options", (self.options,) if isinstance(self.options, str) else tuple(self.options))
+        from . import checks
+
+        checks.launch_dims("block", self.block)
+        checks.shared_memory(self.shared_mem)
+
+    def __getitem__(self, name: str):
+        try:
+            return self.defines[name]
+        except KeyError:
+            raise KeyError(f"configuration {self.label()} has no define {name!r}") from None
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        b = self.block if isinstance(self.block, tuple) else (self.block,)
+        n = 1
+        for d in b:
+            n *= d
+        return n
+
+    def label(self) -> str:
+        """``block=256 ITEMS=4 <float, 4>``: what the report shows."""
+        parts = [f"block={self.block}"] + [f"{k}={v}" for k, v in self.defines.items()]
+        if self.template:
+            parts.append("<" + ", ".join(_template_arg(a) for a in self.template) + ">")
+        if self.shared_mem:
+            parts.append(f"smem={self.shared_mem}")
+        if self.options:
+            parts.append(" ".join(self.options))
+        if self.cluster is not None:
+            parts.append(f"cluster={self.cluster}")
+        return " ".join(parts)
+
+    def canonical(self) -> str:
+        """The configuration as stable text: part of the disk cache key."""
+        return json.dumps([self.block, sorted((k, repr(v)) for k, v in self.defines.items()),
+                           [_template_arg(a) for a in self.template], self.shared_mem, list(self.options),
+                           self.cluster], default=list)
+
+
+def configs(**axes) -> list[Config]:
+    """Every combination of the values given per name: ``block``, ``shared_mem``, ``template``,
+    ``options`` and ``cluster`` are ``Config`` fields, any other name a define.
+    ``configs(block=[128, 256], ITEMS=[1, 4])`` is four configurations. A single value (not a
+    list) is the same in all."""
+    names = list(axes)
+    values = [v if isinstance(v, list) else [v] for v in axes.values()]
+    out = []
+    for combo in itertools.product(*values):
+        fields: dict = {"defines": {}}
+        for n, v in zip(names, combo):
+            if n in _FIELDS and n != "defines":
+                fields[n] = v
+            else:
+                fields["defines"][n] = v
+        out.append(Config(**fields))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one SM of a GPU holds, for the occupancy estimate: registers, threads, blocks and
+    shared memory per SM, shared memory one block may opt in to, what the system reserves of
+    shared memory per block, and the registers one block may have."""
+
+    regs_per_sm: int
+    threads_per_sm: int
+    blocks_per_sm: int
+    smem_per_sm: int
+    smem_per_block: int
+    smem_reserved: int
+    regs_per_block: int = 65536
+
+
+# The CUDA occupancy calculator's figures, for estimates without a GPU (the device's own
+# figures are read when there is one).
+LIMITS = {"sm_80": Limits(65536, 2048, 32, 167936, 166912, 1024),
+          "sm_86": Limits(65536, 1536, 16, 102400, 101376, 1024),
+          "sm_89": Limits(65536, 1536, 24, 102400, 101376, 1024),
+          "sm_90": Limits(65536, 2048, 32, 233472, 232448, 1024)}
+
+
+def device_limits(device: int) -> Limits:
+    """The ``Limits`` of CUDA device ``device``, from the driver."""
+    from .kernel import _attribute
+
+    return Limits(_attribute(device, 82), _attribute(device, 39), _attribute(device, 106), _attribute(device, 81),
+                  _attribute(device, 97), _attribute(device, 111), _attribute(device, 12))
+
+
+def estimated_blocks_per_sm(registers: int, threads: int, shared_bytes: int, limits: Limits) -> int:
+    """Blocks of ``threads`` threads using ``registers`` registers each and ``shared_bytes`` of
+    shared memory (static + dynamic) that one SM holds, counted as CUDA's occupancy calculator
+    (cuda_occupancy.h) counts them: registers are given per warp in units of 256 from each of
+    the SM's four sub-partitions, and a block whose warps, rounded up to a multiple of four,
+    would need more than a block's registers does not launch; shared memory is given per
+    block in units of 128 bytes with the system's reserve. 0: such a block cannot run."""
+    warps = -(-threads // 32)
+    if threads > 1024 or registers > 255 or shared_bytes > limits.smem_per_block:
+        return 0
+    regs_per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    if regs_per_warp * (-(-warps // 4) * 4) > limits.regs_per_block:
+        return 0
+    by_regs = (limits.regs_per_sm // 4 // regs_per_warp) * 4 // warps
+    by_threads = limits.threads_per_sm // (warps * 32)
+    smem = -(-(shared_bytes + limits.smem_reserved) // 128) * 128
+    by_smem = limits.smem_per_sm // smem
+    return max(0, min(by_regs, by_threads, by_smem, limits.blocks_per_sm))
+
+
+@dataclasses.dataclass
+class Trial:
+    """What tuning did with one configuration: ptxas' figures, the occupancy estimate, why it
+    was pruned (``pruned``) or failed (``error``), else its median time in ms."""
+
+    config: Config
+    registers: int | None = None
+    spills: tuple | None = None
+    shared_bytes: int | None = None
+    occupancy: float | None = None
+    pruned: str = ""
+    error: str = ""
+    ms: float | None = None
+
+    def row(self) -> dict:
+        return {"config": self.config.label(), "registers": self.registers, "spills": list(self.spills or ()),
+                "shared_bytes": self.shared_bytes, "occupancy": self.occupancy, "pruned": self.pruned,
+                "error": self.error, "ms": self.ms}
+
+
+def prune_reason(result, config: Config, limits: Limits | None, min_occupancy: float) -> tuple[str, float | None]:
+    """``(why the configuration is pruned or "", its estimated occupancy)`` from ``result``, its
+    ``compile_offline`` report: a failed compile, spilled registers, more shared memory than a
+    block may have, or fewer resident warps than ``min_occupancy`` of an SM's. Without a ptxas
+    report (PTX for a GPU newer than NVRTC) nothing is pruned."""
+    if not result.ok:
+        first = next((line for line in result.log.splitlines() if "error" in line), result.log.strip()[:200])
+        return f"compile failed: {first.strip()}", None
+    if result.spill_stores or result.spill_loads:
+        return f"spills registers ({result.spill_stores} bytes stored, {result.spill_loads} loaded)", None
+    if result.registers is None or limits is None:
+        return "", None
+    shared = (result.shared_bytes or 0) + config.shared_mem
+    if shared > limits.smem_per_block:
+        return f"needs {shared} bytes of shared memory, a block may have {limits.smem_per_block}", None
+    blocks = estimated_blocks_per_sm(result.registers, config.threads, shared, limits)
+    occupancy = blocks * -(-config.threads // 32) * 32 / limits.threads_per_sm
+    if blocks == 0:
+        return (f"no block fits on an SM ({result.registers} registers x {config.threads} threads, {shared} bytes of "
+                f"shared memory)"), 0.0
+    if occupancy < min_occupancy:
+        return f"occupancy {occupancy:.0%} below {min_occupancy:.0%}", occupancy
+    return "", occupancy
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """Where tuning happens; all but ``limits`` are part of the disk cache key."""
+
+    gpu: str
+    driver: str
+    nvrtc: str
+    arch: str            # the -arch a launch compiles for (sm_90, or compute_XX past NVRTC)
+    limits: Limits | None
+
+
+def _environment(device: int) -> Environment:
+    cupy = compiler.import_cupy()
+    arch = compiler.arch_for(*launch.capability(device))
+    return Environment(torch.cuda.get_device_name(device), str(cupy.cuda.runtime.driverGetVersion()),
+                       ".".join(map(str, compiler.nvrtc.version())), arch, device_limits(device))
+
+
+def _time(fns: dict, device: int, runs: int) -> dict:
+    """``{index: median ms}`` of the survivors, timed the bench's way, interleaved."""
+    from .timing import time_cuda_interleaved
+
+    with torch.cuda.device(device):   # the events go on the stream the kernels run on
+        stats = time_cuda_interleaved(fns, warmup=3, runs=runs, rounds=min(5, runs), flush_l2=True,
+                                      min_runs=min(5, runs), max_seconds=2.0, device=torch.device("cuda", device))
+    return {i: s.median for i, s in stats.items()}
+
+
+@dataclasses.dataclass
+class Choice:
+    """The configuration a shape key launches: ``config`` (``index`` in the list), where it
+    came from (``origin``: "timed" now, or "disk": a tuning of an earlier process), and
+    ``trials``: one ``Trial.row()`` per configuration."""
+
+    config: Config
+    index: int
+    origin: str
+    trials: list
+    key: str
+
+    @property
+    def ms(self) -> float | None:
+        """The winner's median time in ms."""
+        return self.trials[self.index]["ms"]
+
+    def table(self) -> str:
+        """What was tried, one row per configuration: registers, spills, shared memory,
+        occupancy estimate and time, or why it was pruned; the winner marked."""
+        origin = "timed now" if self.origin == "timed" else "from the disk cache (timed by an earlier process)"
+        return f"shape key {self.key}, {origin}:\n" + table(self.trials, self.index)
+
+
+def table(trials, best: int | None = None) -> str:
+    """``trials`` (``Trial`` or their rows) as a text table; ``best``: the row marked."""
+    rows = [("configuration", "regs", "spills", "smem", "occ.", "result")]
+    for i, r in enumerate(trials):
+        r = r.row() if isinstance(r, Trial) else r
+        result = (f"pruned: {r['pruned']}" if r["pruned"] else f"error: {r['error']}" if r["error"]
+                  else "kept" if r["ms"] is None else f"{r['ms']:.4f} ms")
+        if i == best:
+            result += "  <- best"
+        rows.append((r["config"], "-" if r["registers"] is None else str(r["registers"]),
+                     "-" if not r["spills"] else "/".join(map(str, r["spills"])),
+                     "-" if r["shared_bytes"] is None else str(r["shared_bytes"]),
+                     "-" if r["occupancy"] is None else f"{r['occupancy']:.0%}", result))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows)
+
+
+_declared: list = []   # weak references to the autotuned kernels with examples= (warm --tune)
+
+
+def tuning_problem() -> str | None:
+    """None when kernels can be timed here, else why not (tuning needs a CUDA GPU)."""
+    if not torch.cuda.is_available():
+        return ("tuning times kernels on a CUDA GPU and torch.cuda.is_available() is False here; "
+                "`python -m cupy_ops compile --arch sm_90 FILE.cu` checks kernels without one")
+    return None
+
+
+def declared() -> list["Autotuned"]:
+    """The live autotuned kernels that declared ``examples`` (what ``warm --tune`` tunes)."""
+    return [a for a in (r() for r in _declared) if a is not None]
+
+
+class Autotuned:
+    """A kernel tuned over configurations; made by ``autotune``. Called like a ``Kernel``
+    without ``grid``/``block``/``shared_mem``/``cluster`` (the chosen configuration's)."""
+
+    def __init__(self, source, name: str, configs, *, grid, key=None, options=(), defines=None, include_dirs=(),
+                 signature=None, examples=None, min_occupancy: float = 1 / 16, runs: int = 20,
+                 progress: bool = True, verbose: bool = False):
+        configs = list(configs)
+        if not configs or not all(isinstance(c, Config) for c in configs):
+            raise TypeError("configs must be a non-empty list of cupy_ops.Config (cupy_ops.configs(...) makes one)")
+        if not (callable(grid) or isinstance(grid, (int, tuple))):
+            raise TypeError(f"grid must be a callable (config, *args) -> grid, an int or a tuple, got {grid!r}")
+        if key is not None and not callable(key) and not (
+                isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key)):
+            raise TypeError("key must be a list of parameter names or a callable (*args) -> hashable")
+        if not 0.0 <= min_occupancy <= 1.0:
+            raise ValueError(f"min_occupancy must be in [0, 1], got {min_occupancy}")
+        if not isinstance(runs, int) or runs < 1:
+            raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+        self.name = name
+        self.configs = configs
+        self._grid, self._key_spec = grid, key
+        self._base = dict(source=source, options=(options,) if isinstance(options, str) else tuple(options),
+                          defines=dict(defines or {}), include_dirs=include_dirs, signature=signature)
+        self._kernels: dict[int, Kernel] = {}
+        self._choices: dict[tuple, Choice] = {}   # by (shape key, device)
+        self._lock = threading.Lock()
+        self.min_occupancy, self.runs, self.progress, self.verbose = min_occupancy, runs, progress, verbose
+        self.timings = 0       # configurations timed by this object: 0 after a disk hit
+        self.kernel(0)         # the first configuration's kernel now: errors in the source show here
+        self.examples = examples
+        if examples is not None:
+            if not callable(examples):
+                raise TypeError("examples must be a callable returning a list of argument tuples")
+            _declared.append(weakref.ref(self))
+
+    def kernel(self, index: int) -> Kernel:
+        """The ``Kernel`` of configuration ``index`` (made on first use)."""
+        k = self._kernels.get(index)
+        if k is None:
+            cfg, b = self.configs[index], self._base
+            name = self.name
+            if cfg.template:
+                name = f"{name}<{', '.join(_template_arg(a) for a in cfg.template)}>"
+            k = self._kernels[index] = Kernel(b["source"], name, options=b["options"] + cfg.options,
+                                              defines={**b["defines"], **cfg.defines},
+                                              include_dirs=b["include_dirs"], signature=b["signature"])
+        return k
+
+    # --- the shape key ------------------------------------------------------------------
+
+    def key(self, *args) -> str:
+        """The shape key of a call with ``args``, as text: by default the shape and dtype of
+        each array and the value of each int (floats do not count); ``key=`` names the
+        parameters that count, or is a function of the arguments."""
+        spec = self._key_spec
+        if callable(spec):
+            return repr(spec(*args))
+        if spec is None:
+            chosen = args
+        else:
+            names = [p[1] for p in self.kernel(0).params]
+            missing = [n for n in spec if n not in names]
+            if missing:
+                raise ValueError(f"key names {missing}, which are not parameters of {self.name} ({', '.join(names)})")
+            chosen = [args[names.index(n)] for n in spec if names.index(n) < len(args)]
+        parts = []
+        for a in chosen:
+            if hasattr(a, "shape") and hasattr(a, "dtype"):
+                parts.append((tuple(a.shape), str(a.dtype).replace("torch.", "")))
+            elif isinstance(a, int) and not isinstance(a, bool):
+                parts.append(a)
+            elif spec is not None:
+                parts.append(repr(a))
+        return repr(tuple(parts))
+
+    def _cache_key(self, key: str, env: Environment) -> bytes:
+        b = self._base
+        text = self.kernel(0)._source.text()
+        return cache.key("autotune", hashlib.sha256(text.encode()).hexdigest(), self.name,
+                         json.dumps([list(b["options"]), sorted((k, repr(v)) for k, v in b["defines"].items())]),
+                         "\n".join(c.canonical() for c in self.configs), key, env.gpu, env.driver, env.nvrtc, env.arch)
+
+    # --- launching -----------------------------------------------------------------------
+
+    def grid_of(self, config: Config, *args):
+        return self._grid(config, *args) if callable(self._grid) else self._grid
+
+    def __call__(self, *args, stream=None) -> None:
+        """Launch the best configuration for ``args``' shape key (tuning it first, or reading
+        an earlier process's choice from disk)."""
+        choice = self._choices.get((self.key(*args), _device_of(args)))
+        if choice is None:
+            choice = self.tune(*args)
+        cfg = choice.config
+        self.kernel(choice.index)(*args, grid=self.grid_of(cfg, *args), block=cfg.block, shared_mem=cfg.shared_mem,
+                                  stream=stream, cluster=cfg.cluster)
+
+    def best(self, *args) -> Config:
+        """The configuration a call with ``args`` launches (tuned now if not known yet)."""
+        choice = self._choices.get((self.key(*args), _device_of(args)))
+        return (choice or self.tune(*args)).config
+
+    def report(self, *args) -> str:
+        """The table of what was tried for ``args``' shape key (every key tuned so far when no
+        arguments are given): each configuration with its registers, spills, shared memory,
+        occupancy estimate and time, or why it was pruned."""
+        if args:
+            choice = self._choices.get((self.key(*args), _device_of(args)))
+            return choice.table() if choice else f"{self.name}: shape key {self.key(*args)} not tuned yet"
+        return "\n\n".join(c.table() for c in self._choices.values()) or f"{self.name}: nothing tuned yet"
+
+    # --- tuning --------------------------------------------------------------------------
+
+    def tune(self, *args, force: bool = False) -> Choice:
+        """Choose the configuration for ``args``' shape key: from the disk cache when an
+        earlier process tuned it on this GPU, driver and NVRTC (unless ``force``), else by
+        pruning and timing (the kernel runs on ``args`` many times: outputs are overwritten).
+        Raises ``RuntimeError`` when every configuration was pruned or failed."""
+        key, device = self.key(*args), _device_of(args)
+        with self._lock:   # kept per device too: one process may hold two kinds of GPU
+            if not force and (key, device) in self._choices:
+                return self._choices[(key, device)]
+            env = _environment(device)
+            ck = self._cache_key(key, env)
+            stored = None if force else cache.read(ck)
+            if stored is not None:
+                meta = json.loads(stored[0])
+                choice = Choice(self.configs[meta["winner"]], meta["winner"], "disk", meta["trials"], key)
+                log.info("autotune %s %s: %s from the disk cache", self.name, key, choice.config.label())
+            else:
+                choice = self._tune(args, key, device, env)
+                cache.write(ck, json.dumps({"winner": choice.index, "trials": choice.trials}).encode(), b"")
+            self._choices[(key, device)] = choice
+        if self.verbose:
+            print(choice.table(), file=sys.stderr)
+        return choice
+
+    def check(self, arch: str, dtype=None, limits: Limits | None = None, progress=None) -> list[Trial]:
+        """Each configuration compiled by NVRTC for ``arch`` (``"sm_90"``) with ptxas' report,
+        and pruned or not (``Trial.pruned``) by it, with no GPU and nothing timed: what tuning
+        does before it times. ``dtype``: the instantiation of a per-dtype template (default
+        float32); ``limits``: the GPU's (default ``LIMITS[arch]``; unknown: only spills and
+        failed compiles prune)."""
+        limits = limits if limits is not None else LIMITS.get(arch)
+        trials = [Trial(c) for c in self.configs]
+        for i, t in enumerate(trials):
+            k = self.kernel(i)
+            key = dtype if dtype is not None or not k._template else torch.float32
+            r = compiler.compile_offline(k._source, arch, [k.variant(key).expr])[0]
+            t.registers = r.registers
+            t.spills = None if r.spill_stores is None else (r.spill_stores, r.spill_loads)
+            t.shared_bytes = None if r.registers is None else (r.shared_bytes or 0)
+            t.pruned, t.occupancy = prune_reason(r, t.config, limits, self.min_occupancy)
+            if progress:
+                progress(i + 1, 0, sum(1 for x in trials[:i + 1] if x.pruned))
+        return trials
+
+    def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
+        vkey = self.kernel(0).variant_key(*args)
+        show = _Progress(self.name, key, len(self.configs)) if self.progress else None
+        if env.arch.startswith("sm_"):
+            trials = self.check(env.arch, vkey, env.limits, show)
+        else:   # PTX for a GPU newer than NVRTC: no ptxas report to prune with
+            trials = [Trial(c) for c in self.configs]
+        alive = [i for i, t in enumerate(trials) if not t.pruned]
+        fns = {}
+        for i in alive:
+            cfg, k = self.configs[i], self.kernel(i)
+            g = self.grid_of(cfg, *args)
+            fns[i] = (lambda k=k, g=g, cfg=cfg: k(*args, grid=g, block=cfg.block, shared_mem=cfg.shared_mem,
+                                                   cluster=cfg.cluster))
+        for i in list(fns):           # one launch first: compile and load errors are the config's own
+            try:
+                _first_launch(fns[i])
+            except (RuntimeError, ValueError) as exc:
+                trials[i].error = str(exc).splitlines()[0][:200]
+                del fns[i]
+        if fns:
+            self.timings += len(fns)
+            times = _time(fns, device, self.runs)
+            for i, ms in times.items():
+                trials[i].ms = ms
+        timed = [i for i in fns if trials[i].ms is not None]
+        if show:
+            show(len(trials), len(timed), sum(1 for t in trials if t.pruned), done=True)
+        if not timed:
+            why = "; ".join(f"{t.config.label()}: {t.pruned or t.error}" for t in trials)
+            raise RuntimeError(f"autotune {self.name} {key}: no configuration left to time ({why})")
+        best = min(timed, key=lambda i: trials[i].ms)
+        log.info("autotune %s %s: %s (%.4f ms)", self.name, key, self.configs[best].label(), trials[best].ms)
+        return Choice(self.configs[best], best, "timed", [t.row() for t in trials], key)
+
+    def warm(self) -> list[Choice]:
+        """Tune every argument tuple of ``examples`` (``warm --tune``): a ``Choice`` each."""
+        if self.examples is None:
+            return []
+        return [self.tune(*args) for args in self.examples()]
+
+    def __repr__(self) -> str:
+        return f"cupy_ops.autotune({self.name!r}, {len(self.configs)} configurations)"
+
+
+def _first_launch(fn) -> None:
+    fn()
+    torch.cuda.synchronize()
+
+
+def _device_of(args) -> int:
+    """The CUDA device of the first array among ``args`` (the one the launches run on)."""
+    for a in args:
+        get = getattr(a, "get_device", None)
+        if get is not None and getattr(a, "is_cuda", False):
+            return get()
+        if hasattr(a, "__cuda_array_interface__") and not hasattr(a, "__dlpack__"):
+            from .kernel import pointer_device
+
+            return pointer_device("autotune", "?", a.__cuda_array_interface__["data"][0])
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
+class _Progress:
+    """One line on stderr while tuning: rewritten in place on a terminal, else printed at the end."""
+
+    def __init__(self, name: str, key: str, total: int):
+        self.name, self.key, self.total = name, key, total
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+
+    def __call__(self, checked: int, timed: int, pruned: int, done: bool = False) -> None:
+        if not (self.tty or done):
+            return
+        text = (f"cupy_ops autotune {self.name} {self.key}: {checked}/{self.total} configurations checked, "
+                f"{pruned} pruned, {timed} timed ({time.perf_counter() - self.t0:.1f} s)")
+        sys.stderr.write(("\r" + text + ("\n" if done else "")) if self.tty else text + "\n")
+        sys.stderr.flush()
+
+
+def autotune(source, name: str, configs, *, grid, key=None, options=(), defines=None, include_dirs=(),
+             signature=None, examples=None, min_occupancy: float = 1 / 16, runs: int = 20, progress: bool = True,
+             verbose: bool = False) -> Autotuned:
+    """A kernel that picks the fastest of ``configs`` per shape key (see the module's text).
+
+    ``source``, ``name``, ``options``, ``defines``, ``include_dirs``, ``signature``: as for
+    ``Kernel``; each ``Config`` adds its defines, options and template arguments (``name`` is
+    then the template's name). ``grid``: ``grid(config, *args)`` -> the launch's grid (or a
+    fixed grid). ``key``: the parameter names whose values make the shape key, or a function
+    of the arguments (default: every array's shape and dtype, and every int).
+    ``examples``: a function returning argument tuples to tune ahead of time (``python -m
+    cupy_ops warm --tune FILE.py``). ``min_occupancy``: the fraction of an SM's warps a
+    configuration must keep resident (default 1/16: four warps, one per scheduler of an SM);
+    ``runs``: timed runs per configuration; ``progress``: the line on stderr while tuning;
+    ``verbose``: print the table of what was tried after tuning.
+    Raises ``TypeError``/``ValueError`` for arguments that do not fit, as ``Kernel`` does.
+    """
+    return Autotuned(source, name, configs, grid=grid, key=key, options=options, defines=defines,
+                     include_dirs=include_dirs, signature=signature, examples=examples, min_occupancy=min_occupancy,
+                     runs=runs, progress=progress, verbose=verbose)
+
