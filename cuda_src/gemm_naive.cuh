@@ -16,10 +16,16 @@ __device__ __forceinline__ void gemm_naive_block(const typename Traits<T>::Bits*
   const i64 n = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   for (i64 m = (i64)blockIdx.y * blockDim.y + threadIdx.y; m < M; m += (i64)gridDim.y * blockDim.y) {
+    // NOTES: fused multiply-adds without FTZ (the kernels build with -ftz=true; torch keeps a
+    // denormal product or sum), in runs of NAIVE_CHUNK whose sums are then added: the error of
+    // a long K grows as K / NAIVE_CHUNK + NAIVE_CHUNK, not K (geometry.py)
     Acc acc = 0;
-    // fused multiply-add without FTZ (the kernels build with -ftz=true; torch keeps a denormal
-    // product or sum)
-    for (i64 k = 0; k < K; ++k) acc = fma_exact(to_acc<T>(a[m * sam + k * sak]), to_acc<T>(b[k * sbk + n * sbn]), acc);
+    for (i64 k0 = 0; k0 < K; k0 += NAIVE_CHUNK) {
+      const i64 k1 = k0 + NAIVE_CHUNK < K ? k0 + NAIVE_CHUNK : K;
+      Acc run = 0;
+      for (i64 k = k0; k < k1; ++k) run = fma_exact(to_acc<T>(a[m * sam + k * sak]), to_acc<T>(b[k * sbk + n * sbn]), run);
+      acc = k0 == 0 ? run : add_exact(acc, run);
+    }
     c[m * ldc + n] = from_acc<T>(epi(acc, n));
   }
 }

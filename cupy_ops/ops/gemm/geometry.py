@@ -64,6 +64,10 @@ X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 # --- shared kernels --------------------------------------------------------------------------
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8   # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
+# the naive kernel sums K in runs of NAIVE_CHUNK products, then the runs: its rounding error
+# grows as K / NAIVE_CHUNK + NAIVE_CHUNK instead of K (a gradient summed over 250 rows, one of
+# torch's matmul samples, erred 2.5x cuBLAS's summed in one run); K <= NAIVE_CHUNK: the same bits
+NAIVE_CHUNK = 32
 REDUCE_THREADS = 256                     # gemm_splitk_reduce
 
 # --- limits of the tiled kernels -------------------------------------------------------------
@@ -73,7 +77,7 @@ INT32_MAX = 2**31 - 1     # the tiled kernels take M, N, K as int (indices into 
 
 DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "SG_PAD": SIMT_PAD,
            "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
-           "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES}
+           "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES, "NAIVE_CHUNK": NAIVE_CHUNK}
 SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
                  "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "WG_KSPLIT_SMEM_BYTES": WG_KSPLIT_SMEM_BYTES,
                  "X3_SMEM_BYTES": X3_SMEM_BYTES,
