@@ -6,9 +6,9 @@ sample requires grad, backward; each sample also as op_db's non-contiguous copy 
 from a copy.
 
 The comparison: the GEMMs within torch's tolerances for the dtype (``torch.testing.assert_close``'s
-defaults, as torch's OpInfo tests compare them) or, failing that, no farther from torch's result in
-float64 than torch's own (a broadcast operand's gradient: torch rounds each batch entry's product
-before summing, we round once); relu bit for bit. linear is compared as the
+defaults, as torch's OpInfo tests compare them) or, failing that, of torch's error order against
+torch's result in float64 (``conftest.assert_of_torchs_error_order``: a broadcast operand's gradient,
+where torch rounds each batch entry's product before summing and we round once); relu bit for bit. linear is compared as the
 fused op computes it: ``linear_relu_div(x, w, b, d)`` against ``torch.relu(F.linear(x, w, b)) / d``
 with d = 2 (a power of two: the division is exact in both, so only the GEMM's rounding differs),
 and ``linear_relu`` against ``torch.relu(F.linear(x, w, b))``.
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import cupy_ops
-from conftest import assert_bitwise_equal, assert_close_or_closer_to_fp64
+from conftest import assert_bitwise_equal, assert_of_torchs_error_order
 
 pytestmark = pytest.mark.gpu
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -83,7 +83,7 @@ def _compare(got, expected, exact: bool, what: str, reference=None):
     elif reference is None:
         torch.testing.assert_close(got, expected, msg=lambda m: f"{what}: {m}")
     else:
-        assert_close_or_closer_to_fp64(got, expected, reference, what)
+        assert_of_torchs_error_order(got, expected, reference, what)
 
 
 def _tensors(sample):
@@ -96,7 +96,7 @@ def _float64(t):
 
 def _run_sample(sample, ours, theirs, exact, what):
     """Forward and backward of ``ours`` against ``theirs`` (torch); the GEMMs also against torch
-    in float64 (``assert_close_or_closer_to_fp64``)."""
+    in float64 (``assert_of_torchs_error_order``)."""
     args = (sample.input, *sample.args)
     got, expected = ours(*args, **sample.kwargs), theirs(*args, **sample.kwargs)
     args64 = tuple(_float64(a) for a in args)

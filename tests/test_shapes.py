@@ -12,7 +12,7 @@ import cupy_ops
 from cupy_ops import checks
 from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import batch
-from conftest import HOPPER, assert_close_or_closer_to_fp64
+from conftest import HOPPER, assert_of_torchs_error_order
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -322,12 +322,12 @@ def test_matmul_shapes_against_torch(cuda, dtype, sa, sb):
     a64, b64 = (t.detach().double().requires_grad_() for t in (a, b))
     exact = torch.matmul(a64, b64)
     assert got.shape == expected.shape and got.dtype == expected.dtype
-    assert_close_or_closer_to_fp64(got, expected, exact, "forward")
+    assert_of_torchs_error_order(got, expected, exact, "forward")
     g = torch.randn_like(expected)
     for i, (ours, theirs, e) in enumerate(zip(torch.autograd.grad(got, (a, b), g),
                                               torch.autograd.grad(expected, (a, b), g),
                                               torch.autograd.grad(exact, (a64, b64), g.double()))):
-        assert_close_or_closer_to_fp64(ours, theirs, e, f"gradient {i}")
+        assert_of_torchs_error_order(ours, theirs, e, f"gradient {i}")
 
 
 @pytest.mark.gpu
