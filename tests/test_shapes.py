@@ -215,7 +215,10 @@ def test_plans_of_a_batch_by_family():
     """Which families plan a batched kernel (CPU: the plans are pure), and where they do not."""
     p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100)
     assert p.kernel == "gemm_wgmma_batched<bf16, true, 256, EpiNone>" and p.batch == 32
-    assert p.grid == (8 * 4 * 32, 1, 1) and not p.persistent and not p.tma_store
+    assert p.grid == (132, 1, 1) and p.persistent and not p.tma_store      # 1024 tiles: persistent
+    p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100, persistent=False)
+    assert p.grid == (8 * 4 * 32, 1, 1) and not p.persistent
+    assert not _plan(2, 128, 64, 128, torch.bfloat16, H100).persistent            # less than a wave
     assert _plan(32, 1024, 128, 1024, torch.float16, H100, b_kmajor=True).kernel == \
         "gemm_wgmma_batched<f16, false, 256, EpiNone>"
     assert _plan(2, 128, 64, 128, torch.bfloat16, H100).kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>"
@@ -234,7 +237,7 @@ def test_plans_of_a_batch_by_family():
     p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
     assert p.batch == 3 and p.slices == 1 and p.reduce is None
     assert _plan(3, 20, 30, 40, torch.float64, H100).kernel == "gemm_naive_batched<double, EpiNone>"
-    # the batched wgmma kernel's overrides (for probes): width and a persistent grid
+    # the batched wgmma kernel's overrides: width and the persistent grid
     p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100, tile_n=128, persistent=True)
     assert p.kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>" and p.persistent and p.grid == (132, 1, 1)
     with pytest.raises(ValueError, match="batched kernel takes tile_n 128 or 256"):
