@@ -100,6 +100,20 @@ for dtype in DTYPES:
             long_rows = torch.randn(5, held + 13, device="cuda")
             cupy_ops.matmul(long_rows, long_rows.t(), algo=algo)
             calls += 5
+# the batched kernels: partial tiles, a broadcast entry (stride 0), a persistent grid
+for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+    for algo in ("auto", "naive") + (("tc", "simt") if dtype != torch.float64 else ()):
+        try:
+            a = torch.randn(3, 130, 72, device="cuda", dtype=dtype)
+            b = torch.randn(3, 72, 200, device="cuda", dtype=dtype)
+            cupy_ops.matmul(a, b, algo=algo)
+            cupy_ops.matmul(a, b[:1].expand(3, 72, 200), algo=algo)
+            cupy_ops.matmul(a[:, :, :64], b.mT[:, :, :64].mT, algo=algo)   # b K-major
+            cupy_ops.matmul(torch.randn(40, 64, 72, device="cuda", dtype=dtype),
+                            torch.randn(40, 72, 256, device="cuda", dtype=dtype), algo=algo)   # > a wave
+            calls += 4
+        except ValueError:   # the family does not take this dtype here
+            pass
 k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
                     " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
 x = torch.randn(1000, device="cuda")
