@@ -101,6 +101,9 @@ def _batches(a2, b2, batch, c):
     """Both operands expanded to the batch (stride 0 where broadcast) and ``c``, their batch
     dimensions split into outer ones and one inner dimension collapsed from the longest run at
     the end that collapses for both: ``[(a3, b3, c3), ...]``, one (B, ., .) triple per outer index."""
+    if len(batch) == 1:   # torch.bmm's case, on the eager hot path: nothing to collapse
+        return [(a2 if a2.dim() == 3 and a2.shape[0] == batch[0] else a2.expand(batch + tuple(a2.shape[-2:])),
+                 b2 if b2.dim() == 3 and b2.shape[0] == batch[0] else b2.expand(batch + tuple(b2.shape[-2:])), c)]
     ae = a2.expand(batch + tuple(a2.shape[-2:]))
     be = b2.expand(batch + tuple(b2.shape[-2:]))
     n = len(batch)
