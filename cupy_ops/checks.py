@@ -117,6 +117,8 @@ def matmul_shape(a: torch.Tensor, b: torch.Tensor) -> tuple:
     """The shape of ``torch.matmul(a, b)`` (both at least 1-D): a 1-D ``a`` is a row (its
     dimension removed from the result), a 1-D ``b`` a column (likewise); the dimensions before
     the last two are batch dimensions, broadcast. ``ShapeError`` as torch words it otherwise."""
+    if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:   # the eager hot path
+        return a.shape[0], b.shape[1]
     if a.dim() == 0 or b.dim() == 0:
         raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
     M, K = (1, a.shape[0]) if a.dim() == 1 else tuple(a.shape[-2:])

@@ -280,10 +280,12 @@ def gemm_operands(draw, regimes=REGIMES, pairs=None):
 
 
 def subnormal_error(algo, a, b):
-    """The documented absolute error of a subnormal fp32 operand in tf32x3 (docs/numerics.md#denormals-and-ftz:
-    the tensor cores cannot hold one, it counts as +-2^-125): up to 2^-124 times what it
-    multiplies, summed over k; None for the other algos."""
-    if algo != "tf32x3":
+    """The documented absolute error of a subnormal fp32 operand on the tensor cores
+    (docs/numerics.md#denormals-and-ftz: in tf32x3 it counts as +-2^-125, the TF32 kernels flush it,
+    as cuBLAS's TF32 does): up to 2^-124 times what it multiplies, summed over k; None where
+    float32 runs on the CUDA cores or the operands are 16-bit (the tensor cores keep their
+    subnormals)."""
+    if a.dtype != torch.float32 or algo not in ("tf32x3", "wgmma", "tc"):
         return None
     def sub(t):
         t = t.double()
