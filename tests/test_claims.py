@@ -173,7 +173,7 @@ WITHOUT_EVIDENCE = {
     "The same on an H200 (3f98ed3)",
     "KernelBench's own evaluator: 5 of 5 correct, 0.98x / 2.98x / 3.58x",
     "... 0.21-0.23 s with the kernel load, where a `custom_op` took 5.7-6.0 s",
-    "Small shapes with the op layer (64x64: `relu` 1.24x, training 1.55-2.06x torch)",
+    "Small shapes with the op layer (64x64: `relu` 1.37x, training 1.63-1.68x, `ModelNew` under autograd 1.20x torch)",
     "fp16x3 63-85 us of host time a call; the plan cache 20 / 31 us",
     "`load_inline` 44.8 s for one ReLU against NVRTC's 34 ms",
     "fp32 / TF32 at 256x1024x1024: tf32x3 1.80x, simt 1.63x, TF32 1.27x / 1.16x",
