@@ -90,6 +90,43 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(view)
 
 
+class OnDevice(torch.Tensor):
+    """A CPU tensor that says it is a CUDA tensor on ``index`` (made by ``on_device``): what the
+    launch path reads of a tensor's device, on a machine without that GPU."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+    index = 0
+
+    @property
+    def is_cuda(self):
+        return True
+
+    def get_device(self):
+        return self.index
+
+    @property
+    def device(self):
+        return torch.device("cuda", self.index)
+
+
+def on_device(index, n=8, dtype=torch.float32):
+    t = torch.zeros(n, dtype=dtype).as_subclass(OnDevice)
+    t.index = index
+    return t
+
+
+# torch's 16-bit GEMMs as ours: fp32 sums throughout (torch allows cuBLAS reduced-precision
+# reductions for float16 / bfloat16 by default), so that a comparison at the dtype's tolerance
+# measures the rounding of the result, not a coarser reference (usefixtures)
+@pytest.fixture
+def full_precision_reductions():
+    m = torch.backends.cuda.matmul
+    before = (m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)
+    m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
+    yield
+    m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction = before
+
+
 # "torch's error order" (README's ops table): at most this many times torch's largest error
 ERROR_ORDER = 4
 

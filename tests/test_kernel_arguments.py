@@ -13,6 +13,7 @@ import torch
 import cupy_ops
 from cupy_ops import checks, launch
 from cupy_ops import kernel as kernel_module
+from conftest import on_device as on
 
 AXPY = r"""
 extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {
@@ -24,30 +25,6 @@ SCALARS = r"""
 __global__ void scalars(float* y, float f, double d, int i, unsigned u, long long ll, unsigned long long ull,
                         bool b, char c, unsigned char uc, short s, unsigned short us) { }
 """
-
-
-class OnDevice(torch.Tensor):
-    """A CPU tensor that says it is a CUDA tensor on ``index`` (set with ``on``)."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-    index = 0
-
-    @property
-    def is_cuda(self):
-        return True
-
-    def get_device(self):
-        return self.index
-
-    @property
-    def device(self):
-        return torch.device("cuda", self.index)
-
-
-def on(index, n=8, dtype=torch.float32):
-    t = torch.zeros(n, dtype=dtype).as_subclass(OnDevice)
-    t.index = index
-    return t
 
 
 class FakeHandle:

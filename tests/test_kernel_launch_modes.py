@@ -11,6 +11,7 @@ import torch
 import cupy_ops
 from cupy_ops import kernel as kernel_module
 from cupy_ops import launch
+from conftest import on_device as on
 
 COPY = r"""
 extern "C" __global__ void copy(const float* x, float* y, int n) {
@@ -81,26 +82,6 @@ extern "C" __global__ void smem40k(float* y) {
   y[blockIdx.x * blockDim.x + threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }
 """
-
-
-class OnDevice(torch.Tensor):
-    """A CPU tensor that says it is a CUDA tensor on ``index``."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-    index = 0
-
-    @property
-    def is_cuda(self):
-        return True
-
-    def get_device(self):
-        return self.index
-
-
-def on(index, n=8):
-    t = torch.zeros(n).as_subclass(OnDevice)
-    t.index = index
-    return t
 
 
 class FakeHandle:

@@ -25,21 +25,10 @@ import torch.nn.functional as F
 import cupy_ops
 from conftest import assert_bitwise_equal, assert_of_torchs_error_order
 
-pytestmark = pytest.mark.gpu
+# (full_precision_reductions: torch sums 16-bit GEMMs in fp32 as ours do)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("full_precision_reductions")]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DIVISOR = 2.0
-
-
-@pytest.fixture(autouse=True)
-def full_precision_reductions():
-    """torch's 16-bit GEMMs as ours: fp32 sums throughout (torch allows cuBLAS reduced-precision
-    reductions for float16 / bfloat16 by default), so that the comparison at the dtype's
-    tolerance measures the rounding of the result, not a coarser reference."""
-    m = torch.backends.cuda.matmul
-    before = (m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)
-    m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
-    yield
-    m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction = before
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,6 +14,9 @@ from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import batch
 from conftest import HOPPER, assert_of_torchs_error_order
 
+# (full_precision_reductions: torch sums 16-bit GEMMs in fp32 as ours do)
+pytestmark = pytest.mark.usefixtures("full_precision_reductions")
+
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -295,18 +298,6 @@ def test_batch_layer_on_views_and_broadcasts(ab):
 
 
 # --- on the GPU ------------------------------------------------------------------------------
-
-@pytest.fixture(autouse=True)
-def full_precision_reductions():
-    """torch's 16-bit GEMMs as ours: fp32 sums throughout (torch allows cuBLAS reduced-precision
-    reductions for float16 / bfloat16 by default), so that the comparison at the dtype's
-    tolerance measures the rounding of the result, not a coarser reference."""
-    m = torch.backends.cuda.matmul
-    before = (m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)
-    m.allow_fp16_reduced_precision_reduction = m.allow_bf16_reduced_precision_reduction = False
-    yield
-    m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction = before
-
 
 # torch's tolerances for the dtype (torch.testing.assert_close's defaults), as torch's own
 # OpInfo tests compare a GEMM; the sizes here are small (K <= 40), as op_db's
