@@ -320,3 +320,21 @@ def test_without_a_gpu_the_gpu_skips_are_one_summary_line(tmp_path):
     assert out.count(GPU_REASON) == 1 and f"4 GPU tests skipped: {GPU_REASON}" in out.splitlines(), out
     assert re.search(r"^SKIPPED \[1\] test_some.py:\d+: not this one$", out, re.MULTILINE), out
     assert "1 passed, 5 skipped" in out.splitlines()[-1]
+
+
+def test_first_call_and_kernelbench_lines_are_kept_but_not_read_as_table_rows(tmp_path):
+    """A results file holds first-call and KernelBench-evaluator lines beside the table's: each
+    with the environment and the key the claims name; no table row is made of them."""
+    lines = [results.record(ENV, results.FIRST_CALL, "float32", "relu", "cupy_ops empty cache", 150.0),
+             results.record(ENV, results.KERNELBENCH, "float32", "level1/1", "ModelNew", 0.75, ratio=3.6),
+             results.record(ENV, results.HOST, "float32", "4096", "relu: cupy_ops", 0.0107)]
+    path = tmp_path / "h200.jsonl"
+    results.append(path, lines[:2])
+    results.append(path, lines[2:])
+    rows, env, host = results.read(path)
+    assert rows == [] and host == pytest.approx({"relu: cupy_ops": 10.7}) and env["gpu"] == ENV["gpu"]
+    first = json.loads(path.read_text().splitlines()[0])
+    assert {k: first[k] for k in ENV} == ENV
+    assert (first["problem"], first["shape"], first["variant"], first["ms"]) == \
+        ("first_call", "relu", "cupy_ops empty cache", 150.0)
+    assert first["ratio"] is None and first["spread"] is False

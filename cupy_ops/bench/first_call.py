@@ -5,6 +5,11 @@ folder: every variant the call launches is compiled by NVRTC) and again with the
 run left (a new process, a warm disk cache). The time is from just before the first call
 (CUDA context and inputs ready, ``import cupy_ops`` done; CuPy is imported by the call) to its
 result on the host; the result is checked against torch. Shapes are KernelBench's.
+
+``--peers`` adds one ReLU kernel built both ways in fresh processes with empty caches:
+``torch.utils.cpp_extension.load_inline`` (host compiler, nvcc, ninja: what cupy_ops replaces)
+and ``cupy_ops.Kernel`` (NVRTC), each to its first result. ``--results PATH`` appends every
+figure to a benchmark results file (the problem ``"first_call"``, the op as the shape).
 """
 from __future__ import annotations
 
@@ -61,6 +66,55 @@ print(json.dumps({{"first_s": first, "second_s": second, "correct": bool(torch.a
 """
 
 
+# The same ReLU both ways (--peers): the figure is the build, to the first result on the host.
+RELU_CUDA = r"""
+__global__ void relu_f32(const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+"""
+PEERS = {
+    "load_inline": RELU_CUDA + r"""
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  long long n = x.numel();
+  relu_f32<<<(unsigned)((n + 255) / 256), 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+""",
+    "cupy_ops.Kernel": RELU_CUDA,
+}
+PEER_CHILD = """
+import json, os, time, torch
+x = torch.randn(1024, 8192, device='cuda'); torch.cuda.synchronize()
+t0 = time.perf_counter()
+if {load_inline}:
+    from torch.utils.cpp_extension import load_inline
+    m = load_inline("relu_first_call", cpp_sources="torch::Tensor relu(torch::Tensor x);", cuda_sources={source!r},
+                    functions=["relu"], build_directory=os.environ["BUILD_DIR"])
+    y = m.relu(x)
+else:
+    import cupy_ops
+    y = torch.empty_like(x)
+    cupy_ops.Kernel({source!r}, "relu_f32")(x, y, x.numel(), grid=(x.numel() + 255) // 256, block=256)
+torch.cuda.synchronize()
+print(json.dumps({{"first_s": time.perf_counter() - t0, "correct": bool(torch.equal(y, torch.relu(x)))}}))
+"""
+
+
+def measure_peer(name: str, folder: str) -> dict:
+    """``name``'s ReLU built in a fresh process with empty caches under ``folder``: ``{"first_s",
+    "correct"}``, or ``{"error"}`` where that way cannot build here (no nvcc, say)."""
+    code = PEER_CHILD.format(load_inline=name == "load_inline", source=PEERS[name])
+    env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(folder, "cupy"), BUILD_DIR=folder,
+               TORCH_EXTENSIONS_DIR=os.path.join(folder, "torch_extensions"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1][-300:] if proc.stderr.strip() else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def measure(case, cache_dir: str) -> dict:
     op, dtype, tf32, setup, ours, ref = case
     code = CHILD.format(tf32=tf32, setup=setup, ours=ours, ref=ref)
@@ -75,6 +129,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m cupy_ops.bench.first_call", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="PATH", help="write the figures (and the environment) as JSON")
+    p.add_argument("--results", metavar="PATH", help="append the figures to a benchmark results file (JSON lines)")
+    p.add_argument("--peers", action="store_true",
+                   help="also build one ReLU with torch's load_inline and with cupy_ops.Kernel, empty caches")
     args = p.parse_args(argv)
     from .timing import gpu_problem
 
@@ -100,10 +157,26 @@ def main(argv=None) -> int:
         print(f"{row['op']:<16} {row['dtype']:<9} {row['cold_s']:>13.3f} {row['warm_s']:>12.3f} "
               f"{row['second_ms']:>11.2f}  {'yes' if row['correct'] else 'NO':<4} {', '.join(row['compiled'])}",
               flush=True)
+    peers = {}
+    if args.peers:
+        print("\none ReLU kernel (float32, 1024 x 8192), built in a fresh process with empty caches:")
+        for name in PEERS:
+            with tempfile.TemporaryDirectory(prefix="cupy_ops_peer_") as folder:
+                peers[name] = got = measure_peer(name, folder)
+            print(f"  {name:<16} " + (f"{got['first_s']:8.3f} s  {'correct' if got['correct'] else 'WRONG'}"
+                                      if "first_s" in got else f"not measured: {got['error']}"), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"environment": env, "rows": rows}, f, indent=1)
-    return 0 if all(r["correct"] for r in rows) else 1
+            json.dump({"environment": env, "rows": rows, "peers": peers}, f, indent=1)
+    if args.results:
+        from .results import FIRST_CALL, append, record
+
+        recs = [record(env, FIRST_CALL, r["dtype"], r["op"], variant, r[key] * 1e3, error=None if r["correct"] else "wrong")
+                for r in rows for variant, key in (("cupy_ops empty cache", "cold_s"), ("cupy_ops warm cache", "warm_s"))]
+        recs += [record(env, FIRST_CALL, "float32", "relu kernel build", name, got.get("first_s", 0) * 1e3 or None,
+                        error=got.get("error") or (None if got["correct"] else "wrong")) for name, got in peers.items()]
+        append(args.results, recs)
+    return 0 if all(r["correct"] for r in rows) and all(g.get("correct", True) for g in peers.values()) else 1
 
 
 if __name__ == "__main__":

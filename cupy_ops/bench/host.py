@@ -55,11 +55,14 @@ def _pairs() -> dict[str, tuple]:
     ref = lrd.Model(SIDE, SIDE, 2.0).cuda()
     torch.manual_seed(0)
     new = lrd.ModelNew(SIDE, SIDE, 2.0).cuda()
-    return {
+    pairs = {
         "relu": (lambda: cupy_ops.relu(x), lambda: torch.relu(x), 2000),
         "relu_div / torch.relu(x) / 2": (lambda: cupy_ops.relu_div(x, 2.0), lambda: torch.relu(x) / 2.0, 2000),
         "matmul fp32": (lambda: cupy_ops.matmul(x, w), lambda: torch.matmul(x, w), 2000),
         "matmul bf16": (lambda: cupy_ops.matmul(xb, xb), lambda: torch.matmul(xb, xb), 2000),
+        # the fp32-accurate path's host cost: its split pass, three products, workspace
+        "matmul fp32, algo='fp16x3' / torch fp32": (lambda: cupy_ops.matmul(x, w, algo="fp16x3"),
+                                                    lambda: torch.matmul(x, w), 1000),
         "linear_relu_div / relu(F.linear) / 2": (lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
                                                  lambda: torch.relu(F.linear(x, w, b)) / 2.0, 2000),
         "training: relu forward + backward": (lambda: cupy_ops.relu(xg).backward(g),
@@ -69,6 +72,9 @@ def _pairs() -> dict[str, tuple]:
             lambda: (torch.relu(F.linear(xg, wg, bg)) / 2.0).backward(g), 300),
         "ModelNew / Model forward, grad mode on": (lambda: new(x), lambda: ref(x), 300),
     }
+    if torch.cuda.get_device_capability()[0] != 9:   # fp16x3 runs on Hopper only
+        pairs = {k: v for k, v in pairs.items() if "fp16x3" not in k}
+    return pairs
 
 
 def measure(rounds: int = 7) -> dict[str, float]:
@@ -130,6 +136,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds; the median is kept (default 7)")
     p.add_argument("--first-call", action="store_true", help="also time the first calls of fresh processes")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
+    p.add_argument("--results", metavar="PATH", help="append the figures to a benchmark results file (JSON lines)")
     args = p.parse_args(argv)
     problem = gpu_problem()
     if problem:
@@ -142,6 +149,11 @@ def main(argv=None) -> int:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: host cost per call (64 x 64 float32 unless "
               f"named), median of {args.rounds} interleaved rounds")
     print(json.dumps(result) if args.json else format_table(result))
+    if args.results:
+        from .env import environment
+        from .results import append, to_records
+
+        append(args.results, to_records([], environment(), result))
     return 0
 
 

@@ -7,8 +7,11 @@ says so. ``ratio`` is torch eager's median over this one's, timed in the same ru
 faster than torch); ``spread`` marks a time whose 80th percentile exceeds ``suite.SPREAD_FLAG``
 x its 20th, ``ratio_spread`` a ratio built on such a time (the tables' ``~``). The copy
 baseline of a bandwidth-bound case is the variant ``"d2d copy"``; the host overhead per eager
-call, the problem ``"host_overhead"``. The older single-JSON files (``{"environment", "rows"}``)
-are read too.
+call, the problem ``"host_overhead"``; the first calls of fresh processes
+(``python -m cupy_ops.bench.first_call --results``), the problem ``"first_call"`` (the op as its
+shape, the cache state as its variant) and KernelBench's own evaluator (``"kernelbench_eval"``,
+the problem as its shape); the table readers skip both. The older single-JSON files
+(``{"environment", "rows"}``) are read too.
 """
 from __future__ import annotations
 
@@ -23,39 +26,52 @@ ENV_KEYS = ("commit", "date", "gpu", "driver", "torch", "cupy", "nvrtc", "cuda",
 COPY = "d2d copy"
 HOST = "host_overhead"
 HOST_NUMEL = 4096   # the input of the host-overhead figures (bench.host's default)
+FIRST_CALL = "first_call"
+KERNELBENCH = "kernelbench_eval"   # KernelBench's own eval_kernel_against_ref (docs/benchmarks.md)
 
 
 class ResultFileError(ValueError):
     """A file that is not a benchmark result file (neither JSON lines nor the older JSON)."""
 
 
+def record(env: dict, problem: str, dtype: str, shape: str, variant: str, ms: float | None, **fields) -> dict:
+    """One line of a results file: ``env``'s fields (``ENV_KEYS``), the measurement's key and
+    time, every other field None unless given."""
+    rec = {**{k: env.get(k) for k in ENV_KEYS}, "problem": problem, "dtype": dtype, "shape": shape,
+           "variant": variant, "ms": ms}
+    for key in ("p20", "p80", "runs", "ratio", "bytes", "flops", "max_abs_error", "bitwise_equal", "error",
+                "scaled_from", "runs_max", "max_seconds"):
+        rec[key] = fields.pop(key, None)
+    rec.update(spread=fields.pop("spread", False), ratio_spread=fields.pop("ratio_spread", False), **fields)
+    return rec
+
+
 def to_records(rows: list[Row], env: dict, host: dict | None = None, *, runs: int | None = None,
                max_seconds: float | None = None) -> list[dict]:
     """One dict per measurement of ``rows`` (and of ``host``: ``{expression: us}``), each with
     ``env``'s fields (``ENV_KEYS``). ``runs`` / ``max_seconds``: the run's budget per variant."""
-    base = {k: env.get(k) for k in ENV_KEYS}
     out = []
     for r in rows:
         eager = r.get("torch eager")
         es = eager.stats if eager else None
         measured = [(v.name, v.stats, v) for v in r.variants] + ([(COPY, r.copy, None)] if r.copy else [])
         for name, s, v in measured:
-            out.append({**base, "problem": r.problem, "dtype": r.dtype, "shape": r.shape, "variant": name,
-                        "ms": s.median if s else None, "p20": s.p20 if s else None, "p80": s.p80 if s else None,
-                        "runs": s.runs if s else None,
-                        "ratio": es.median / s.median if s and es and s.median else None,
-                        "spread": spread(s), "ratio_spread": bool(s and es and (spread(s) or spread(es))),
-                        "bytes": r.bytes, "flops": r.flops,
-                        "max_abs_error": v.max_abs_error if v else None,
-                        "bitwise_equal": v.bitwise_equal if v else None, "error": v.error if v else None,
-                        "scaled_from": r.scaled_from, "runs_max": runs, "max_seconds": max_seconds})
+            out.append(record(env, r.problem, r.dtype, r.shape, name, s.median if s else None,
+                              p20=s.p20 if s else None, p80=s.p80 if s else None, runs=s.runs if s else None,
+                              ratio=es.median / s.median if s and es and s.median else None,
+                              spread=spread(s), ratio_spread=bool(s and es and (spread(s) or spread(es))),
+                              bytes=r.bytes, flops=r.flops, max_abs_error=v.max_abs_error if v else None,
+                              bitwise_equal=v.bitwise_equal if v else None, error=v.error if v else None,
+                              scaled_from=r.scaled_from, runs_max=runs, max_seconds=max_seconds))
     for name, us in (host or {}).items():
-        out.append({**base, "problem": HOST, "dtype": "float32", "shape": str(HOST_NUMEL), "variant": name,
-                    "ms": us / 1e3, "p20": None, "p80": None, "runs": None, "ratio": None, "spread": False,
-                    "ratio_spread": False, "bytes": None, "flops": None, "max_abs_error": None,
-                    "bitwise_equal": None, "error": None, "scaled_from": None, "runs_max": None,
-                    "max_seconds": None})
+        out.append(record(env, HOST, "float32", str(HOST_NUMEL), name, us / 1e3))
     return out
+
+
+def append(path, records: list[dict]) -> None:
+    with open(path, "a") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
 
 
 def write(path, records: list[dict]) -> None:
@@ -81,6 +97,8 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
             runs[rec.get("commit"), rec.get("date")] = None
             if rec["problem"] == HOST:
                 host[rec["variant"]] = rec["ms"] * 1e3
+                continue
+            if rec["problem"] in (FIRST_CALL, KERNELBENCH):
                 continue
             key = (rec["problem"], rec["dtype"], rec["shape"])
             if key not in rows:
