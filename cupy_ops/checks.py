@@ -119,6 +119,8 @@ def matmul_shape(a: torch.Tensor, b: torch.Tensor) -> tuple:
     the last two are batch dimensions, broadcast. ``ShapeError`` as torch words it otherwise."""
     if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:   # the eager hot path
         return a.shape[0], b.shape[1]
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:   # torch.bmm's
+        return a.shape[0], a.shape[1], b.shape[2]
     if a.dim() == 0 or b.dim() == 0:
         raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
     M, K = (1, a.shape[0]) if a.dim() == 1 else tuple(a.shape[-2:])

@@ -164,6 +164,11 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, plan_for, run_plan,
         return
     if out.numel() == 0:
         return
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1:   # torch.bmm's case: as _batches makes it
+        p = plan_for(a, b, epilogue, algo)
+        if p.batch:
+            run_plan(p, a, b, out, bias, scale)
+            return
     a2, b2, batch = as_matrices(a, b)
     c = output_view(out, batch, a2.shape[-2], b2.shape[-1])
     mode, p, work = _launches(a2, b2, batch, c, plan_for, epilogue, algo)
