@@ -65,14 +65,17 @@ def test_from_json_writes_the_markdown_table(tmp_path, capsys):
     assert bench_main(["--from-json", str(H100), "--markdown", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert "| problem | dtype | shape (MxKxN) | cupy_ops | ms | TFLOP/s | % peak | torch eager ms | vs torch |" in lines
-    assert "| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) | 0.7410 | 185.5 | 277 | 2.6592 | 3.59x |" in lines
+    # one line per case: float32 the faster fp32-accurate variant, the others "auto"'s
+    assert "| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) | 0.7602 | 180.8 | 270 | 2.6598 | 3.50x |" in lines
+    assert "| matmul | float32 | 1024x1024x1024 | `matmul` (tf32x3) | 0.0397 | 54.1 | 81 | 0.0624 | 1.57x |" in lines
+    assert sum(line.startswith("| matmul | bfloat16 |") for line in lines) == 4
     # as measured, its spread marked
-    assert ("| linear_relu_div | float32 | 256x1024x1024 | fused (tf32x3) | 0.0335 ~ | 16.0 | 24 | 0.0416 | 1.24x ~ |"
+    assert ("| linear_relu_div | float32 | 256x1024x1024 | fused (tf32x3) | 0.0225 ~ | 23.8 | 36 | 0.0412 | 1.83x ~ |"
             in lines)
-    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commit ba22bcd (2026-11-27)")
+    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commit 1d70d9d (2026-11-27)")
     elementwise = tmp_path / "elementwise.md"
     assert bench_main(["--from-json", str(H100), "--problem", "relu", "--markdown", str(elementwise)]) == 0
-    assert "| relu | float32 | 4096x393216 | cupy_ops | 4.3346 | 4.3173 | - | 98.9 | - | 1.00x | - | yes |" in \
+    assert "| relu | float32 | 4096x393216 | cupy_ops | 4.2612 | 4.2734 | - | 99.8 | - | 1.00x | - | yes |" in \
         elementwise.read_text().splitlines()
 
 
@@ -150,16 +153,22 @@ def test_the_older_single_json_files_are_read(tmp_path):
     assert rows == _rows() and env["gpu"] == "NVIDIA H200" and host == {}
 
 
-def test_h100_results_file_is_the_full_run_as_measured():
+def test_h100_results_file_holds_full_runs_as_measured():
+    """Every line an H100's with its versions; the latest run (1d70d9d) measured every case of
+    the earlier one (ba22bcd) and the batched ones, so the tables read back are one run's."""
     lines = [json.loads(line) for line in H100.read_text().splitlines()]
     for line in lines:
-        assert (line["commit"], line["date"], line["gpu"]) == ("ba22bcd", "2026-11-27", "NVIDIA H100 80GB HBM3")
+        assert (line["date"], line["gpu"]) == ("2026-11-27", "NVIDIA H100 80GB HBM3")
         assert line["driver"] and line["torch"] and line["cupy"] and line["nvrtc"]
-    cases = {(line["problem"], line["dtype"], line["shape"]) for line in lines if line["problem"] != results.HOST}
-    assert len(cases) == 46
-    spread = {(line["dtype"], line["variant"]) for line in lines
-              if line["shape"] == "256x1024x1024" and line["problem"] == "linear_relu_div" and line["spread"]}
-    assert {("float32", "cupy_ops fused tf32x3"), ("tf32", "cupy_ops fused wgmma (auto)")} <= spread
+    table = [line for line in lines if line["problem"] not in (results.HOST, results.FIRST_CALL, results.KERNELBENCH)]
+    cases = {}
+    for line in table:
+        cases.setdefault(line["commit"], set()).add((line["problem"], line["dtype"], line["shape"]))
+    assert len(cases["ba22bcd"]) == 46 and cases["ba22bcd"] < cases["1d70d9d"]
+    assert {c for c in cases["1d70d9d"] if "*" in c[2]} >= {("matmul", "bfloat16", "32*(1024x128x1024)"),
+                                                            ("linear_relu_div", "float16", "8*(512x4096x4096)")}
+    _, env, _ = results.read(H100)
+    assert [commit for commit, _ in env["runs"]] == ["1d70d9d"]
 
 
 def test_bench_json_writes_the_results_file(tmp_path, monkeypatch):

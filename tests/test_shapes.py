@@ -234,7 +234,10 @@ def test_plans_of_a_batch_by_family():
     assert p.kernel == "gemm_tc_batched<bf16, EpiNone>" and p.grid == (1, 1, 4)
     p = _plan(4, 128, 64, 128, torch.float32, H100, b_kmajor=True, tf32=True)       # TF32, K-major b
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>"
-    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True).batch == 0        # TF32, row-major b: swap
+    p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True)                    # TF32, row-major b: copied
+    assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>" and p.b.prep == "k-major copy"
+    assert p.b.ld == 64
+    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=True).batch == 0   # swap=True: a loop
     p = _plan(70000, 2, 3, 2, torch.float32, H100)                                  # simt: chunks of 65535
     assert p.kernel.startswith("gemm_simt_batched<") and p.grid[2] == 65535 and p.batch == 70000 and p.slices == 1
     p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
@@ -433,7 +436,7 @@ def test_batched_wgmma_kernel(cuda, dtype):
 def test_batched_tc_and_tf32_kernels(cuda):
     """gemm_tc_batched (algo="tc", K-major b: a transposed view, read in place) and the batched
     wgmma kernel on TF32 (torch's TF32 switch on, K-major b), against torch under the same
-    switch; a row-major b with TF32 loops (swap)."""
+    switch; a row-major b with TF32 copied K-major once (a broadcast one: its one entry)."""
     def t(*shape, dtype=torch.bfloat16):
         return torch.randn(shape, device=cuda, dtype=dtype)
 
@@ -456,7 +459,10 @@ def test_batched_tc_and_tf32_kernels(cuda):
         assert p.mode == "batched" and p.kernel.startswith("gemm_wgmma_batched<float"), str(p)
         # both TF32: torch's own tests compare TF32 GEMMs at 5e-3 (tf32_on_and_off(0.005))
         torch.testing.assert_close(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=5e-3, rtol=5e-3)
-        assert cupy_ops.gemm_plan(a, b.contiguous()).mode == "loop"
+        for bb in (b.contiguous(), t(1, 72, 136, dtype=torch.float32).expand(3, 72, 136), t(3, 72, 70, dtype=torch.float32)):
+            p = cupy_ops.gemm_plan(a, bb)
+            assert p.mode == "batched" and p.b.prep == "k-major copy", str(p)
+            torch.testing.assert_close(cupy_ops.matmul(a, bb), torch.matmul(a, bb), atol=5e-3, rtol=5e-3)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
 

@@ -83,18 +83,21 @@ def write(path, records: list[dict]) -> None:
 def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
     """``(rows, environment, host overhead {expression: us})`` of a file's lines. A later line
     of the same (problem, dtype, shape, variant) replaces an earlier one, so a re-run of a few
-    cases can be appended; the environment is the last line's, with ``runs``: every
-    (commit, date) of the lines in order."""
+    cases can be appended; the environment is the last line's, with ``runs``: the (commit, date) of
+    the table lines kept (not replaced), in order."""
     rows: dict[tuple, Row] = {}
     host: dict[str, float] = {}
     env: dict = {}
-    runs: dict[tuple, None] = {}
+    kept: dict[tuple, tuple] = {}   # (problem, dtype, shape, variant) -> (commit, date) of its line
     for rec in records:
         if not isinstance(rec, dict):
             raise ResultFileError(f"a line holds {type(rec).__name__}, not an object")
         try:
             env = {k: rec.get(k) for k in ENV_KEYS}
-            runs[rec.get("commit"), rec.get("date")] = None
+            if rec["problem"] not in (FIRST_CALL, KERNELBENCH, HOST):
+                key = (rec["problem"], rec["dtype"], rec["shape"], rec["variant"])
+                kept.pop(key, None)   # re-inserted: the dict's order is the order of the lines kept
+                kept[key] = (rec.get("commit"), rec.get("date"))
             if rec["problem"] == HOST:
                 host[rec["variant"]] = rec["ms"] * 1e3
                 continue
@@ -116,7 +119,7 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
             row.variants[names.index(variant.name)] = variant
         else:
             row.variants.append(variant)
-    return list(rows.values()), {**env, "runs": list(runs)}, host
+    return list(rows.values()), {**env, "runs": list(dict.fromkeys(kept.values()))}, host
 
 
 def _from_old_json(data: dict) -> tuple[list[Row], dict, dict]:

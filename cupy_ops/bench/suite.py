@@ -386,12 +386,22 @@ def _where(env: dict) -> str:
     return f"{env.get('gpu')}, commit{'s' if len(runs) > 1 else ''} {text}"
 
 
+def _headline(row: Row) -> Variant | None:
+    """README's one variant of a GEMM case: for float32 the faster fp32-accurate one (fp16x3 or
+    tf32x3: what ``algo="accurate"`` and the ``ModelNew``s take on Hopper), else the family
+    ``"auto"`` picks; None where it did not run."""
+    ran = [v for v in row.variants if not v.error and v.stats]
+    if row.dtype == "float32":
+        ran = [v for v in ran if "tf32x3" in v.name or "fp16x3" in v.name]
+        return min(ran, key=lambda v: v.stats.median, default=None)
+    return next((v for v in ran if "(auto)" in v.name), None)
+
+
 def format_gemm_markdown(rows: list[Row], env: dict) -> str:
     """README's matrix-ops table, under a line saying where it was measured (``env``: gpu,
-    commit, date, or ``runs``: [(commit, date)]): one line per GEMM case and plotted cupy_ops
-    variant (``_plotted``: the family "auto" picks, fp16x3 / 3xTF32, cuBLAS + relu_div), the
-    fastest first; "% peak" of the GPU's datasheet peak for the dtype (``PEAK_TFLOPS``); "~"
-    as in ``format_rows``."""
+    commit, date, or ``runs``: [(commit, date)]): one line per GEMM case, its ``_headline``
+    variant; "% peak" of the GPU's datasheet peak for the dtype (``PEAK_TFLOPS``); "~" as in
+    ``format_rows``. The other variants: docs/benchmarks.md."""
     gpu = env.get("gpu")
     order = {p: i for i, p in enumerate(GEMM_PROBLEMS)}
     dtypes = {d: i for i, d in enumerate(("float32", "bfloat16", "float16", "tf32"))}
@@ -403,7 +413,7 @@ def format_gemm_markdown(rows: list[Row], env: dict) -> str:
         eager = r.get("torch eager")
         es = eager.stats if eager and eager.stats else None
         peak = _peak(gpu, r.dtype)
-        for v in sorted((v for v in r.variants if _plotted(r, v)), key=lambda v: v.stats.median):
+        for v in filter(None, [_headline(r)]):
             ms = v.stats.median
             tflops = r.flops / ms / 1e9
             table.append("| " + " | ".join([
@@ -412,8 +422,9 @@ def format_gemm_markdown(rows: list[Row], env: dict) -> str:
                 _mark(_ms(es.median), es) if es else "-",
                 _mark(_ratio(v.stats, es), v.stats, es) if es else "-"]) + " |")
     peaks = next((p for name, p in PEAK_TFLOPS.items() if gpu and name in gpu), None)
-    head = (f"{_where(env)}; `tf32`: float32 with TF32 allowed for both; \"auto\": the family `algo=\"auto\"` "
-            "picks")
+    head = (f"{_where(env)}; float32: the faster of fp16x3 and tf32x3 (fp32 accuracy on the tensor cores, "
+            "`algo=\"accurate\"`), against torch fp32; `tf32`: float32 with TF32 allowed for both; 16-bit: what "
+            "`algo=\"auto\"` picks")
     if peaks:
         head += (f"; \"% peak\" of the dtype's dense peak ({peaks['float32']} TFLOP/s fp32, {peaks['tf32']} TF32, "
                  f"{peaks['bfloat16']} bf16 / fp16)")

@@ -220,18 +220,24 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 / 256 and
     ``persistent``), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
-    threads' stores. For matmuls (no epilogue; TF32 with a K-major b: a row-major one swaps or is
-    transposed, and loops) whose operands the 2-D plan reads in place
-    and whose entries keep 16-byte alignment and do not interleave (each a whole matrix past the
-    last, or all one); None (one GEMM per entry) otherwise."""
+    threads' stores. For matmuls (no epilogue) whose operands the 2-D plan reads in place (TF32
+    with a row-major b, which the 2-D plan swaps: b copied K-major in one pass, unless
+    ``swap=True`` asks for the swapped kernel: a loop) and whose entries keep 16-byte alignment
+    and do not interleave (each a whole matrix past the last, or all one); None (one GEMM per
+    entry) otherwise."""
     es = a.itemsize
-    if p.family != NAME or p.swap or epi != "EpiNone" or p.a.prep != "as is" \
-            or p.b.prep not in ("as is", "n-major") or not (batch_aligned(sa, es) and batch_aligned(sb, es)):
-        return None
     M, K, N = a.rows, a.cols, b.cols
+    # TF32 with a row-major b (the 2-D plan swaps; there is no batched swapped kernel): b copied
+    # once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
+    copy_b = p.swap and not ov.swap
+    if p.family != NAME or (p.swap and not copy_b) or epi != "EpiNone" or p.a.prep != "as is" \
+            or not (copy_b or p.b.prep in ("as is", "n-major")) or not batch_aligned(sa, es) \
+            or not (copy_b or batch_aligned(sb, es)):
+        return None
+    pb = Operand("k-major copy", True, cdiv(K * es, 16) * 16 // es) if copy_b else p.b
     # entries one after another (or broadcast): the 3-D maps' batch stride past a whole entry
-    b_extent = K * p.b.ld if p.b.prep == "n-major" else N * p.b.ld
-    if not (sa == 0 or sa >= M * p.a.ld) or not (sb == 0 or sb >= b_extent):
+    b_extent = K * pb.ld if pb.prep == "n-major" else N * pb.ld
+    if not (sa == 0 or sa >= M * p.a.ld) or not (copy_b or sb == 0 or sb >= b_extent):
         return None
     rows = cdiv(M, g.WG_BM)
     if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
@@ -244,11 +250,12 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     # more tiles than a wave: a persistent grid walks them (H200, bf16 32 x (1024x128x1024),
     # 1024 tiles: 0.0313 ms against 0.0448 with one CTA a tile; torch.bmm 0.0293)
     persistent = units > dev.sm_count if ov.persistent is None else bool(ov.persistent)
-    T = p.kernel.split("<")[1].split(",")[0]   # the 2-D plan's element type: bf16, f16 or float
-    n_major = p.b.prep == "n-major"
+    # the 2-D plan's element type: bf16, f16 or float (the swapped kernel's is float)
+    T = "float" if copy_b else p.kernel.split("<")[1].split(",")[0]
+    n_major = pb.prep == "n-major"
     return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
                     (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
-                    p.a, p.b, (g.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or t.WG_GROUP, persistent=persistent,
+                    p.a, pb, (g.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or t.WG_GROUP, persistent=persistent,
                     batch=batch)
 
 
@@ -338,6 +345,13 @@ def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
         b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, 64, p.bk, depth=1 if b_bc else B,
                                   depth_stride=K * p.b.ld if b_bc else b.stride(0))
+    elif p.b.prep == "k-major copy":   # B^T of every entry (of entry 0 where broadcast), K-major, padded
+        bt = torch.empty((1 if b_bc else B, N, p.b.ld), dtype=b.dtype, device=b.device)
+        bt[..., :K].copy_((b[:1] if b_bc else b).transpose(1, 2))
+        if p.b.ld > K:
+            bt[..., K:].zero_()
+        b_map = tma.tensor_map_at(bt.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=bt.shape[0],
+                                  depth_stride=N * p.b.ld)
     else:                       # B^T (N, K) K-major
         b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=1 if b_bc else B,
                                   depth_stride=N * p.b.ld if b_bc else b.stride(0))
