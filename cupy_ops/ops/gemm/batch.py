@@ -17,7 +17,7 @@ out in one of these ways, chosen here (``batch_plan``) and nowhere else:
   one 2-D GEMM per batch entry, each on views; the interim for those families.
 
 Families with a batched kernel: ``naive``, ``simt``, ``tc`` and ``wgmma`` (16-bit, and TF32: a
-row-major b copied K-major once; the batch in its tile walk, not the grid's z); ``tf32x3`` and ``fp16x3`` loop.
+small entries with a row-major b copied K-major once; the batch in its tile walk, not the grid's z); ``tf32x3`` and ``fp16x3`` loop.
 Pure except ``run``: ``batch_plan`` reads shapes and strides only.
 """
 from __future__ import annotations

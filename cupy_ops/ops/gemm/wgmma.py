@@ -221,15 +221,15 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     ``persistent``), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
     threads' stores. For matmuls (no epilogue) whose operands the 2-D plan reads in place (TF32
-    with a row-major b, which the 2-D plan swaps: b copied K-major in one pass, unless
-    ``swap=True`` asks for the swapped kernel: a loop) and whose entries keep 16-byte alignment
+    with a row-major b, which the 2-D plan swaps: b copied K-major in one pass for entries of at
+    most WG_BATCH_COPY_MAX_WORK multiply-adds, unless ``swap=True``) and whose entries keep 16-byte alignment
     and do not interleave (each a whole matrix past the last, or all one); None (one GEMM per
     entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
     # TF32 with a row-major b (the 2-D plan swaps; there is no batched swapped kernel): b copied
     # once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
-    copy_b = p.swap and not ov.swap
+    copy_b = p.swap and not ov.swap and M * N * K <= t.WG_BATCH_COPY_MAX_WORK
     if p.family != NAME or (p.swap and not copy_b) or epi != "EpiNone" or p.a.prep != "as is" \
             or not (copy_b or p.b.prep in ("as is", "n-major")) or not batch_aligned(sa, es) \
             or not (copy_b or batch_aligned(sb, es)):
