@@ -239,6 +239,11 @@ def test_plans_of_a_batch_by_family():
     assert p.b.ld == 64
     assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=True).batch == 0   # swap=True: a loop
     assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True).batch == 0    # entries that fill the GPU
+    # "accurate": small entries on simt's batched kernel (the x3 families loop), large ones fp16x3
+    assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="accurate").kernel.startswith("gemm_simt_batched<")
+    p = _plan(8, 2048, 2048, 2048, torch.float32, H100, algo="accurate")
+    assert p.family == "fp16x3" and p.batch == 0
+    assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="tf32x3").family == "tf32x3"   # asked for by name
     p = _plan(70000, 2, 3, 2, torch.float32, H100)                                  # simt: chunks of 65535
     assert p.kernel.startswith("gemm_simt_batched<") and p.grid[2] == 65535 and p.batch == 70000 and p.slices == 1
     p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch

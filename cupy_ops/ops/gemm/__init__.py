@@ -25,7 +25,7 @@ from . import batch, fp16x3, naive, simt, tc, tf32x3, wgmma
 from .batch import BatchPlan
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
 from .runtime import device_info
-from .tables import X3H_MIN_WORK
+from .tables import X3_BATCH_MIN_WORK, X3H_MIN_WORK
 
 FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 # "accurate": "auto", but float32 never through TF32: at most torch fp32's error, on the fastest
@@ -75,13 +75,16 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     allows TF32 for fp32 matmuls now; ``batch``: ``(entries, a's batch stride, b's batch
     stride)`` for a batch of such products (C's entries M * N apart): the family's batched kernel
     where it has one and takes these operands (``plan.batch`` set), else the 2-D plan of one
-    entry (``plan.batch`` 0: one launch per entry); ``overrides``: the fields of ``Overrides``.
+    entry (``plan.batch`` 0: one launch per entry; "accurate" takes simt's batched kernel for
+    entries below X3_BATCH_MIN_WORK multiply-adds); ``overrides``: the fields of ``Overrides``.
     Pure: a CPU test can plan any problem. Raises ``ValueError`` when an explicit ``algo``
     cannot take the problem or an override is out of range."""
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     family = choose(algo, M, N, K, dtype, dev, tf32)
+    if algo == "accurate" and batch is not None and family in ("tf32x3", "fp16x3") and M * N * K < X3_BATCH_MIN_WORK:
+        family = "simt"   # (the x3 families loop over a batch: small entries are host-bound)
     p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
     batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
     if batch is not None and batched is not None:

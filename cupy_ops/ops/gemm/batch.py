@@ -166,7 +166,7 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, plan_for, run_plan,
         return
     if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1:   # torch.bmm's case: as _batches makes it
         p = plan_for(a, b, epilogue, algo)
-        if p.batch:
+        if getattr(p, "batch", 0):
             run_plan(p, a, b, out, bias, scale)
             return
     a2, b2, batch = as_matrices(a, b)
