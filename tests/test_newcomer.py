@@ -66,13 +66,14 @@ def test_from_json_writes_the_markdown_table(tmp_path, capsys):
     lines = out.read_text().splitlines()
     assert "| problem | dtype | shape (MxKxN) | cupy_ops | ms | TFLOP/s | % peak | torch eager ms | vs torch |" in lines
     # one line per case: float32 the faster fp32-accurate variant, the others "auto"'s
-    assert "| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) | 0.7602 | 180.8 | 270 | 2.6598 | 3.50x |" in lines
-    assert "| matmul | float32 | 1024x1024x1024 | `matmul` (tf32x3) | 0.0397 | 54.1 | 81 | 0.0624 | 1.57x |" in lines
+    assert "| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) | 0.7607 | 180.7 | 270 | 2.6987 | 3.55x |" in lines
+    assert "| matmul | float32 | 32*(1024x128x1024) | `matmul` (simt; auto) | 0.2253 | 38.1 | 57 | 0.2168 | 0.96x |" in lines
     assert sum(line.startswith("| matmul | bfloat16 |") for line in lines) == 4
     # as measured, its spread marked
     assert ("| linear_relu_div | float32 | 256x1024x1024 | fused (tf32x3) | 0.0225 ~ | 23.8 | 36 | 0.0412 | 1.83x ~ |"
             in lines)
-    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commit 1d70d9d (2026-11-27)")
+    # the matmul cases re-measured at 0500710, the rest at 1d70d9d
+    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commits 1d70d9d (2026-11-27), 0500710 (2026-11-27)")
     elementwise = tmp_path / "elementwise.md"
     assert bench_main(["--from-json", str(H100), "--problem", "relu", "--markdown", str(elementwise)]) == 0
     assert "| relu | float32 | 4096x393216 | cupy_ops | 4.2612 | 4.2734 | - | 99.8 | - | 1.00x | - | yes |" in \
@@ -154,8 +155,9 @@ def test_the_older_single_json_files_are_read(tmp_path):
 
 
 def test_h100_results_file_holds_full_runs_as_measured():
-    """Every line an H100's with its versions; the latest run (1d70d9d) measured every case of
-    the earlier one (ba22bcd) and the batched ones, so the tables read back are one run's."""
+    """Every line an H100's with its versions; the 1d70d9d run measured every case of the earlier
+    one (ba22bcd) and the batched ones, and 0500710 the matmul cases again: the tables read back
+    are those two runs'."""
     lines = [json.loads(line) for line in H100.read_text().splitlines()]
     for line in lines:
         assert (line["date"], line["gpu"]) == ("2026-11-27", "NVIDIA H100 80GB HBM3")
@@ -168,7 +170,7 @@ def test_h100_results_file_holds_full_runs_as_measured():
     assert {c for c in cases["1d70d9d"] if "*" in c[2]} >= {("matmul", "bfloat16", "32*(1024x128x1024)"),
                                                             ("linear_relu_div", "float16", "8*(512x4096x4096)")}
     _, env, _ = results.read(H100)
-    assert [commit for commit, _ in env["runs"]] == ["1d70d9d"]
+    assert [commit for commit, _ in env["runs"]] == ["1d70d9d", "0500710"]
 
 
 def test_bench_json_writes_the_results_file(tmp_path, monkeypatch):

@@ -387,12 +387,12 @@ def _where(env: dict) -> str:
 
 
 def _headline(row: Row) -> Variant | None:
-    """README's one variant of a GEMM case: for float32 the faster fp32-accurate one (fp16x3 or
-    tf32x3: what ``algo="accurate"`` and the ``ModelNew``s take on Hopper), else the family
-    ``"auto"`` picks; None where it did not run."""
+    """README's one variant of a GEMM case: for float32 the fastest at fp32 accuracy (fp16x3,
+    tf32x3 or simt: what ``algo="accurate"`` and the ``ModelNew``s choose among), else the
+    family ``"auto"`` picks; None where it did not run."""
     ran = [v for v in row.variants if not v.error and v.stats]
     if row.dtype == "float32":
-        ran = [v for v in ran if "tf32x3" in v.name or "fp16x3" in v.name]
+        ran = [v for v in ran if "tf32x3" in v.name or "fp16x3" in v.name or "simt" in v.name]
         return min(ran, key=lambda v: v.stats.median, default=None)
     return next((v for v in ran if "(auto)" in v.name), None)
 
@@ -422,8 +422,8 @@ def format_gemm_markdown(rows: list[Row], env: dict) -> str:
                 _mark(_ms(es.median), es) if es else "-",
                 _mark(_ratio(v.stats, es), v.stats, es) if es else "-"]) + " |")
     peaks = next((p for name, p in PEAK_TFLOPS.items() if gpu and name in gpu), None)
-    head = (f"{_where(env)}; float32: the faster of fp16x3 and tf32x3 (fp32 accuracy on the tensor cores, "
-            "`algo=\"accurate\"`), against torch fp32; `tf32`: float32 with TF32 allowed for both; 16-bit: what "
+    head = (f"{_where(env)}; float32: the fastest at fp32 accuracy (fp16x3 or tf32x3 on the tensor "
+            "cores, or simt: `algo=\"accurate\"` chooses among them), against torch fp32; `tf32`: float32 with TF32 allowed for both; 16-bit: what "
             "`algo=\"auto\"` picks")
     if peaks:
         head += (f"; \"% peak\" of the dtype's dense peak ({peaks['float32']} TFLOP/s fp32, {peaks['tf32']} TF32, "

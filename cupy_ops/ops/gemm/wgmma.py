@@ -220,16 +220,17 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 / 256 and
     ``persistent``), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
-    threads' stores. For matmuls (no epilogue) whose operands the 2-D plan reads in place (TF32
-    with a row-major b, which the 2-D plan swaps: b copied K-major in one pass for entries of at
-    most WG_BATCH_COPY_MAX_WORK multiply-adds, unless ``swap=True``) and whose entries keep 16-byte alignment
+    threads' stores. For matmuls (no epilogue) whose a the 2-D plan reads in place (a b it swaps,
+    TF32 with a row-major b, or copies: copied K-major in one pass for entries of at most
+    WG_BATCH_COPY_MAX_WORK multiply-adds, unless ``swap=True``) and whose entries keep 16-byte alignment
     and do not interleave (each a whole matrix past the last, or all one); None (one GEMM per
     entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
-    # TF32 with a row-major b (the 2-D plan swaps; there is no batched swapped kernel): b copied
-    # once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
-    copy_b = p.swap and not ov.swap and M * N * K <= t.WG_BATCH_COPY_MAX_WORK
+    # a b the 2-D plan swaps (TF32 with a row-major b; there is no batched swapped kernel) or
+    # copies: copied once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
+    copy_b = ((p.swap and not ov.swap) or p.b.prep in ("transpose", "k-major copy")) \
+        and M * N * K <= t.WG_BATCH_COPY_MAX_WORK
     if p.family != NAME or (p.swap and not copy_b) or epi != "EpiNone" or p.a.prep != "as is" \
             or not (copy_b or p.b.prep in ("as is", "n-major")) or not batch_aligned(sa, es) \
             or not (copy_b or batch_aligned(sb, es)):
@@ -251,7 +252,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     # 1024 tiles: 0.0313 ms against 0.0448 with one CTA a tile; torch.bmm 0.0293)
     persistent = units > dev.sm_count if ov.persistent is None else bool(ov.persistent)
     # the 2-D plan's element type: bf16, f16 or float (the swapped kernel's is float)
-    T = "float" if copy_b else p.kernel.split("<")[1].split(",")[0]
+    T = "float" if p.swap else p.kernel.split("<")[1].split(",")[0]
     n_major = pb.prep == "n-major"
     return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
                     (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
