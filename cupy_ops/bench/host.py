@@ -49,6 +49,7 @@ def _pairs() -> dict[str, tuple]:
 
     x = torch.randn(SIDE, SIDE, device="cuda")
     xb, w, b = x.bfloat16(), torch.randn(SIDE, SIDE, device="cuda"), torch.randn(SIDE, device="cuda")
+    xb3 = torch.randn(32, SIDE, SIDE, device="cuda", dtype=torch.bfloat16)   # torch.bmm's shape
     xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
     g = torch.ones(SIDE, SIDE, device="cuda")
     torch.manual_seed(0)
@@ -60,6 +61,7 @@ def _pairs() -> dict[str, tuple]:
         "relu_div / torch.relu(x) / 2": (lambda: cupy_ops.relu_div(x, 2.0), lambda: torch.relu(x) / 2.0, 2000),
         "matmul fp32": (lambda: cupy_ops.matmul(x, w), lambda: torch.matmul(x, w), 2000),
         "matmul bf16": (lambda: cupy_ops.matmul(xb, xb), lambda: torch.matmul(xb, xb), 2000),
+        "matmul bf16, batch of 32": (lambda: cupy_ops.matmul(xb3, xb3), lambda: torch.matmul(xb3, xb3), 2000),
         # the fp32-accurate path's host cost: its split pass, three products, workspace
         "matmul fp32, algo='fp16x3' / torch fp32": (lambda: cupy_ops.matmul(x, w, algo="fp16x3"),
                                                     lambda: torch.matmul(x, w), 1000),
