@@ -311,8 +311,9 @@ def _plotted(row: Row, variant: Variant) -> bool:
 
 
 def plot(rows: list[Row], path: str | None, title: str):
-    """Speedup vs torch eager by size: elementwise ops by bytes moved (left), GEMMs by FLOPs
-    (right), one line per op, dtype and variant (the default kernel, and cuBLAS + relu_div).
+    """Speedup vs torch eager by size: elementwise ops by bytes moved (left), 2-D GEMMs by FLOPs
+    (right; a batch's FLOPs are not one GEMM's size: the batched cases are in the tables only),
+    one line per op, dtype and variant (the default kernel, and cuBLAS + relu_div).
     Saved to ``path`` (a PNG) when given; returns the matplotlib figure (shown inline in a
     notebook; without a display matplotlib draws off-screen)."""
     import matplotlib.pyplot as plt
@@ -321,7 +322,7 @@ def plot(rows: list[Row], path: str | None, title: str):
     panels = {0: {}, 1: {}}
     for r in rows:
         eager = r.get("torch eager")
-        if not eager or not eager.stats:
+        if not eager or not eager.stats or "*" in r.shape:
             continue
         gemm = r.problem not in ("relu", "relu_div")
         for v in r.variants:
