@@ -138,9 +138,9 @@ template <int BN, class EPI, bool B_NMAJOR>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_fp16x3(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
                 const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, u32* c, i64 ldc, int M, int N,
-                int K, const int* ea, const int* eb, const u32* bias, double scale) {
+                int K, const int* ea, const int* eb, const u32* bias, double scale, int group) {
   gemm_fp16x3_block<BN, float, Epilogue<float, EPI>, B_NMAJOR>(&ahi, &alo, &bhi, &blo, c, ldc, M, N, 0, K, ea, eb,
-                                                               Epilogue<float, EPI>(bias, scale));
+                                                               Epilogue<float, EPI>(bias, scale), group);
 }
 
 // Its split-K partial products (scaled back: the slices add), as gemm_wgmma_partial.
@@ -148,9 +148,9 @@ template <int BN, bool B_NMAJOR>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_fp16x3_partial(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
                         const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, float* ws, int M,
-                        int N, int K, int kslice, const int* ea, const int* eb) {
+                        int N, int K, int kslice, const int* ea, const int* eb, int group) {
   const int k0 = blockIdx.z * kslice;
   gemm_fp16x3_block<BN, float, Epilogue<float, EpiNone>, B_NMAJOR>(
       &ahi, &alo, &bhi, &blo, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
-      min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0));
+      min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0), group);
 }

@@ -449,17 +449,20 @@ def test_fp16x3_plan():
     assert "fp16x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="fp16x3")
     assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, EpiNone, true>",
-                                                                   (128, 128), (32, 32, 1), 1, 64)
+                                                                   (128, 128), (132, 1, 1), 1, 64)
+    assert p.persistent and p.group == gemm.tables.WG_GROUP   # 1024 tiles walked by one CTA an SM
+    assert gplan(4096, 4096, 4096, algo="fp16x3", persistent=False).grid == (1024, 1, 1)
+    assert not gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).persistent   # 64 tiles: one CTA each
     assert p.smem == gemm.geometry.X3_SMEM_BYTES and not p.swap
     assert (p.a.prep, p.b) == ("as is", gemm.Operand("n-major split", False, 4096))   # b split in place
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="fp16x3")
-    assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (64, 8, 1)
+    assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (132, 1, 1)
     for b in (rowmajor(4096, 4094), rowmajor(4096, 4096, aligned=False)):   # b's rows off 16 bytes: transposed
         p = gplan(4096, 4096, b.cols, b=b, algo="fp16x3")
         assert p.kernel == "gemm_fp16x3<128, EpiNone, false>" and p.b.prep == "transpose"
     p = gplan(1024, 1024, 1024, algo="fp16x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
-    assert (p.slices, p.kslice, p.kernel, p.grid) == (2, 512, "gemm_fp16x3_partial<128, true>", (8, 8, 2))
+    assert (p.slices, p.kslice, p.kernel, p.grid) == (2, 512, "gemm_fp16x3_partial<128, true>", (64, 1, 2))
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     assert gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).slices == 1
     with pytest.raises(ValueError, match=r"tile_n must be one of \(128,\) for algo='fp16x3', got 256"):

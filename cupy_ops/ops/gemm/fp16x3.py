@@ -16,7 +16,7 @@ from . import tc, tma, wgmma
 from .common import (EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, n_major_in_place, needs_hopper,
                      reduce_grid, tf, tiled_sizes)
 from .runtime import SM90A, declare, handle, prepare, reduce
-from .tables import X3_SPLIT_MAX_WAVES
+from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
 
@@ -30,7 +30,8 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     """Both operands through fp16x3_split (from their tensor-core form: K-major fp32 rows)
-    into scaled fp16 pieces, then gemm_fp16x3 on 128 x 128 tiles, split-K as 3xTF32's."""
+    into scaled fp16 pieces, then gemm_fp16x3 on 128 x 128 tiles (a persistent grid past a
+    wave), split-K as 3xTF32's."""
     if K == 0:
         return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
     if ov.tile_n not in (None,) + g.X3_TILE_NS:
@@ -45,8 +46,14 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     n_major = n_major_in_place(b)
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
     how = "fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
-    common = dict(grid=(cdiv(N, bn), cdiv(M, g.WG_BM), slices), block=(g.WG_THREADS, 1, 1), smem=g.X3_SMEM_BYTES,
+    # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
+    # (``persistent=False``: one CTA a tile)
+    tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
+    persistent = tiles > dev.sm_count if ov.persistent is None else bool(ov.persistent)
+    common = dict(grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices), block=(g.WG_THREADS, 1, 1),
+                  smem=g.X3_SMEM_BYTES,
                   a=kmajor_operand(a), b=pb, tile=(g.WG_BM, bn), bk=bk,
+                  group=ov.group or WG_GROUP, persistent=persistent,
                   notes=(f"operands split into fp16 pieces ({how})",))
     if slices > 1:
         return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {tf(n_major)}>", SM90A, slices=slices, kslice=kslice,
@@ -154,8 +161,10 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb), p.smem)
+        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group),
+                      p.smem)
         reduce(p, part, c, bias, scale)
     else:
-        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale), p.smem)
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale,
+                                                  p.group), p.smem)
     del ws, a2, bt   # launched: the stream orders any reuse of this memory after the kernel
