@@ -65,14 +65,17 @@ def test_from_json_writes_the_markdown_table(tmp_path, capsys):
     assert bench_main(["--from-json", str(H100), "--markdown", str(out)]) == 0
     lines = out.read_text().splitlines()
     assert "| problem | dtype | shape (MxKxN) | cupy_ops | ms | TFLOP/s | % peak | torch eager ms | vs torch |" in lines
-    # one line per case: float32 the faster fp32-accurate variant, the others "auto"'s
-    assert "| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) | 0.7607 | 180.7 | 270 | 2.6987 | 3.55x |" in lines
-    assert "| matmul | float32 | 32*(1024x128x1024) | `matmul` (simt; auto) | 0.2253 | 38.1 | 57 | 0.2168 | 0.96x |" in lines
-    assert sum(line.startswith("| matmul | bfloat16 |") for line in lines) == 4
+    # one line per case: float32 the fastest kernel at fp32 accuracy, the others "auto"'s
+    rows, env, _ = results.read(H100)
+    gemm_cases = [r for r in rows if r.problem in suite.GEMM_PROBLEMS]
+    table = [line for line in lines if line.startswith("| matmul |") or line.startswith("| linear_relu_div |")]
+    assert len(table) == len(gemm_cases) == 28
+    assert any(line.startswith("| matmul | float32 | 4096x4096x4096 | `matmul` (fp16x3) |") for line in table)
+    assert any(line.startswith("| matmul | float32 | 32*(1024x128x1024) | `matmul` (simt; auto) |") for line in table)
+    assert sum(line.startswith("| matmul | bfloat16 |") for line in table) == 4
+    assert not any("naive" in line or " tc" in line or "cuBLAS" in line for line in table)
     # as measured, its spread marked
-    assert ("| linear_relu_div | float32 | 256x1024x1024 | fused (tf32x3) | 0.0225 ~ | 23.8 | 36 | 0.0412 | 1.83x ~ |"
-            in lines)
-    # the matmul cases re-measured at 0500710, the rest at 1d70d9d
+    assert any(line.endswith(" ~ |") for line in table) == any(" ~ " in line for line in table)
     assert lines[0].startswith("NVIDIA H100 80GB HBM3, commits 1d70d9d (2026-11-27), 0500710 (2026-11-27)")
     elementwise = tmp_path / "elementwise.md"
     assert bench_main(["--from-json", str(H100), "--problem", "relu", "--markdown", str(elementwise)]) == 0
@@ -170,7 +173,7 @@ def test_h100_results_file_holds_full_runs_as_measured():
     assert {c for c in cases["1d70d9d"] if "*" in c[2]} >= {("matmul", "bfloat16", "32*(1024x128x1024)"),
                                                             ("linear_relu_div", "float16", "8*(512x4096x4096)")}
     _, env, _ = results.read(H100)
-    assert [commit for commit, _ in env["runs"]] == ["1d70d9d", "0500710"]
+    assert [commit for commit, _ in env["runs"]][:2] == ["1d70d9d", "0500710"]   # then later re-runs of some cases
 
 
 def test_bench_json_writes_the_results_file(tmp_path, monkeypatch):

@@ -53,7 +53,7 @@ class ModelNew(Model):
     - float32 on Hopper (compute capability 9.0): the whole layer in one kernel,
       ``cupy_ops.linear_relu_div(..., algo="accurate")``, which takes ``"fp16x3"``: the GEMM as three fp16 products of
       row-scaled pieces of x and of the weight on the tensor cores, with bias, ReLU and divide
-      in its epilogue (H100, 1024 x 8192 x 8192: about 3.0-3.4x torch fp32, error about 0.2-0.3x
+      in its epilogue (H100, 1024 x 8192 x 8192: about 3.3-3.6x torch fp32, error about 0.2-0.3x
       torch fp32's; README's benchmark tables; a value more than 2^17 below the largest of its
       row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); below 2^33
       multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
