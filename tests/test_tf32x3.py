@@ -105,6 +105,31 @@ def test_error_at_k_two_to_the_19_stays_near_two_to_the_minus_17(cuda):
     assert ours <= 2.0**-16.5, f"tf32x3 {ours:.3g} (torch fp32 {theirs:.3g})"
 
 
+@pytest.mark.parametrize("K", [64, 1000, 2**12, 2**15, 2**19])
+def test_error_is_within_its_bound_as_a_function_of_k_and_the_inputs(K, cuda):
+    """docs/numerics.md's bound: every output of tf32x3 within (2^-20 + K 2^-23) (|A| |B|)[m, n]
+    of the exact product (fp64), whatever the inputs' spread: randn, rand, mean-shifted (all
+    terms of one sign), rows of A and columns of B scaled by 2^-20 .. 2^20. The 2^-20 covers the
+    split (22 bits of each operand), the K 2^-23 the summation (the tensor cores' between
+    promotions included). A dropped product term (2^-11 relative) breaks it for K up to 2^11."""
+    require_algo("tf32x3")
+    torch.manual_seed(K)
+    M = N = 64 if K > 2**14 else 128
+    scale_a = 2.0 ** torch.randint(-20, 21, (M, 1), device=cuda).float()
+    scale_b = 2.0 ** torch.randint(-20, 21, (1, N), device=cuda).float()
+    cases = {"randn": (torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)),
+             "rand": (torch.rand(M, K, device=cuda), torch.rand(K, N, device=cuda)),
+             "mean-shifted": (torch.randn(M, K, device=cuda) + 8, torch.randn(K, N, device=cuda) + 8),
+             "scaled 2^+-20": (torch.randn(M, K, device=cuda) * scale_a, torch.randn(K, N, device=cuda) * scale_b)}
+    for name, (a, b) in cases.items():
+        for bb in (b, b.T.contiguous().T):   # row-major b (swapped) and K-major b
+            ref = a.double() @ bb.double()
+            bound = (2.0**-20 + K * 2.0**-23) * (a.double().abs() @ bb.double().abs())
+            ratio = ((cupy_ops.matmul(a, bb, algo="tf32x3").double() - ref).abs() / bound).max().item()
+            print(f"K = {K} {name}: largest error / bound = {ratio:.3g}")
+            assert ratio <= 1.0, f"{name}, K = {K}: an error {ratio:.3g} x the bound"
+
+
 @pytest.mark.parametrize("N", [131, 132], ids=["transposed b", "swapped"])
 def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
     """Special values the split must not turn into NaN (0 * inf from a zero remainder) or lose:
