@@ -235,15 +235,11 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // C (M x N, ldc) = epi(2^-(ea[m] + eb[n]) (A_lo B_hi + A_hi B_lo + A_hi B_hi)) over the K
 // range [k0, k0 + K) of the pieces (maps: A_hi, A_lo (M, K) fp16 K-major, boxes of 64 x 128;
 // B_hi, B_lo (N, K) K-major, boxes of 64 x BN, or B_NMAJOR (K, N), boxes of 64 columns x 64
-// rows of K). Persistent: cluster q computes the units q, q + clusters, ... in gemm_wgmma.cuh's
-// walk (groups of `group` cluster rows); the ring, its mbarrier phases and the warpgroups'
-// turns run on across units, so the producer loads the next unit's first stages while the
-// consumers store the last one (grid: CM x min(units, clusters that fit); one a unit below a
-// wave). Clusters of CM = 2 as gemm_wgmma's: the pair takes tile rows 2 row + rank of one
-// column and shares its B pieces, each CTA loading half of them multicast to both (B_hi's and
-// B_lo's maps' boxes BN / CM rows when K-major); a stage is refilled once the consumer warps of
-// both CTAs released it.
-template <int BN, int CM, class Out, class Epi, bool B_NMAJOR>
+// rows of K). Persistent: CTA x computes the 128 x BN tiles x, x + gridDim.x, ... in
+// gemm_wgmma.cuh's walk (groups of `group` tile rows); the ring, its mbarrier phases and the
+// warpgroups' turns run on across tiles, so the producer loads the next tile's first stages
+// while the consumers store the last one (grid: min(tiles, SMs); one CTA a tile below a wave).
+template <int BN, class Out, class Epi, bool B_NMAJOR>
 __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMap* alo, const TmaMap* bhi,
                                                   const TmaMap* blo, typename Traits<Out>::Bits* __restrict__ C,
                                                   i64 ldc, int M, int N, int k0, int K, const int* __restrict__ ea,
@@ -253,29 +249,22 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const u32 full = ring + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
-  static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs");
-  constexpr int B_ROWS = BN / CM;   // the B rows (K-major) or columns (N-major) each CTA loads
-  static_assert(B_ROWS % 64 == 0, "each CTA of a cluster loads whole 64-column boxes of B");
   const int tid = threadIdx.x, wg = tid >> 7;
   const int ktiles = (K + BK - 1) / BK;
-  const WgWalk walk{(M + WG_BM * CM - 1) / (WG_BM * CM), (N + BN - 1) / BN, group};
-  const int rank = CM > 1 ? (int)cluster_rank() : 0;
-  const int units = walk.rows * walk.cols, first = blockIdx.x / CM, step = gridDim.x / CM;
-  // k-tiles this CTA issues over all its units (the warpgroups' last turn is not passed on)
+  const WgWalk walk{(M + WG_BM - 1) / WG_BM, (N + BN - 1) / BN, group};
+  const int units = walk.rows * walk.cols, first = blockIdx.x, step = gridDim.x;
+  // k-tiles this CTA issues over all its tiles (the warpgroups' last turn is not passed on)
   const int total = first < units ? (units - first + step - 1) / step * ktiles : 0;
 
-  // the launch's cluster must be CM (a disagreeing one would multicast into absent CTAs)
-  if (cluster_ctas() != (u32)CM) asm volatile("trap;\n");
   if (tid == 0) {
     tma_prefetch_map(ahi);
     tma_prefetch_map(alo);
     tma_prefetch_map(bhi);
     tma_prefetch_map(blo);
-    mbar_pairs_init<STAGES>(full, 1, empty, 8 * CM);   // empty: the consumer warps of the cluster
+    mbar_pairs_init<STAGES>(full, 1, empty, 8);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if constexpr (CM > 1) cluster_sync();   // the peer's barriers exist before anything reaches them
-  else __syncthreads();
+  __syncthreads();
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
@@ -284,7 +273,7 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
       for (int u = first; u < units; u += step) {
         int row, col, z;
         walk.unit(u, row, col, z);
-        const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN;
+        const int m0 = row * WG_BM, n0 = col * BN;
         for (int kt = 0; kt < ktiles; ++kt, ++gk) {
           const int s = gk % STAGES;
           if (gk >= STAGES) mbar_wait(empty + 8 * s, ((gk / STAGES) - 1) & 1);
@@ -293,123 +282,105 @@ __device__ __forceinline__ void gemm_fp16x3_block(const TmaMap* ahi, const TmaMa
           mbar_expect_tx(bar, STAGE_BYTES);
           tma_load_2d(dst, ahi, k, m0, bar);
           tma_load_2d(dst + A_BYTES, alo, k, m0, bar);
-          constexpr u16 ALL = (1u << CM) - 1;
           if constexpr (B_NMAJOR) {
             // boxes of 64 columns (128 bytes) x 64 rows of K, 8 KB apart (as gemm_wgmma.cuh's)
 #pragma unroll
-            for (int j = 0; j < B_ROWS / 64; ++j) {
-              const int i = rank * (B_ROWS / 64) + j;
-              if constexpr (CM == 1) {
-                tma_load_2d(dst + 2 * A_BYTES + i * 8192, bhi, n0 + 64 * i, k, bar);
-                tma_load_2d(dst + 2 * A_BYTES + B_BYTES + i * 8192, blo, n0 + 64 * i, k, bar);
-              } else {
-                tma_load_2d_multicast(dst + 2 * A_BYTES + i * 8192, bhi, n0 + 64 * i, k, bar, ALL);
-                tma_load_2d_multicast(dst + 2 * A_BYTES + B_BYTES + i * 8192, blo, n0 + 64 * i, k, bar, ALL);
-              }
+            for (int j = 0; j < BN / 64; ++j) {
+              tma_load_2d(dst + 2 * A_BYTES + j * 8192, bhi, n0 + 64 * j, k, bar);
+              tma_load_2d(dst + 2 * A_BYTES + B_BYTES + j * 8192, blo, n0 + 64 * j, k, bar);
             }
           } else {
-            const u32 off = rank * B_ROWS * 128;
-            if constexpr (CM == 1) {
-              tma_load_2d(dst + 2 * A_BYTES, bhi, k, n0, bar);
-              tma_load_2d(dst + 2 * A_BYTES + B_BYTES, blo, k, n0, bar);
-            } else {
-              tma_load_2d_multicast(dst + 2 * A_BYTES + off, bhi, k, n0 + rank * B_ROWS, bar, ALL);
-              tma_load_2d_multicast(dst + 2 * A_BYTES + B_BYTES + off, blo, k, n0 + rank * B_ROWS, bar, ALL);
-            }
-          }
+            tma_load_2d(dst + 2 * A_BYTES, bhi, k, n0, bar);
+            tma_load_2d(dst + 2 * A_BYTES + B_BYTES, blo, k, n0, bar);
+        }
         }
       }
     }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
-    const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
-    float acc[BN / 2], part[BN / 2];
-    const u32 a_row = (u32)(c * 64 * 128);
-    int base = 0;   // this tile's first k-tile among all this CTA's
-    for (int u = first; u < units; u += step, base += ktiles) {
-      int row, col, z;
-      walk.unit(u, row, col, z);
-      const int m0 = (row * CM + rank) * WG_BM, n0 = col * BN;
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.f;
-      acc_fence<BN / 2>(part);
-      // One k-tile's 12 wgmmas into part, committed as one group. X3H_ORDERED: the two consumer
-      // warpgroups take turns (named barriers 4 and 5, 256 threads: warpgroup 0 issues k-tile kt
-      // once warpgroup 1 has issued kt - 1, warpgroup 1 once 0 has issued kt), so the tensor cores
-      // run one warpgroup's k-tile while the other waits for its own and promotes it; issuing
-      // together, both waited at once and the tensor pipe idled.
-      auto issue = [&](int kt) {
-        kt += base;   // (the ring and the turns count k-tiles over all this CTA's tiles)
-        const u32 st = ring + (kt % STAGES) * STAGE_BYTES;
-        mbar_wait(full + 8 * (kt % STAGES), (kt / STAGES) & 1);
-#if X3H_ORDERED
-        if (c == 1 || kt > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(4 + c) : "memory");
-#endif
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          // a k-step is 32 bytes further along each 128-byte row (see gemm_wgmma.cuh)
-          const u64 dah = wg_desc(st + a_row + kk * 32, 16, 1024), dal = wg_desc(st + A_BYTES + a_row + kk * 32, 16, 1024);
-          // N-major B: a k-step is 16 rows of 128 bytes further, 64-column atoms 8 KB apart
-          const u32 b_off = B_NMAJOR ? kk * 16 * 128 : kk * 32, b_lbo = B_NMAJOR ? 8192 : 16;
-          const u64 dbh = wg_desc(st + 2 * A_BYTES + b_off, b_lbo, 1024);
-          const u64 dbl = wg_desc(st + 2 * A_BYTES + B_BYTES + b_off, b_lbo, 1024);
-          wgmma_tile<f16, B_NMAJOR, BN>(part, dal, dbh);   // the small products first
-          wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbl);
-          wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbh);
-        }
-        wgmma_commit();
-#if X3H_ORDERED
-        if (c == 0 || kt + 1 < total) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - c) : "memory");
-#endif
-      };
-      // X3H_PROMOTE_EVERY k-tiles per promotion, back to back: an earlier k-tile's stage is
-      // released once its wgmmas are done (wait<1>: all groups but the newest), the partial read
-      // after all are (wait<0>), so no group is in flight across the loop's back edge (there
-      // ptxas would wait for it every iteration, or serialize the wgmmas).
-      for (int kt = 0; kt < ktiles;) {
-        const int n = min(X3H_PROMOTE_EVERY, ktiles - kt);
-        issue(kt);
-        if (n == 2) {
-          issue(kt + 1);
-          wgmma_wait<1>();
-          release_stage<CM>(empty + 8 * ((base + kt) % STAGES), lane);
-        }
-        wgmma_wait<0>();
-        acc_fence<BN / 2>(part);
-        release_stage<CM>(empty + 8 * ((base + kt + n - 1) % STAGES), lane);
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) {
-          acc[i] = add_exact(acc[i], part[i]);
-          part[i] = 0.f;
-        }
-        acc_fence<BN / 2>(part);
-        kt += n;
-      }
-      // undo the scaling: accumulator 4 j + 2 h + e is row 16 warp + g + 8 h, column 8 j + 2 t + e
-      const int g = lane >> 2, t = lane & 3;
-      int er[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = m0 + c * 64 + warp * 16 + g + 8 * h;
-        er[h] = m < M ? ea[m] : 0;
-      }
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int n = n0 + 8 * j + 2 * t + e;
-          const int en = n < N ? eb[n] : 0;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) acc[4 * j + 2 * h + e] = x3h_scale(acc[4 * j + 2 * h + e], -(er[h] + en));
-        }
-      wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
-    }
+    return;
   }
-  // No CTA of a cluster leaves while its peer may still multicast into its shared memory or
-  // arrive on its barriers (.aligned: warp 0 reconverges with its producer lane first).
-  if constexpr (CM > 1) {
-    __syncwarp();
-    cluster_sync();
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_CONSUMER_REGS));
+  const int c = wg - 1, warp = (tid >> 5) & 3, lane = tid & 31;
+  float acc[BN / 2], part[BN / 2];
+  const u32 a_row = (u32)(c * 64 * 128);
+  int base = 0;   // this tile's first k-tile among all this CTA's
+  for (int u = first; u < units; u += step, base += ktiles) {
+    int row, col, z;
+    walk.unit(u, row, col, z);
+    const int m0 = row * WG_BM, n0 = col * BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.f;
+    acc_fence<BN / 2>(part);
+    // One k-tile's 12 wgmmas into part, committed as one group. X3H_ORDERED: the two consumer
+    // warpgroups take turns (named barriers 4 and 5, 256 threads: warpgroup 0 issues k-tile kt
+    // once warpgroup 1 has issued kt - 1, warpgroup 1 once 0 has issued kt), so the tensor cores
+    // run one warpgroup's k-tile while the other waits for its own and promotes it; issuing
+    // together, both waited at once and the tensor pipe idled.
+    auto issue = [&](int kt) {
+      kt += base;   // (the ring and the turns count k-tiles over all this CTA's tiles)
+      const u32 st = ring + (kt % STAGES) * STAGE_BYTES;
+      mbar_wait(full + 8 * (kt % STAGES), (kt / STAGES) & 1);
+#if X3H_ORDERED
+      if (c == 1 || kt > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(4 + c) : "memory");
+#endif
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        // a k-step is 32 bytes further along each 128-byte row (see gemm_wgmma.cuh)
+        const u64 dah = wg_desc(st + a_row + kk * 32, 16, 1024), dal = wg_desc(st + A_BYTES + a_row + kk * 32, 16, 1024);
+        // N-major B: a k-step is 16 rows of 128 bytes further, 64-column atoms 8 KB apart
+        const u32 b_off = B_NMAJOR ? kk * 16 * 128 : kk * 32, b_lbo = B_NMAJOR ? 8192 : 16;
+        const u64 dbh = wg_desc(st + 2 * A_BYTES + b_off, b_lbo, 1024);
+        const u64 dbl = wg_desc(st + 2 * A_BYTES + B_BYTES + b_off, b_lbo, 1024);
+        wgmma_tile<f16, B_NMAJOR, BN>(part, dal, dbh);   // the small products first
+        wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbl);
+        wgmma_tile<f16, B_NMAJOR, BN>(part, dah, dbh);
+      }
+      wgmma_commit();
+#if X3H_ORDERED
+      if (c == 0 || kt + 1 < total) asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - c) : "memory");
+#endif
+    };
+    // X3H_PROMOTE_EVERY k-tiles per promotion, back to back: an earlier k-tile's stage is
+    // released once its wgmmas are done (wait<1>: all groups but the newest), the partial read
+    // after all are (wait<0>), so no group is in flight across the loop's back edge (there
+    // ptxas would wait for it every iteration, or serialize the wgmmas).
+    for (int kt = 0; kt < ktiles;) {
+      const int n = min(X3H_PROMOTE_EVERY, ktiles - kt);
+      issue(kt);
+      if (n == 2) {
+        issue(kt + 1);
+        wgmma_wait<1>();
+        if (lane == 0) mbar_arrive(empty + 8 * ((base + kt) % STAGES));
+      }
+      wgmma_wait<0>();
+      acc_fence<BN / 2>(part);
+      if (lane == 0) mbar_arrive(empty + 8 * ((base + kt + n - 1) % STAGES));
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        acc[i] = add_exact(acc[i], part[i]);
+        part[i] = 0.f;
+      }
+      acc_fence<BN / 2>(part);
+      kt += n;
+    }
+    // undo the scaling: accumulator 4 j + 2 h + e is row 16 warp + g + 8 h, column 8 j + 2 t + e
+    const int g = lane >> 2, t = lane & 3;
+    int er[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + c * 64 + warp * 16 + g + 8 * h;
+      er[h] = m < M ? ea[m] : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int n = n0 + 8 * j + 2 * t + e;
+        const int en = n < N ? eb[n] : 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) acc[4 * j + 2 * h + e] = x3h_scale(acc[4 * j + 2 * h + e], -(er[h] + en));
+      }
+    wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
   }
 }

@@ -133,14 +133,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_partial(const 
 // fp32 C = epilogue(A @ B) in three fp16 products of scaled pieces (gemm_fp16x3.cuh): the maps
 // cover the pieces fp16x3_split made of A (M, K), K-major, and of B: of B^T (N, K), K-major,
 // or (B_NMAJOR) fp16x3_split_n's of a row-major B (K, N); ea / eb the rows' / columns' scale
-// exponents. Dynamic shared memory: X3_SMEM_BYTES; clusters of CM CTAs (the launch's).
-template <int BN, int CM, class EPI, bool B_NMAJOR>
+// exponents. Dynamic shared memory: X3_SMEM_BYTES.
+template <int BN, class EPI, bool B_NMAJOR>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_fp16x3(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
                 const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, u32* c, i64 ldc, int M, int N,
                 int K, const int* ea, const int* eb, const u32* bias, double scale, int group) {
-  gemm_fp16x3_block<BN, CM, float, Epilogue<float, EPI>, B_NMAJOR>(&ahi, &alo, &bhi, &blo, c, ldc, M, N, 0, K, ea,
-                                                                   eb, Epilogue<float, EPI>(bias, scale), group);
+  gemm_fp16x3_block<BN, float, Epilogue<float, EPI>, B_NMAJOR>(&ahi, &alo, &bhi, &blo, c, ldc, M, N, 0, K, ea, eb,
+                                                               Epilogue<float, EPI>(bias, scale), group);
 }
 
 // Its split-K partial products (scaled back: the slices add), as gemm_wgmma_partial.
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
                         const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, float* ws, int M,
                         int N, int K, int kslice, const int* ea, const int* eb, int group) {
   const int k0 = blockIdx.z * kslice;
-  gemm_fp16x3_block<BN, 1, float, Epilogue<float, EpiNone>, B_NMAJOR>(
+  gemm_fp16x3_block<BN, float, Epilogue<float, EpiNone>, B_NMAJOR>(
       &ahi, &alo, &bhi, &blo, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
       min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0), group);
 }

@@ -448,25 +448,19 @@ def test_fp16x3_plan():
     swapped kernel, no other tile width. The models' choice by size (X3H_MIN_WORK)."""
     assert "fp16x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="fp16x3")
-    assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, 2, EpiNone, true>",
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, EpiNone, true>",
                                                                    (128, 128), (132, 1, 1), 1, 64)
-    # 1024 tiles walked by 66 pairs sharing B's pieces, one CTA an SM
-    assert p.persistent and p.cluster == 2 and p.group == gemm.tables.WG_GROUP
-    q = gplan(4096, 4096, 4096, algo="fp16x3", persistent=False)
-    assert (q.grid, q.cluster, q.kernel) == ((1024, 1, 1), 1, "gemm_fp16x3<128, 1, EpiNone, true>")
-    assert gplan(4096, 4096, 4096, algo="fp16x3", cluster=1).grid == (132, 1, 1)
-    q = gplan(1024, 1024, 1024, algo="fp16x3", split_k=False)                # 64 tiles: one CTA each
-    assert not q.persistent and q.cluster == 1 and q.grid == (64, 1, 1)
-    with pytest.raises(ValueError, match="cluster=2 with split-K"):
-        gplan(1024, 1024, 1024, algo="fp16x3", cluster=2)
+    assert p.persistent and p.group == gemm.tables.WG_GROUP   # 1024 tiles walked by one CTA an SM
+    assert gplan(4096, 4096, 4096, algo="fp16x3", persistent=False).grid == (1024, 1, 1)
+    assert not gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).persistent   # 64 tiles: one CTA each
     assert p.smem == gemm.geometry.X3_SMEM_BYTES and not p.swap
     assert (p.a.prep, p.b) == ("as is", gemm.Operand("n-major split", False, 4096))   # b split in place
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="fp16x3")
-    assert p.kernel == "gemm_fp16x3<128, 2, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (132, 1, 1)
+    assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (132, 1, 1)
     for b in (rowmajor(4096, 4094), rowmajor(4096, 4096, aligned=False)):   # b's rows off 16 bytes: transposed
         p = gplan(4096, 4096, b.cols, b=b, algo="fp16x3")
-        assert p.kernel == "gemm_fp16x3<128, 2, EpiNone, false>" and p.b.prep == "transpose"
+        assert p.kernel == "gemm_fp16x3<128, EpiNone, false>" and p.b.prep == "transpose"
     p = gplan(1024, 1024, 1024, algo="fp16x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel, p.grid) == (2, 512, "gemm_fp16x3_partial<128, true>", (64, 1, 2))
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"

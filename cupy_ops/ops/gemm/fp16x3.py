@@ -16,7 +16,7 @@ from . import tc, tma, wgmma
 from .common import (EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, n_major_in_place, needs_hopper,
                      reduce_grid, tf, tiled_sizes)
 from .runtime import SM90A, declare, handle, prepare, reduce
-from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES, X3H_CLUSTER
+from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
 
@@ -47,17 +47,10 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
     how = "fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
     # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
-    # (``persistent=False``: one CTA a tile), in clusters of X3H_CLUSTER sharing B's pieces
-    # (split-K: single CTAs)
-    rows, tiles = cdiv(M, g.WG_BM), cdiv(N, bn) * cdiv(M, g.WG_BM)
+    # (``persistent=False``: one CTA a tile)
+    tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
     persistent = tiles > dev.sm_count if ov.persistent is None else bool(ov.persistent)
-    cluster = ov.cluster or (X3H_CLUSTER if persistent and slices == 1 and rows >= 2 else 1)
-    if cluster > 1 and slices > 1:
-        raise ValueError(f"cluster={cluster} with split-K: algo='fp16x3' splits K in single CTAs (split_k=False "
-                         f"to take the cluster)")
-    units = cdiv(rows, cluster) * cdiv(N, bn)
-    grid = cluster * (min(units, dev.sm_count // cluster) if persistent else units)
-    common = dict(grid=(grid, 1, slices), block=(g.WG_THREADS, 1, 1), cluster=cluster,
+    common = dict(grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices), block=(g.WG_THREADS, 1, 1),
                   smem=g.X3_SMEM_BYTES,
                   a=kmajor_operand(a), b=pb, tile=(g.WG_BM, bn), bk=bk,
                   group=ov.group or WG_GROUP, persistent=persistent,
@@ -65,13 +58,13 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     if slices > 1:
         return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {tf(n_major)}>", SM90A, slices=slices, kslice=kslice,
                         reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=reduce_grid(M * N), **common)
-    return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {cluster}, {epi}, {tf(n_major)}>", SM90A, kslice=K, **common)
+    return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {epi}, {tf(n_major)}>", SM90A, kslice=K, **common)
 
 
 def variants() -> dict[str, list[str]]:
     exprs = []
     for nm in (False, True):
-        exprs += [f"gemm_fp16x3<{bn}, {cm}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for cm in (1, 2) for e in EPILOGUES]
+        exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in g.X3_TILE_NS]
     return {SM90A: exprs + ["fp16x3_split", "fp16x3_colmax_n", "fp16x3_split_n"]}
 
@@ -164,18 +157,14 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         maps += tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
     else:
         split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb)
-        maps += tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1] // p.cluster)
-                      for o in (bhi, blo))   # (each CTA of a cluster loads its share of the rows)
+        maps += tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
     h = handle(KERNELS, p.kernel, c.get_device())
-    grid = p.grid
-    if p.persistent:   # the clusters that run at once walk the units
-        grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group),
                       p.smem)
         reduce(p, part, c, bias, scale)
     else:
-        launch.launch(h, grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale,
-                                                p.group), p.smem, p.cluster)
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale,
+                                                  p.group), p.smem)
     del ws, a2, bt   # launched: the stream orders any reuse of this memory after the kernel

@@ -47,8 +47,6 @@ X3_SPLIT_MAX_WAVES = 0.5     # tf32x3 / fp16x3 split K up to half a wave (docs/g
 # fp16x3 from this many multiply-adds (M N K) on, tf32x3 below: the split pass pays off
 # (docs/gemm.md#fp16x3-or-tf32x3)
 X3H_MIN_WORK = 2**33
-# fp16x3's persistent grid in clusters of this many CTAs sharing B's pieces (TMA multicast)
-X3H_CLUSTER = 2
 # "accurate" over a batch: tf32x3 / fp16x3 have no batched kernel (one launch per entry), so
 # entries of fewer multiply-adds than this take simt's batched kernel (full fp32) instead
 # (H100, fcfcfc1: float32 32 x (1024x128x1024) tf32x3 0.30x torch, simt 0.96x; 8 x 2048^3
