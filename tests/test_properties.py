@@ -283,8 +283,9 @@ def documented_error(algo, a, b):
     """The absolute errors docs/numerics.md documents beyond the rounding bound, summed over k
     (None: none):
 
-    - fp16x3: a value more than 2^-38 below its row's (column's) largest finite magnitude X
-      has an absolute error up to 2^-38 X (#fp16x3-error);
+    - fp16x3: a value far below its row's (column's) largest finite magnitude X has an
+      absolute error up to 2^-37 X (#fp16x3-error: one below 2^-24 scaled is held as +-2^-24
+      in both pieces);
     - a subnormal fp32 operand on the tensor cores: tf32x3 counts it as +-2^-125, the TF32
       kernels may flush it (#denormals-and-ftz): up to 2^-124 times what it multiplies.
     16-bit operands and float32 on the CUDA cores have none."""
@@ -293,8 +294,10 @@ def documented_error(algo, a, b):
     ad, bd = a.double().abs(), b.double().abs()
     if algo == "fp16x3":
         fin_a, fin_b = ad.nan_to_num(posinf=0.0), bd.nan_to_num(posinf=0.0)
-        da = 2.0**-38 * fin_a.amax(dim=1, keepdim=True) if a.shape[1] else torch.zeros_like(ad[:, :1])
-        db = 2.0**-38 * fin_b.amax(dim=0, keepdim=True) if b.shape[0] else torch.zeros_like(bd[:1])
+        if a.shape[1] == 0:   # K = 0: nothing summed
+            return torch.zeros((a.shape[0], b.shape[1]), dtype=torch.float64, device=a.device)
+        da = 2.0**-37 * fin_a.amax(dim=1, keepdim=True)
+        db = 2.0**-37 * fin_b.amax(dim=0, keepdim=True)
         return da * bd.sum(0, keepdim=True) + ad.sum(1, keepdim=True) * db + a.shape[1] * da * db
     def sub(t):
         return ((t != 0) & (t < torch.finfo(torch.float32).smallest_normal)).double()
