@@ -119,6 +119,14 @@ def on_device(index, n=8, dtype=torch.float32):
 # reductions for float16 / bfloat16 by default), so that a comparison at the dtype's tolerance
 # measures the rounding of the result, not a coarser reference (usefixtures)
 @pytest.fixture
+def two_gpus(cuda):
+    """The second CUDA device; skips (saying how many there are) on a machine with one."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+    return torch.device("cuda", 1)
+
+
+@pytest.fixture
 def full_precision_reductions():
     m = torch.backends.cuda.matmul
     before = (m.allow_fp16_reduced_precision_reduction, m.allow_bf16_reduced_precision_reduction)

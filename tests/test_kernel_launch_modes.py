@@ -334,9 +334,7 @@ def test_stream_runs_the_kernel_on_that_stream(cuda):
 
 
 @pytest.mark.gpu
-def test_a_stream_of_another_device_is_refused(cuda):
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+def test_a_stream_of_another_device_is_refused(two_gpus):
     k = cupy_ops.Kernel(COPY, "copy")
     x = torch.arange(1000, dtype=torch.float32, device="cuda:1")
     y = torch.zeros(1000, device="cuda:1")
@@ -353,9 +351,7 @@ def test_a_stream_of_another_device_is_refused(cuda):
 
 
 @pytest.mark.gpu
-def test_tensors_on_the_second_gpu_are_written_in_place(cuda):
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+def test_tensors_on_the_second_gpu_are_written_in_place(two_gpus):
     k = cupy_ops.Kernel(COPY, "copy")
     x = torch.arange(1000, dtype=torch.float32, device="cuda:1")
     y = torch.zeros(1000, device="cuda:1")

@@ -477,6 +477,9 @@ def test_fp16x3_plan():
     assert p.family == "tc" and "K == 0" in str(p)
     assert gemm.fp32_accurate(1024, 8192, 8192) == "fp16x3" and gemm.fp32_accurate(1024, 1024, 1024) == "tf32x3"
     assert gemm.fp32_accurate(2048, 2048, 2048) == "fp16x3" and gemm.fp32_accurate(2048, 2048, 2047) == "tf32x3"
+    # a batch's entries: simt's batched kernel below X3_BATCH_MIN_WORK (the x3 families loop)
+    assert gemm.fp32_accurate(1024, 1024, 128, batched=True) == "simt"
+    assert gemm.fp32_accurate(2048, 2048, 2048, batched=True) == "fp16x3"
     assert "fp16x3_split" in gemm.variants()["gemm_sm90a.cu"]
 
 

@@ -35,9 +35,7 @@ def test_ops_follow_the_side_stream_in_order(cuda):
     assert torch.allclose(e, torch.relu(a @ b) / 2, atol=1e-3, rtol=1e-4)
 
 
-def test_second_gpu(cuda):
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+def test_second_gpu(two_gpus):
     dev = torch.device("cuda", 1)
     x = torch.randn(10000, device=dev)
     y = cupy_ops.relu(x)                 # current device stays cuda:0

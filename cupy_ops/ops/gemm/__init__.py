@@ -41,18 +41,24 @@ def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Devic
     return FAMILIES[family].supports(M, N, K, dtype, dev)
 
 
-def fp32_accurate(M: int, N: int, K: int) -> str:
-    """The faster of the two fp32-accurate tensor-core families for an M x K x N GEMM
-    (tables.X3H_MIN_WORK): "fp16x3" for large products (the split pass pays off), "tf32x3" for small."""
+def fp32_accurate(M: int, N: int, K: int, batched: bool = False) -> str:
+    """The fastest fp32-accurate family for an M x K x N GEMM on Hopper (tables.X3H_MIN_WORK):
+    "fp16x3" for large products (the split pass pays off), "tf32x3" for small; ``batched`` (each
+    entry of a batch): "simt" below X3_BATCH_MIN_WORK (its batched kernel in one launch; the x3
+    families launch once per entry, host-bound for small entries)."""
+    if batched and M * N * K < X3_BATCH_MIN_WORK:
+        return "simt"
     return "fp16x3" if M * N * K >= X3H_MIN_WORK else "tf32x3"
 
 
-def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool) -> str:
+def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool,
+           batched: bool = False) -> str:
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
     (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take:
     "naive". ``"accurate"``: as "auto", but float32 on the fp32-accurate kernels ("fp16x3" or
-    "tf32x3" on Hopper by ``fp32_accurate``, else "simt") whatever the TF32 switch. A family by
+    "tf32x3" on Hopper by ``fp32_accurate``, of a batch's entries when ``batched``, else "simt")
+    whatever the TF32 switch. A family by
     name: that family, or ``ValueError`` when it cannot take the problem."""
     if algo not in ("auto", "accurate"):
         checks.fits("algo", algo, supports(algo, M, N, K, dtype, dev))
@@ -60,7 +66,7 @@ def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, t
     if dtype == torch.float64 or simt.supports(M, N, K, torch.float32, dev) is not None:
         return "naive"
     if dtype == torch.float32 and algo == "accurate":
-        family = fp32_accurate(M, N, K) if dev.has_wgmma else "simt"
+        family = fp32_accurate(M, N, K, batched) if dev.has_wgmma else "simt"
         return family if supports(family, M, N, K, dtype, dev) is None else "simt"
     if dtype != torch.float32 or tf32:
         return "wgmma" if dev.has_wgmma else "tc"
@@ -75,16 +81,14 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
     allows TF32 for fp32 matmuls now; ``batch``: ``(entries, a's batch stride, b's batch
     stride)`` for a batch of such products (C's entries M * N apart): the family's batched kernel
     where it has one and takes these operands (``plan.batch`` set), else the 2-D plan of one
-    entry (``plan.batch`` 0: one launch per entry; "accurate" takes simt's batched kernel for
-    entries below X3_BATCH_MIN_WORK multiply-adds); ``overrides``: the fields of ``Overrides``.
+    entry (``plan.batch`` 0: one launch per entry; "accurate" chooses by entry: ``choose``);
+    ``overrides``: the fields of ``Overrides``.
     Pure: a CPU test can plan any problem. Raises ``ValueError`` when an explicit ``algo``
     cannot take the problem or an override is out of range."""
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
-    family = choose(algo, M, N, K, dtype, dev, tf32)
-    if algo == "accurate" and batch is not None and family in ("tf32x3", "fp16x3") and M * N * K < X3_BATCH_MIN_WORK:
-        family = "simt"   # (the x3 families loop over a batch: small entries are host-bound)
+    family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None)
     p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
     batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
     if batch is not None and batched is not None:

@@ -56,20 +56,22 @@ TRANSPOSE = Kernel.builtin("transpose.cu", "transpose", {dt: f"transpose<{c}>" f
 def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
     """``t`` (rows, K) in the tensor-core form ``op`` planned (``common.kmajor_operand``): as is,
     or copied into K-major rows of ``op.ld`` elements (the padding zeroed: the kernels' last
-    16-byte copy of a row covers it, and no uninitialized memory may be read)."""
+    16-byte copy of a row covers it, and no uninitialized memory may be read). A ``"k-major
+    copy"`` also takes a batch, ``t`` (entries, rows, K)."""
     if op.prep == "as is":
         return t
-    rows, k = t.shape
-    buf = torch.empty((rows, op.ld), dtype=t.dtype, device=t.device)
+    k = t.shape[-1]
+    buf = torch.empty(t.shape[:-1] + (op.ld,), dtype=t.dtype, device=t.device)
     if op.prep == "transpose":
+        rows = t.shape[0]
         tile = g.TRANSPOSE_TILE
         grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), g.MAX_GRID_Y), 1)
         launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, g.TRANSPOSE_ROWS, 1),
                       (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows))
     else:
-        buf[:, :k].copy_(t)
+        buf[..., :k].copy_(t)
     if op.ld > k:
-        buf[:, k:].zero_()
+        buf[..., k:].zero_()
     return buf
 
 

@@ -347,10 +347,7 @@ def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, 64, p.bk, depth=1 if b_bc else B,
                                   depth_stride=K * p.b.ld if b_bc else b.stride(0))
     elif p.b.prep == "k-major copy":   # B^T of every entry (of entry 0 where broadcast), K-major, padded
-        bt = torch.empty((1 if b_bc else B, N, p.b.ld), dtype=b.dtype, device=b.device)
-        bt[..., :K].copy_((b[:1] if b_bc else b).transpose(1, 2))
-        if p.b.ld > K:
-            bt[..., K:].zero_()
+        bt = prepare((b[:1] if b_bc else b).transpose(1, 2), p.b)
         b_map = tma.tensor_map_at(bt.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=bt.shape[0],
                                   depth_stride=N * p.b.ld)
     else:                       # B^T (N, K) K-major
