@@ -1,6 +1,13 @@
 // Hopper fp32 GEMM with fp32-class accuracy on the fp16 tensor cores ("fp16x3", sm_90a only).
 //
-// Each fp32 operand row (a row of A; a column of B, i.e. a row of the K-major B^T) is scaled
+// First B's row k (over n) is brought to a largest finite magnitude in [1, 2) by 2^-t[k] and A's
+// column k takes 2^+t[k] (or, where A is the smaller operand to read, A's column k by 2^-t[k]
+// and B's row k 2^+t[k]): the product is unchanged, exactly, and so is the result under any
+// power-of-two scaling along K (A D, D^-1 B). Without it, a row of A whose values span more
+// than 2^17 because B's rows are scaled inversely lost its small values' products entirely
+// (columns of A scaled by s_k, rows of B by 1/s_k, s_k in 2^+-20: errors 4-8x the largest
+// output). Then each
+// fp32 operand row (a row of A; a column of B, i.e. a row of the K-major B^T) is scaled
 // by a power of two 2^e that brings its largest finite magnitude into [2^14, 2^15), and each
 // scaled value xs is split into two fp16 numbers, xs ~= hi + lo (fp16x3_split, one pass over
 // the operand, written to fp16 workspaces). Then
@@ -60,12 +67,47 @@ __device__ __forceinline__ float x3h_scale(float v, int e) {
   const int e1 = max(-126, min(127, e)), e2 = max(-126, min(127, e - e1));
   return mul_exact(mul_exact(v, x3h_pow2(e1)), x3h_pow2(e2));
 }
-// The scale exponent of a row whose largest finite magnitude has the bits `mag` (0: none
-// nonzero): that magnitude times 2^e lies in [2^14, 2^15), below fp16's largest (65504).
-__device__ __forceinline__ int x3h_exponent(u32 mag) {
-  if (mag == 0u) return 0;
-  const int e = mag >= 0x00800000u ? (int)(mag >> 23) - 127 : (31 - __clz((int)mag)) - 149;   // floor(log2)
-  return 14 - e;
+// The same, one multiply where e is in [-126, 127]: the split's, whose e differs value to value
+// (A's split 53 us against 67 at 4096^2, H200). Not the epilogue's: there the branch made the
+// GEMM ~5 % slower.
+__device__ __forceinline__ float x3h_scale_split(float v, int e) {
+  return (u32)(e + 126) <= 253u ? mul_exact(v, x3h_pow2(e)) : x3h_scale(v, e);
+}
+// Magnitudes compared by their exponents alone, shifted: the key of v times 2^s is
+// floor(log2 |v|) + s + X3H_KEY_BIAS for a nonzero finite v, else 0 (none). Keys are positive
+// (|s| <= 149 here), so the largest of a row or column is an int max or atomicMax.
+#define X3H_KEY_BIAS 1024
+__device__ __forceinline__ int x3h_key(float v, int s) {
+  const u32 m = __float_as_uint(v) & 0x7fffffffu;
+  if (m - 1u >= 0x7f7fffffu) return 0;   // 0, inf or NaN
+  // the biased exponent; a subnormal's from its leading bit (floor(log2) = 9 - clz - 127)
+  const int e = m >= 0x00800000u ? (int)(m >> 23) : 9 - __clz((int)m);
+  return e + s + (X3H_KEY_BIAS - 127);
+}
+__device__ __forceinline__ int x3h_key4(float4 v, int4 s) {
+  return max(max(x3h_key(v.x, s.x), x3h_key(v.y, s.y)), max(x3h_key(v.z, s.z), x3h_key(v.w, s.w)));
+}
+// The scale exponent of a row whose largest key is `key` (0: none nonzero): that magnitude
+// times 2^e lies in [2^14, 2^15), below fp16's largest (65504).
+__device__ __forceinline__ int x3h_exponent(int key) { return key == 0 ? 0 : 14 - (key - X3H_KEY_BIAS); }
+// t[k] as the split kernels read it: one signed byte, floor(log2) of the largest finite
+// magnitude of B's row k or A's column k clamped to [-128, 127] (0 for none; any power of two
+// moves exactly, the clamp only leaves rows below 2^-128 less evened out). Bytes, not the int
+// keys: reading an int4 of keys beside each float4 made A's split 23 % slower (H100, 4096^2).
+__device__ __forceinline__ signed char x3h_t(int key) {
+  return key == 0 ? 0 : (signed char)max(-128, min(127, key - X3H_KEY_BIAS));
+}
+// The shift of index k along K: t[k], or -t[k] (kneg); none without tk.
+__device__ __forceinline__ int x3h_kshift(const signed char* __restrict__ tk, i64 k, int kneg) {
+  if (tk == nullptr) return 0;
+  const int t = tk[k];
+  return kneg ? -t : t;
+}
+__device__ __forceinline__ int4 x3h_kshift4(const signed char* __restrict__ tk, i64 k, int kneg) {   // k % 4 == 0
+  if (tk == nullptr) return make_int4(0, 0, 0, 0);
+  const int w = *reinterpret_cast<const int*>(tk + k), m = kneg ? -1 : 0;   // byte i: t[k + i]
+  const auto t = [m](int b) { return (b ^ m) - m; };   // -b where kneg
+  return make_int4(t(w << 24 >> 24), t(w << 16 >> 24), t(w << 8 >> 24), t(w >> 24));
 }
 
 // xs = x 2^e split into fp16 (hi, lo) bits:
@@ -79,7 +121,7 @@ __device__ __forceinline__ int x3h_exponent(u32 mag) {
 __device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
   const u32 ux = __float_as_uint(x);
   const u16 tiny = (u16)(((ux >> 16) & 0x8000u) | 1u);
-  const float xs = x3h_scale(x, e);
+  const float xs = x3h_scale_split(x, e);
   asm("cvt.rz.f16.f32 %0, %1;" : "=h"(hi) : "f"(xs));
   float r;
   asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(xs), "f"(to_acc<f16>(hi)));
@@ -89,13 +131,6 @@ __device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
   else if (nonzero && ((lo & 0x7fffu) == 0u || (ux & 0x7fffffffu) == 0x7f800000u)) lo = tiny;
 }
 
-__device__ __forceinline__ u32 x3h_max_finite(u32 mag, float v) {
-  const u32 m = __float_as_uint(v) & 0x7fffffffu;
-  return m < 0x7f800000u ? max(mag, m) : mag;
-}
-__device__ __forceinline__ u32 x3h_max_finite4(u32 mag, float4 v) {
-  return x3h_max_finite(x3h_max_finite(x3h_max_finite(x3h_max_finite(mag, v.x), v.y), v.z), v.w);
-}
 // Four consecutive values' pieces, value i scaled by its own exponent ei (a row's four share
 // one; fp16x3_split_n's are four columns'), packed as they lie in memory: fp16 i in bits
 // 16 (i % 2) of word i / 2 of hi and of lo.
@@ -111,15 +146,26 @@ __device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, int e0, int e1, int 
   return {make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16)),
           make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16))};
 }
-// Four values of one row (exponent e) stored as two 8-byte words (hr, lr: 8-byte aligned).
-__device__ __forceinline__ void x3h_split4(float4 v, int e, u16* hr, u16* lr) {
-  const X3hPieces4 p = x3h_pieces4(v, e, e, e, e);
+// Four values of one row (exponent e, shifts s) stored as two 8-byte words (hr, lr: 8-byte aligned).
+__device__ __forceinline__ void x3h_split4(float4 v, int e, int4 s, u16* hr, u16* lr) {
+  const X3hPieces4 p = x3h_pieces4(v, e + s.x, e + s.y, e + s.z, e + s.w);
   *reinterpret_cast<uint2*>(hr) = p.hi;
   *reinterpret_cast<uint2*>(lr) = p.lo;
 }
 
+// The largest key of a block's row (each thread's `top`, X3H_SPLIT_THREADS threads).
+__device__ __forceinline__ int x3h_block_max(int top, int* warp_max) {
+  top = __reduce_max_sync(0xffffffffu, top);
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = top;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < X3H_SPLIT_THREADS / 32; ++w) top = max(top, warp_max[w]);
+  return top;
+}
+
 // One block per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
-// multiple of 4: the host's tensor-core operand form): the row's scale exponent into ex[row],
+// multiple of 4: the host's tensor-core operand form), value k shifted by 2^(+-t[k])
+// (x3h_kshift; tk 4-byte aligned, or null): the row's scale exponent into ex[row],
 // its hi and lo into rows `row` of hi and lo (fp16, ldo apart, 16-byte aligned). The first
 // X3H_SPLIT_THREADS * X3H_SPLIT_VECS * 4 values of the row stay in registers between the
 // block's max and the split, so a row that fits is read from memory once, at a copy's speed
@@ -127,86 +173,115 @@ __device__ __forceinline__ void x3h_split4(float4 v, int e, u16* hr, u16* lr) {
 // gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice.
 __global__ void __launch_bounds__(X3H_SPLIT_THREADS)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
-                 i64 ldo, int* __restrict__ ex) {
+                 i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg) {
   constexpr int T = X3H_SPLIT_THREADS, V = X3H_SPLIT_VECS;
-  __shared__ u32 warp_max[T / 32];
+  __shared__ int warp_max[T / 32];
   const int tid = threadIdx.x;
   const i64 row = blockIdx.x;
   if (row >= rows) return;   // whole block: the barrier below is reached by all or none
   const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
   const int K4 = K / 4;
   float4 v[V];
-  u32 mag = 0;
+  int top = 0;
 #pragma unroll
   for (int r = 0; r < V; ++r) {
     if (r * T + tid < K4) {
       v[r] = xr[r * T + tid];
-      mag = x3h_max_finite4(mag, v[r]);
+      top = max(top, x3h_key4(v[r], x3h_kshift4(tk, 4 * (r * T + tid), kneg)));
     }
   }
-  for (int k = V * T + tid; k < K4; k += T) mag = x3h_max_finite4(mag, xr[k]);
+  for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_key4(xr[k], x3h_kshift4(tk, 4 * k, kneg)));
   const float* xs = x + row * ld;
-  if (tid < K - 4 * K4) mag = x3h_max_finite(mag, xs[4 * K4 + tid]);
-  mag = __reduce_max_sync(0xffffffffu, mag);
-  if ((tid & 31) == 0) warp_max[tid >> 5] = mag;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < T / 32; ++w) mag = max(mag, warp_max[w]);
-  const int e = x3h_exponent(mag);
+  const int kt = 4 * K4 + tid;   // the scalar tail's value
+  if (tid < K - 4 * K4) top = max(top, x3h_key(xs[kt], x3h_kshift(tk, kt, kneg)));
+  const int e = x3h_exponent(x3h_block_max(top, warp_max));
   if (tid == 0) ex[row] = e;
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
 #pragma unroll
   for (int r = 0; r < V; ++r) {
     const int k = r * T + tid;
-    if (k < K4) x3h_split4(v[r], e, hr + 4 * k, lr + 4 * k);
+    if (k < K4) x3h_split4(v[r], e, x3h_kshift4(tk, 4 * k, kneg), hr + 4 * k, lr + 4 * k);
   }
-  for (int k = V * T + tid; k < K4; k += T) x3h_split4(xr[k], e, hr + 4 * k, lr + 4 * k);
-  if (tid < K - 4 * K4) x3h_split1(xs[4 * K4 + tid], e, hr[4 * K4 + tid], lr[4 * K4 + tid]);
+  for (int k = V * T + tid; k < K4; k += T) x3h_split4(xr[k], e, x3h_kshift4(tk, 4 * k, kneg), hr + 4 * k, lr + 4 * k);
+  if (tid < K - 4 * K4) x3h_split1(xs[kt], e + x3h_kshift(tk, kt, kneg), hr[kt], lr[kt]);
+}
+
+// t (x3h_t) of each row's largest finite magnitude into tk[row]: from a row-major B (K x N, rows
+// ld apart, 16-byte aligned, ld a multiple of 4), a warp a row (blocks of X3H_NSPLIT_THREADS):
+// a block a row, as fp16x3_split, ran at 55 % of a copy's bandwidth on 4096-wide rows.
+__global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
+    fp16x3_rowmax(const float* __restrict__ x, i64 ld, int rows, int cols, signed char* __restrict__ tk) {
+  const i64 row = (i64)blockIdx.x * (X3H_NSPLIT_THREADS / 32) + (threadIdx.x >> 5);
+  if (row >= rows) return;   // whole warps
+  const int lane = threadIdx.x & 31, c4 = cols / 4;
+  const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
+  const int4 none = make_int4(0, 0, 0, 0);
+  int top = 0;
+#pragma unroll 8
+  for (int c = lane; c < c4; c += 32) top = max(top, x3h_key4(xr[c], none));
+  if (lane < cols - 4 * c4) top = max(top, x3h_key(x[row * ld + 4 * c4 + lane], 0));
+  top = __reduce_max_sync(0xffffffffu, top);
+  if (lane == 0) tk[row] = x3h_t(top);
 }
 
 // The pieces of a row-major B (K x N fp32, rows ld apart, 16-byte aligned, ld a multiple of
-// 4: matmul's b), N-major as B itself, each column scaled by its own power of two: the
-// transpose pass a K-major split would need is not made. Two passes, blocks of
-// X3H_NSPLIT_THREADS threads, 4 columns a thread (16-byte loads), over chunks of rows (grid
-// (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension striding over the rest)):
-// fp16x3_colmax_n each column's largest finite magnitude (bits) over X3H_COLMAX_ROWS rows into
-// mag (zeroed first) by atomicMax; fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows (K x ldn
-// fp16, ldn a multiple of 8) and ex[n].
+// 4: matmul's b), N-major as B itself, each column scaled by its own power of two and row k
+// shifted by 2^(+-t[k]) (x3h_kshift): the transpose pass a K-major split would need is not
+// made. Two passes, blocks of X3H_NSPLIT_THREADS threads, 4 columns a thread (16-byte loads),
+// over chunks of rows (grid (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension
+// striding over the rest)): fp16x3_colmax_n each column's largest key over X3H_COLMAX_ROWS
+// rows into key (zeroed first) by atomicMax (also t from A's columns or a K-major B's rows,
+// columns of B^T, with no tk, into tout); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows (K x ldn fp16, ldn a
+// multiple of 8) and ex[n].
 __device__ __forceinline__ float4 x3h_load4(const float* __restrict__ p, int left) {   // left: values in the row
   if (left >= 4) return *reinterpret_cast<const float4*>(p);
   return make_float4(p[0], left > 1 ? p[1] : 0.f, left > 2 ? p[2] : 0.f, 0.f);
 }
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
-    fp16x3_colmax_n(const float* __restrict__ x, i64 ld, int K, int N, u32* __restrict__ mag) {
+    fp16x3_colmax_n(const float* __restrict__ x, i64 ld, int K, int N, const signed char* __restrict__ tk, int kneg,
+                    int* __restrict__ key, signed char* __restrict__ tout, u32* __restrict__ done) {
   const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
-  if (n >= N) return;
-  u32 m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-  for (int k0 = blockIdx.y * X3H_COLMAX_ROWS; k0 < K; k0 += gridDim.y * X3H_COLMAX_ROWS) {
-    const int k1 = min(k0 + X3H_COLMAX_ROWS, K);
+  if (n < N) {
+    int m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    for (int k0 = blockIdx.y * X3H_COLMAX_ROWS; k0 < K; k0 += gridDim.y * X3H_COLMAX_ROWS) {
+      const int k1 = min(k0 + X3H_COLMAX_ROWS, K);
 #pragma unroll 8
-    for (int k = k0; k < k1; ++k) {
-      const float4 v = x3h_load4(x + (i64)k * ld + n, N - n);
-      m0 = x3h_max_finite(m0, v.x);
-      m1 = x3h_max_finite(m1, v.y);
-      m2 = x3h_max_finite(m2, v.z);
-      m3 = x3h_max_finite(m3, v.w);
+      for (int k = k0; k < k1; ++k) {
+        const float4 v = x3h_load4(x + (i64)k * ld + n, N - n);
+        const int s = x3h_kshift(tk, k, kneg);
+        m0 = max(m0, x3h_key(v.x, s));
+        m1 = max(m1, x3h_key(v.y, s));
+        m2 = max(m2, x3h_key(v.z, s));
+        m3 = max(m3, x3h_key(v.w, s));
+      }
     }
+    if (m0 != 0) atomicMax(key + n, m0);
+    if (m1 != 0 && n + 1 < N) atomicMax(key + n + 1, m1);
+    if (m2 != 0 && n + 2 < N) atomicMax(key + n + 2, m2);
+    if (m3 != 0 && n + 3 < N) atomicMax(key + n + 3, m3);
   }
-  if (m0 != 0u) atomicMax(mag + n, m0);
-  if (m1 != 0u && n + 1 < N) atomicMax(mag + n + 1, m1);
-  if (m2 != 0u && n + 2 < N) atomicMax(mag + n + 2, m2);
-  if (m3 != 0u && n + 3 < N) atomicMax(mag + n + 3, m3);
+  if (tout == nullptr) return;
+  // t's bytes (tout): the last block to finish turns the keys into them (`done` zeroed first;
+  // a fence orders each block's atomics before its count)
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
+  __syncthreads();
+  if (last)
+    for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) tout[i] = x3h_t(__ldcg(key + i));
 }
 
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
-    fp16x3_split_n(const float* __restrict__ x, i64 ld, int K, int N, const u32* __restrict__ mag,
-                   u16* __restrict__ hi, u16* __restrict__ lo, i64 ldn, int* __restrict__ ex) {
+    fp16x3_split_n(const float* __restrict__ x, i64 ld, int K, int N, const int* __restrict__ key,
+                   u16* __restrict__ hi, u16* __restrict__ lo, i64 ldn, int* __restrict__ ex,
+                   const signed char* __restrict__ tk, int kneg) {
   const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
   if (n >= N) return;
   const int left = N - n;
-  const int e0 = x3h_exponent(mag[n]), e1 = left > 1 ? x3h_exponent(mag[n + 1]) : 0;
-  const int e2 = left > 2 ? x3h_exponent(mag[n + 2]) : 0, e3 = left > 3 ? x3h_exponent(mag[n + 3]) : 0;
+  const int e0 = x3h_exponent(key[n]), e1 = left > 1 ? x3h_exponent(key[n + 1]) : 0;
+  const int e2 = left > 2 ? x3h_exponent(key[n + 2]) : 0, e3 = left > 3 ? x3h_exponent(key[n + 3]) : 0;
   if (blockIdx.y == 0) {
     ex[n] = e0;
     if (left > 1) ex[n + 1] = e1;
@@ -217,7 +292,8 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
     const int k1 = min(k0 + X3H_NSPLIT_ROWS, K);
 #pragma unroll 4
     for (int k = k0; k < k1; ++k) {
-      const X3hPieces4 p = x3h_pieces4(x3h_load4(x + (i64)k * ld + n, left), e0, e1, e2, e3);
+      const int s = x3h_kshift(tk, k, kneg);
+      const X3hPieces4 p = x3h_pieces4(x3h_load4(x + (i64)k * ld + n, left), e0 + s, e1 + s, e2 + s, e3 + s);
       u16* hr = hi + (i64)k * ldn + n;
       u16* lr = lo + (i64)k * ldn + n;
       if (left >= 4) {

@@ -18,14 +18,32 @@ from test_tf32x3 import torch_fp32
 pytestmark = pytest.mark.gpu
 
 
-def contract_bound(a, b):
-    """matmul's documented bound for fp16x3, per output: each value x of a row (of a) or column
-    (of b) whose largest finite magnitude is X kept to 2^-21 |x| plus 2^-38 X (2^-37 and 2^-18
-    with room for the dropped lo * lo and the tensor cores' truncation within a promoted
-    partial sum), and fp32's gamma_K; the product of two such absolute errors, 2^-76 X_a X_b a
-    term; and the output's own rounding where it is subnormal (fp32's absolute 2^-150, twice
-    for the scaling back in two steps past 2^-126)."""
+def shifted(a, b):
+    """(a', b') in float64: the operands fp16x3 splits, the largest finite magnitudes of one's
+    K-slices moved to the other's by powers of two (exact): of a's columns where
+    gemm.fp16x3.k_source says "a" (M < N), else of b's rows (a' = a 2^t, b' = b 2^-t; t the
+    floor(log2) of each row's largest in [-128, 127], 0 for a row with none)."""
     a64, b64 = a.double(), b.double()
+    if a.shape[1] == 0:
+        return a64, b64
+    from_a = gemm.fp16x3.k_source(a.shape[0], b.shape[1]) == "a"
+    src = a.t() if from_a else b   # (K, rows)
+    mag = torch.where(src.isfinite(), src.abs(), 0).amax(1).double()
+    t = torch.exp2(torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-128, 127).double())
+    if from_a:
+        t = 1 / t
+    return a64 * t, b64 / t[:, None]
+
+
+def contract_bound(a, b):
+    """matmul's documented bound for fp16x3, per output: for the operands a' and b' it splits
+    (``shifted``), each value x of a row (of a') or column (of b') whose largest finite
+    magnitude is X kept to 2^-21 |x| plus 2^-38 X (2^-37 and 2^-18 with room for the dropped
+    lo * lo and the tensor cores' truncation within a promoted partial sum), and fp32's
+    gamma_K; the product of two such absolute errors, 2^-76 X_a X_b a term; and the output's
+    own rounding where it is subnormal (fp32's absolute 2^-150, twice for the scaling back in
+    two steps past 2^-126)."""
+    a64, b64 = shifted(a, b)
     fa, fb = a64.nan_to_num(0, 0, 0).abs(), b64.nan_to_num(0, 0, 0).abs()
     xa, xb = fa.amax(1, keepdim=True), fb.amax(0, keepdim=True)
     K = a.shape[1]
@@ -34,15 +52,18 @@ def contract_bound(a, b):
     return (K * 2.0**-24 * 1.01 + 2.0**-18) * absprod + 2.0**-37 * lost + K * 2.0**-76 * xa * xb + 2.0**-148
 
 
-def split_reference(x):
-    """fp16x3_split's pieces computed by torch: (hi bits, lo bits, exponents) of x (rows, K) fp32.
-    Each row scaled by 2^e (its largest finite magnitude into [2^14, 2^15); e = 0 for a row with
-    none nonzero), hi = the scaled value truncated to fp16, lo = the remainder rounded to fp16;
+def split_reference(x, shift=None):
+    """fp16x3_split's pieces computed by torch: (hi bits, lo bits, exponents) of x (rows, K) fp32,
+    value k times 2^shift[k] (float64 exponents, (K,), or none) first, exactly. Each row scaled
+    by 2^e (its largest finite shifted magnitude into [2^14, 2^15); e = 0 for a row with none
+    nonzero), hi = the scaled value truncated to fp16, lo = the remainder rounded to fp16;
     a nonzero x whose hi is 0 gets hi = lo = +-2^-24 (x's sign), one whose lo is 0 or that is
     infinite lo = +-2^-24."""
-    mag = torch.where(x.isfinite(), x.abs(), 0).amax(1).double()
+    s = torch.zeros(x.shape[1], dtype=torch.float64, device=x.device) if shift is None else shift
+    mag = (torch.where(x.isfinite(), x.abs(), 0).double() * torch.exp2(s)).amax(1)
     e = torch.where(mag > 0, 15 - torch.frexp(mag)[1], 0)   # mag = m 2^p, m in [0.5, 1): floor(log2) = p - 1
-    xs = (x.double() * torch.exp2(e.double())[:, None]).float()   # exact, then one rounding (as the kernel's)
+    # exact, then one rounding (as the kernel's, but for values 2^-126 below fp32's normals: lost either way)
+    xs = (x.double() * torch.exp2(e.double()[:, None] + s)).float()
     h = xs.half()
     hb = h.view(torch.int16)
     hb = torch.where(h.float().abs() > xs.abs(), hb - 1, hb)   # round to nearest -> toward zero
@@ -105,20 +126,54 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")   # x as b^T, the split's rows
     assert p.b.prep == ("n-major split" if layout == "n-major" else "transpose" if layout == "columns" and K > 1 else
                         "as is" if K % 4 == 0 else "k-major copy"), p
-    if layout == "n-major":
-        pieces, ex = gemm.fp16x3.pieces_n(x.t(), p.b)
-        pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
-    else:
-        pieces, ex = gemm.fp16x3.pieces(x, p.b)
-    hb, lb, e = split_reference(x)
-    assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
-    for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
-        nan = x.isnan()
-        assert got.isnan().equal(nan), f"{name}: NaN placement differs"
-        gb = got.view(torch.int16)
-        bad = (gb != want) & ~nan
-        assert not bad.any(), (f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}: "
-                               f"{int(gb[bad][0]):#06x} instead of {int(want[bad][0]):#06x}")
+    # unshifted, then each value k times 2^-t[k] as b's are: t drawn over its bytes' range, and
+    # t as fp16x3 takes it from b's rows (x's columns)
+    drawn = torch.randint(-128, 128, (K,), device=cuda, dtype=torch.int8)
+    t = gemm.fp16x3.b_shifts(x.t(), p.b)
+    mag = torch.where(x.isfinite(), x.abs(), 0).amax(0).double()
+    assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-128, 127).to(torch.int8)), \
+        "t differs"
+    for tk in (None, drawn, t):
+        shift = None if tk is None else -tk.double()
+        if layout == "n-major":
+            pieces, ex = gemm.fp16x3.pieces_n(x.t(), p.b, tk)
+            pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
+        else:
+            pieces, ex = gemm.fp16x3.pieces(x, p.b, tk, kneg=True)
+        hb, lb, e = split_reference(x, shift)
+        what = "unshifted" if tk is None else "shifted"
+        assert torch.equal(ex, e), f"{what}: exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
+        for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
+            nan = x.isnan()
+            assert got.isnan().equal(nan), f"{what} {name}: NaN placement differs"
+            gb = got.view(torch.int16)
+            bad = (gb != want) & ~nan
+            assert not bad.any(), (f"{what} {name}: {int(bad.sum())} pieces differ, first at "
+                                   f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
+                                   f"{int(want[bad][0]):#06x}")
+
+
+@pytest.mark.parametrize("M, N", [(1024, 1024), (1024, 2048)], ids=["t from b's rows", "t from a's columns"])
+@pytest.mark.parametrize("b_layout", ["row-major", "k-major"])
+def test_scaling_along_k_changes_nothing(b_layout, M, N, cuda):
+    """a D and D^-1 b for a power-of-two diagonal D give the same product bit for bit: one
+    operand's K-slices' largest magnitudes are moved to the other's before the split, as rows
+    of a and columns of b are scaled. Before, a's rows spanned D's range and lost the small
+    values' products (D in 2^+-20: errors 4-8x the largest output where torch fp32's were 1e-6
+    of it); the product's error against fp64 stays at most torch fp32's."""
+    require_algo("fp16x3")
+    torch.manual_seed(5)
+    K = 1024
+    a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
+    d = torch.exp2(torch.randint(-20, 21, (K,), device=cuda).float())
+    ad, bd = a * d, b / d[:, None]
+    if b_layout == "k-major":
+        b, bd = b.t().contiguous().t(), bd.t().contiguous().t()
+    assert torch.equal(cupy_ops.matmul(ad, bd, algo="fp16x3"), cupy_ops.matmul(a, b, algo="fp16x3"))
+    ref = ad.double() @ bd.double()
+    err = lambda c: ((c.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
+    ours, theirs = err(cupy_ops.matmul(ad, bd, algo="fp16x3")), err(torch_fp32(ad, bd))
+    assert ours <= theirs, f"fp16x3 {ours:.3g} > torch fp32 {theirs:.3g}"
 
 
 def test_rows_of_very_different_magnitudes_keep_their_own_precision(cuda):

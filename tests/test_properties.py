@@ -29,6 +29,7 @@ import cupy_ops
 from conftest import GPU_REASON, assert_bitwise_equal
 from cupy_ops.ops import gemm
 from gemm_branches import A100, H100, branch
+from test_fp16x3 import shifted
 from test_matmul import ALGO_DTYPES, assert_gemm_close, roundoff
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (the test extra has it)")
@@ -285,7 +286,7 @@ def documented_error(algo, a, b):
 
     - fp16x3: a value far below its row's (column's) largest finite magnitude X has an
       absolute error up to 2^-37 X (#fp16x3-error: one below 2^-24 scaled is held as +-2^-24
-      in both pieces);
+      in both pieces), X of the operands it splits (test_fp16x3.shifted);
     - a subnormal fp32 operand on the tensor cores: tf32x3 counts it as +-2^-125, the TF32
       kernels may flush it (#denormals-and-ftz): up to 2^-124 times what it multiplies.
     16-bit operands and float32 on the CUDA cores have none."""
@@ -293,9 +294,10 @@ def documented_error(algo, a, b):
         return None
     ad, bd = a.double().abs(), b.double().abs()
     if algo == "fp16x3":
-        fin_a, fin_b = ad.nan_to_num(posinf=0.0), bd.nan_to_num(posinf=0.0)
         if a.shape[1] == 0:   # K = 0: nothing summed
             return torch.zeros((a.shape[0], b.shape[1]), dtype=torch.float64, device=a.device)
+        ad, bd = (t.abs() for t in shifted(a, b))   # X of the operands it splits
+        fin_a, fin_b = ad.nan_to_num(posinf=0.0), bd.nan_to_num(posinf=0.0)
         da = 2.0**-37 * fin_a.amax(dim=1, keepdim=True)
         db = 2.0**-37 * fin_b.amax(dim=0, keepdim=True)
         return da * bd.sum(0, keepdim=True) + ad.sum(1, keepdim=True) * db + a.shape[1] * da * db

@@ -1,5 +1,7 @@
 """fp16x3: float32 at fp32 accuracy on the Hopper fp16 tensor cores (gemm_fp16x3.cuh, sm_90a),
-twice TF32's rate: each row of A and column of B scaled by a power of two that brings its
+twice TF32's rate: the largest magnitudes of B's rows moved to A's columns by powers of two,
+or A's columns' to B's rows where A is the smaller (exact: the result does not change under
+any such scaling along K; ``k_source``), then each row of A and column of B scaled by a power of two that brings its
 largest finite magnitude into [2^14, 2^15) and split into fp16 hi + lo by one pass over each
 operand (fp16x3_split; a row-major B split in place N-major by fp16x3_colmax_n +
 fp16x3_split_n), then three fp16 products per k-step, partial sums promoted every k-tile, the
@@ -45,7 +47,8 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
     n_major = n_major_in_place(b)
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
-    how = "fp16x3_split" if not n_major else "fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
+    how = ("fp16x3_colmax_n" if k_source(M, N) == "a" or not n_major else "fp16x3_rowmax") + \
+        (", fp16x3_split" if not n_major else ", fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
     # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
     # (``persistent=False``: one CTA a tile)
     tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
@@ -66,34 +69,64 @@ def variants() -> dict[str, list[str]]:
     for nm in (False, True):
         exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in g.X3_TILE_NS]
-    return {SM90A: exprs + ["fp16x3_split", "fp16x3_colmax_n", "fp16x3_split_n"]}
+    return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]}
 
 
 KERNELS = declare(variants())
 
 
 # --- the split ------------------------------------------------------------------------------
+# tk: t[k] as bytes (int8), the floor(log2) of the largest finite magnitude of the source
+# operand's K-slices (B's rows or A's columns; ``k_source``), clamped to [-128, 127]; the
+# source's values are split times 2^-t[k] (kneg), the other's times 2^t[k]; tk 0: no shift.
 
-def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int) -> None:
+def k_source(M: int, N: int) -> str:
+    """Which operand's K-slices give t: "a" (its columns) where A is the smaller to read
+    again (M < N: the level2/63 layer's 1024 x 8192 against its 8192 x 8192 weight), else "b"
+    (its rows: a warp a row where it is row-major, no atomics)."""
+    return "a" if M < N else "b"
+
+
+def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0,
+               kneg: bool = False) -> None:
     """fp16x3_split of ``t`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32)."""
     rows, k = t.shape
     launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (g.X3H_SPLIT_THREADS, 1, 1),
-                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex))
+                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
 
 
-def split_columns(b: torch.Tensor, op: Operand, mag: int, hi: int, lo: int, ldn: int, ex: int) -> None:
+def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
+    """fp16x3_rowmax: t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart) into ``tk``
+    (int8, K)."""
+    k, n = b.shape
+    launch.launch(handle(KERNELS, "fp16x3_rowmax", b.get_device()), (cdiv(k, g.X3H_NSPLIT_THREADS // 32), 1, 1),
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
+
+
+def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0,
+                done: int = 0) -> None:
+    """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
+    16-byte aligned), row r shifted by ``tk``'s, atomicMax'd into ``key`` (int32, cols: zeroed
+    first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32)."""
+    rows, cols = x.shape
+    launch.launch(handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
+                  (cdiv(cols, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(rows, g.X3H_COLMAX_ROWS), g.MAX_GRID_Y), 1),
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done))
+
+
+def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int,
+                  tk: int = 0, kneg: bool = True) -> None:
     """fp16x3_colmax_n then fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld``
     apart) into the pieces at ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns'
-    exponents at ``ex``; ``mag`` (int32, N) must hold zeros (the columns' atomicMax)."""
+    exponents at ``ex``, row k times 2^-+t[k]; ``key`` (int32, N) must hold zeros (the columns'
+    atomicMax)."""
     k, n = b.shape
-    cols, dev = cdiv(n, 4 * g.X3H_NSPLIT_THREADS), b.get_device()
-    block = (g.X3H_NSPLIT_THREADS, 1, 1)
-    launch.launch(handle(KERNELS, "fp16x3_colmax_n", dev), (cols, min(cdiv(k, g.X3H_COLMAX_ROWS), g.MAX_GRID_Y), 1),
-                  block, (b.data_ptr(), op.ld, k, n, mag))
-    launch.launch(handle(KERNELS, "fp16x3_split_n", dev), (cols, min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
-                  block, (b.data_ptr(), op.ld, k, n, mag, hi, lo, ldn, ex))
+    column_keys(b, op.ld, key, tk, kneg)
+    launch.launch(handle(KERNELS, "fp16x3_split_n", b.get_device()),
+                  (cdiv(n, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
 
 
 def piece_ld(k: int) -> int:
@@ -101,27 +134,45 @@ def piece_ld(k: int) -> int:
     return cdiv(max(k, 1), 8) * 8
 
 
-def pieces(t: torch.Tensor, op: Operand) -> tuple[torch.Tensor, torch.Tensor]:
+def pieces(t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None,
+           kneg: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
-    (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows scaled by 2^exponents[row]
-    (int32, (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
+    (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows, value k times 2^tk[k]
+    (``tk``: int8 (K,), or none; ``kneg``: 2^-tk[k]), scaled by 2^exponents[row] (int32,
+    (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
     t = prepare(t, op)
     out = torch.empty((2, t.shape[0], piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
     ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
-    split_rows(t, op, out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr())
+    split_rows(t, op, out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
+               0 if tk is None else tk.data_ptr(), kneg)
     return out, ex
 
 
-def pieces_n(b: torch.Tensor, op: Operand) -> tuple[torch.Tensor, torch.Tensor]:
+def pieces_n(b: torch.Tensor, op: Operand, tk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pieces, exponents)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
     aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
-    rounded up to 8) fp16, hi then lo, of ``b``'s columns scaled by 2^exponents[n]."""
+    rounded up to 8) fp16, hi then lo, of ``b``'s rows times 2^-tk[k] (``tk``, or none) and
+    columns scaled by 2^exponents[n]."""
     k, n = b.shape
     out = torch.empty((2, k, piece_ld(n)), dtype=torch.float16, device=b.device)
     ex = torch.empty((n,), dtype=torch.int32, device=b.device)
-    mag = torch.zeros((n,), dtype=torch.int32, device=b.device)
-    split_columns(b, op, mag.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr())
+    key = torch.zeros((n,), dtype=torch.int32, device=b.device)
+    split_columns(b, op, key.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
+                  0 if tk is None else tk.data_ptr())
     return out, ex
+
+
+def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
+    """t of ``b``'s (K, N) rows (int8, (K,)): fp16x3_rowmax of a row-major ``b`` (``op`` an
+    N-major split), else fp16x3_colmax_n over the columns of its K-major form."""
+    tk = torch.empty((b.shape[0],), dtype=torch.int8, device=b.device)
+    if op.prep == "n-major split":
+        row_shifts(b, op, tk.data_ptr())
+    else:
+        scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)   # keys, then the count
+        column_keys(prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(),
+                    done=scratch.data_ptr() + 4 * b.shape[0])
+    return tk
 
 
 def carve(sizes: list[int]) -> tuple[list[int], int]:
@@ -145,19 +196,27 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     lda, ldb = piece_ld(K), piece_ld(N if n_major else K)   # pieces' rows: A's of K values, B's of N or K
     b_rows = K if n_major else N   # rows of B's pieces
     a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
-    (ahi, alo, ea, bhi, blo, eb, mag), total = carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N,
-                                                      4 * N if n_major else 0])
+    # B's columns' keys (N-major), t's keys and their count, zeroed by one memset; t's bytes
+    (ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk), total = carve(
+        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K])
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
-    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea)
-    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))
-    if n_major:   # boxes of 64 columns (128 bytes) x bk rows of K
-        ws[mag:mag + 4 * N].zero_()
-        split_columns(bt, p.b, base + mag, base + bhi, base + blo, ldb, base + eb)
-        maps += tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
+    ws[key:tk].zero_()
+    from_a = k_source(M, N) == "a"
+    if from_a or not n_major:   # A's columns, or B's rows as B^T's columns
+        src, op = (a2, p.a) if from_a else (bt, p.b)
+        column_keys(src, op.ld, base + tkey, tout=base + tk, done=base + done)
     else:
-        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb)
-        maps += tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
+        row_shifts(bt, p.b, base + tk)
+    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, from_a)
+    if n_major:   # each column's scale over the shifted rows
+        split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
+        # boxes of 64 columns (128 bytes) x bk rows of K
+        bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
+    else:
+        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
+        bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
+    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
