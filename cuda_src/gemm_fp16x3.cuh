@@ -109,20 +109,6 @@ __device__ __forceinline__ int4 x3h_kshift4(const signed char* __restrict__ tk, 
   const auto t = [m](int b) { return (b ^ m) - m; };   // -b where kneg
   return make_int4(t(w << 24 >> 24), t(w << 16 >> 24), t(w << 8 >> 24), t(w >> 24));
 }
-// Where t spreads over at most 2^X3H_KSPREAD (its largest and smallest keys, gate[0] and
-// X3H_KEY_RANGE - gate[1], as the t passes leave them), the split takes no shifts: the
-// unshifted pieces' floor (2^-37 X |b|, X a row's largest) is then at most 2^X3H_KSPREAD times
-// the shifted ones', still 2^-29 of the terms it sums, and the passes run at their unshifted
-// speed (the per-value shifts made A's split 27 % slower, H200 4096^2: 52.7 against 41.5 us).
-#ifndef X3H_KSPREAD
-#define X3H_KSPREAD 8
-#endif
-#define X3H_KEY_RANGE 4096
-__device__ __forceinline__ const signed char* x3h_gated(const signed char* tk, const int* __restrict__ gate) {
-  if (tk == nullptr || gate == nullptr) return tk;
-  const int top = gate[0], bottom = X3H_KEY_RANGE - gate[1];
-  return top != 0 && top - bottom > X3H_KSPREAD ? tk : nullptr;
-}
 
 // xs = x 2^e split into fp16 (hi, lo) bits:
 //   hi: xs truncated toward zero (never larger than xs, so lo has xs's sign: a_lo * inf and
@@ -185,16 +171,14 @@ __device__ __forceinline__ int x3h_block_max(int top, int* warp_max) {
 // block's max and the split, so a row that fits is read from memory once, at a copy's speed
 // (a warp per row reading it twice took 1.6x as long at 8192x8192: the second read missed L2;
 // gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice.
-// (SHIFT: tk given and past its gate; without, the shift code out of the loops: it cost
-// registers and spills with both in one body.)
-template <bool SHIFT>
-__device__ __forceinline__ void x3h_split_row(const float* __restrict__ x, i64 ld, int K, u16* __restrict__ hi,
-                                              u16* __restrict__ lo, i64 ldo, int* __restrict__ ex,
-                                              const signed char* __restrict__ tk, int kneg, int* warp_max) {
+__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
+    fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
+                 i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg) {
   constexpr int T = X3H_SPLIT_THREADS, V = X3H_SPLIT_VECS;
-  if (!SHIFT) tk = nullptr;
+  __shared__ int warp_max[T / 32];
   const int tid = threadIdx.x;
   const i64 row = blockIdx.x;
+  if (row >= rows) return;   // whole block: the barrier below is reached by all or none
   const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
   const int K4 = K / 4;
   float4 v[V];
@@ -222,22 +206,12 @@ __device__ __forceinline__ void x3h_split_row(const float* __restrict__ x, i64 l
   for (int k = V * T + tid; k < K4; k += T) x3h_split4(xr[k], e, x3h_kshift4(tk, 4 * k, kneg), hr + 4 * k, lr + 4 * k);
   if (tid < K - 4 * K4) x3h_split1(xs[kt], e + x3h_kshift(tk, kt, kneg), hr[kt], lr[kt]);
 }
-__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
-    fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
-                 i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg,
-                 const int* __restrict__ gate) {
-  __shared__ int warp_max[X3H_SPLIT_THREADS / 32];
-  if (blockIdx.x >= rows) return;   // whole block: the barrier within is reached by all or none
-  if (x3h_gated(tk, gate) != nullptr) x3h_split_row<true>(x, ld, K, hi, lo, ldo, ex, tk, kneg, warp_max);
-  else x3h_split_row<false>(x, ld, K, hi, lo, ldo, ex, nullptr, 0, warp_max);
-}
 
 // t (x3h_t) of each row's largest finite magnitude into tk[row]: from a row-major B (K x N, rows
 // ld apart, 16-byte aligned, ld a multiple of 4), a warp a row (blocks of X3H_NSPLIT_THREADS):
 // a block a row, as fp16x3_split, ran at 55 % of a copy's bandwidth on 4096-wide rows.
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
-    fp16x3_rowmax(const float* __restrict__ x, i64 ld, int rows, int cols, signed char* __restrict__ tk,
-                  int* __restrict__ gate) {
+    fp16x3_rowmax(const float* __restrict__ x, i64 ld, int rows, int cols, signed char* __restrict__ tk) {
   const i64 row = (i64)blockIdx.x * (X3H_NSPLIT_THREADS / 32) + (threadIdx.x >> 5);
   if (row >= rows) return;   // whole warps
   const int lane = threadIdx.x & 31, c4 = cols / 4;
@@ -248,10 +222,7 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
   for (int c = lane; c < c4; c += 32) top = max(top, x3h_key4(xr[c], none));
   if (lane < cols - 4 * c4) top = max(top, x3h_key(x[row * ld + 4 * c4 + lane], 0));
   top = __reduce_max_sync(0xffffffffu, top);
-  if (lane == 0) {
-    tk[row] = x3h_t(top);
-    if (top != 0) atomicMax(gate, top), atomicMax(gate + 1, X3H_KEY_RANGE - top);   // gate zeroed first
-  }
+  if (lane == 0) tk[row] = x3h_t(top);
 }
 
 // The pieces of a row-major B (K x N fp32, rows ld apart, 16-byte aligned, ld a multiple of
@@ -261,17 +232,15 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // over chunks of rows (grid (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension
 // striding over the rest)): fp16x3_colmax_n each column's largest key over X3H_COLMAX_ROWS
 // rows into key (zeroed first) by atomicMax (also t from A's columns or a K-major B's rows,
-// columns of B^T, with no tk, into tout, and its gate into gout); fp16x3_split_n the pieces of
-// X3H_NSPLIT_ROWS rows (K x ldn fp16, ldn a multiple of 8) and ex[n].
+// columns of B^T, with no tk, into tout); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows (K x ldn fp16, ldn a
+// multiple of 8) and ex[n].
 __device__ __forceinline__ float4 x3h_load4(const float* __restrict__ p, int left) {   // left: values in the row
   if (left >= 4) return *reinterpret_cast<const float4*>(p);
   return make_float4(p[0], left > 1 ? p[1] : 0.f, left > 2 ? p[2] : 0.f, 0.f);
 }
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
     fp16x3_colmax_n(const float* __restrict__ x, i64 ld, int K, int N, const signed char* __restrict__ tk, int kneg,
-                    const int* __restrict__ gate, int* __restrict__ key, signed char* __restrict__ tout,
-                    u32* __restrict__ done, int* __restrict__ gout) {
-  tk = x3h_gated(tk, gate);
+                    int* __restrict__ key, signed char* __restrict__ tout, u32* __restrict__ done) {
   const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
   if (n < N) {
     int m0 = 0, m1 = 0, m2 = 0, m3 = 0;
@@ -300,24 +269,14 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
   __syncthreads();
-  if (!last) return;
-  __shared__ int top, bottom;
-  if (threadIdx.x == 0) top = bottom = 0;
-  __syncthreads();
-  for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) {
-    const int kk = __ldcg(key + i);
-    tout[i] = x3h_t(kk);
-    if (kk != 0) atomicMax_block(&top, kk), atomicMax_block(&bottom, X3H_KEY_RANGE - kk);
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) gout[0] = top, gout[1] = bottom;
+  if (last)
+    for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) tout[i] = x3h_t(__ldcg(key + i));
 }
 
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
     fp16x3_split_n(const float* __restrict__ x, i64 ld, int K, int N, const int* __restrict__ key,
                    u16* __restrict__ hi, u16* __restrict__ lo, i64 ldn, int* __restrict__ ex,
-                   const signed char* __restrict__ tk, int kneg, const int* __restrict__ gate) {
-  tk = x3h_gated(tk, gate);
+                   const signed char* __restrict__ tk, int kneg) {
   const int n = 4 * (blockIdx.x * X3H_NSPLIT_THREADS + threadIdx.x);
   if (n >= N) return;
   const int left = N - n;

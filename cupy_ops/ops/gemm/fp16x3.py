@@ -79,8 +79,6 @@ KERNELS = declare(variants())
 # tk: t[k] as bytes (int8), the floor(log2) of the largest finite magnitude of the source
 # operand's K-slices (B's rows or A's columns; ``k_source``), clamped to [-128, 127]; the
 # source's values are split times 2^-t[k] (kneg), the other's times 2^t[k]; tk 0: no shift.
-# gate: two int32 the t pass leaves (zeroed first); the splits shift only where t spreads over
-# more than 2^X3H_KSPREAD (gemm_fp16x3.cuh); gate 0: wherever tk is given.
 
 def k_source(M: int, N: int) -> str:
     """Which operand's K-slices give t: "a" (its columns) where A is the smaller to read
@@ -90,47 +88,45 @@ def k_source(M: int, N: int) -> str:
 
 
 def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0,
-               kneg: bool = False, gate: int = 0) -> None:
+               kneg: bool = False) -> None:
     """fp16x3_split of ``t`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32)."""
     rows, k = t.shape
     launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (g.X3H_SPLIT_THREADS, 1, 1),
-                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg, gate))
+                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
 
 
-def row_shifts(b: torch.Tensor, op: Operand, tk: int, gate: int) -> None:
+def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
     """fp16x3_rowmax: t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart) into ``tk``
-    (int8, K), its gate into ``gate``."""
+    (int8, K)."""
     k, n = b.shape
     launch.launch(handle(KERNELS, "fp16x3_rowmax", b.get_device()), (cdiv(k, g.X3H_NSPLIT_THREADS // 32), 1, 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk, gate))
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
 
 
-def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, gate: int = 0,
-                tout: int = 0, done: int = 0) -> None:
+def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0,
+                done: int = 0) -> None:
     """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
     16-byte aligned), row r shifted by ``tk``'s, atomicMax'd into ``key`` (int32, cols: zeroed
-    first); with ``tout`` also t of the columns there (int8, cols) and its gate at ``done`` + 4
-    (``done``: three zeroed uint32)."""
+    first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32)."""
     rows, cols = x.shape
     launch.launch(handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
                   (cdiv(cols, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(rows, g.X3H_COLMAX_ROWS), g.MAX_GRID_Y), 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1),
-                  (x.data_ptr(), ld, rows, cols, tk, kneg, gate, key, tout, done, done + 4 if done else 0))
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done))
 
 
 def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int,
-                  tk: int = 0, kneg: bool = True, gate: int = 0) -> None:
+                  tk: int = 0, kneg: bool = True) -> None:
     """fp16x3_colmax_n then fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld``
     apart) into the pieces at ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns'
     exponents at ``ex``, row k times 2^-+t[k]; ``key`` (int32, N) must hold zeros (the columns'
     atomicMax)."""
     k, n = b.shape
-    column_keys(b, op.ld, key, tk, kneg, gate)
+    column_keys(b, op.ld, key, tk, kneg)
     launch.launch(handle(KERNELS, "fp16x3_split_n", b.get_device()),
                   (cdiv(n, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg, gate))
+                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
 
 
 def piece_ld(k: int) -> int:
@@ -170,10 +166,10 @@ def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
     """t of ``b``'s (K, N) rows (int8, (K,)): fp16x3_rowmax of a row-major ``b`` (``op`` an
     N-major split), else fp16x3_colmax_n over the columns of its K-major form."""
     tk = torch.empty((b.shape[0],), dtype=torch.int8, device=b.device)
-    scratch = torch.zeros((b.shape[0] + 3,), dtype=torch.int32, device=b.device)   # keys, count, gate
     if op.prep == "n-major split":
-        row_shifts(b, op, tk.data_ptr(), scratch.data_ptr())
+        row_shifts(b, op, tk.data_ptr())
     else:
+        scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)   # keys, then the count
         column_keys(prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(),
                     done=scratch.data_ptr() + 4 * b.shape[0])
     return tk
@@ -200,26 +196,25 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     lda, ldb = piece_ld(K), piece_ld(N if n_major else K)   # pieces' rows: A's of K values, B's of N or K
     b_rows = K if n_major else N   # rows of B's pieces
     a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
-    # B's columns' keys (N-major), t's keys, their count and t's gate, zeroed by one memset; t's bytes
+    # B's columns' keys (N-major), t's keys and their count, zeroed by one memset; t's bytes
     (ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk), total = carve(
-        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 12, K])
+        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K])
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
     ws[key:tk].zero_()
-    from_a, gate = k_source(M, N) == "a", done + 4
+    from_a = k_source(M, N) == "a"
     if from_a or not n_major:   # A's columns, or B's rows as B^T's columns
         src, op = (a2, p.a) if from_a else (bt, p.b)
         column_keys(src, op.ld, base + tkey, tout=base + tk, done=base + done)
     else:
-        row_shifts(bt, p.b, base + tk, base + gate)
-    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, from_a, base + gate)
+        row_shifts(bt, p.b, base + tk)
+    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, from_a)
     if n_major:   # each column's scale over the shifted rows
-        split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a,
-                      base + gate)
+        split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
         # boxes of 64 columns (128 bytes) x bk rows of K
         bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
     else:
-        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a, base + gate)
+        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
         bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
     maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
     h = handle(KERNELS, p.kernel, c.get_device())
