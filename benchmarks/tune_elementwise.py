@@ -1,5 +1,5 @@
 """Tuning experiment for the elementwise loop (run on the GPU machine; the decision it made:
-docs/gemm.md#elementwise).
+docs/design.md#elementwise).
 
 Times launch shapes and cache hints of a ReLU kernel against torch.relu and a d2d copy on
 the same buffers: grid-stride with a device-sized grid vs one-shot chunked blocks, vectors

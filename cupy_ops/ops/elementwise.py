@@ -1,7 +1,7 @@
 """The elementwise kernel family (cuda_src/elementwise.cuh: relu, relu_div, relu_backward):
 its geometry, its launch plan, and its launcher with torch's layout and ``out=`` rules.
 
-Geometry, measured on an H200 (docs/gemm.md#elementwise): 128 threads a block, each
+Geometry, measured on an H200 (docs/design.md#elementwise): 128 threads a block, each
 thread 2 vectors of 16 bytes, one block per chunk (no grid-stride loop) reached 98-100 % of a
 device-to-device copy; the scalar path (operands aligned differently) does 8 elements a
 thread (16 raised the kernel to ~80 registers). The numbers reach the kernels as -D defines.
