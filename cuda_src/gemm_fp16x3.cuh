@@ -6,11 +6,10 @@
 // power-of-two scaling along K (A D, D^-1 B). Without it, a row of A whose values span more
 // than 2^17 because B's rows are scaled inversely lost its small values' products entirely
 // (columns of A scaled by s_k, rows of B by 1/s_k, s_k in 2^+-20: errors 4-8x the largest
-// output). Then each
-// fp32 operand row (a row of A; a column of B, i.e. a row of the K-major B^T) is scaled
-// by a power of two 2^e that brings its largest finite magnitude into [2^14, 2^15), and each
-// scaled value xs is split into two fp16 numbers, xs ~= hi + lo (fp16x3_split, one pass over
-// the operand, written to fp16 workspaces). Then
+// output). Then each fp32 operand row (a row of A; a column of B, i.e. a row of the K-major
+// B^T) is scaled by a power of two 2^e that brings its largest finite magnitude into
+// [2^14, 2^15), and each scaled value xs is split into two fp16 numbers, xs ~= hi + lo
+// (fp16x3_split, one pass over the operand, written to fp16 workspaces). Then
 //   C[m, n] = 2^-(ea[m] + eb[n]) * sum_k a_lo b_hi + a_hi b_lo + a_hi b_hi,
 // three fp16 wgmmas per k-step: the fp16 tensor cores run at twice the TF32 rate, so the three
 // products cost what 1.5 TF32 products do, and the kernel does no splitting of its own
@@ -75,7 +74,7 @@ __device__ __forceinline__ float x3h_scale_split(float v, int e) {
 }
 // Magnitudes compared by their exponents alone, shifted: the key of v times 2^s is
 // floor(log2 |v|) + s + X3H_KEY_BIAS for a nonzero finite v, else 0 (none). Keys are positive
-// (|s| <= 149 here), so the largest of a row or column is an int max or atomicMax.
+// (|s| <= 128 here), so the largest of a row or column is an int max or atomicMax.
 #define X3H_KEY_BIAS 1024
 __device__ __forceinline__ int x3h_key(float v, int s) {
   const u32 m = __float_as_uint(v) & 0x7fffffffu;
@@ -232,8 +231,8 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // over chunks of rows (grid (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension
 // striding over the rest)): fp16x3_colmax_n each column's largest key over X3H_COLMAX_ROWS
 // rows into key (zeroed first) by atomicMax (also t from A's columns or a K-major B's rows,
-// columns of B^T, with no tk, into tout); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows (K x ldn fp16, ldn a
-// multiple of 8) and ex[n].
+// columns of B^T, with no tk, into tout); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows
+// (K x ldn fp16, ldn a multiple of 8) and ex[n].
 __device__ __forceinline__ float4 x3h_load4(const float* __restrict__ p, int left) {   // left: values in the row
   if (left >= 4) return *reinterpret_cast<const float4*>(p);
   return make_float4(p[0], left > 1 ? p[1] : 0.f, left > 2 ? p[2] : 0.f, 0.f);

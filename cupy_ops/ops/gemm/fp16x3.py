@@ -1,10 +1,10 @@
 """fp16x3: float32 at fp32 accuracy on the Hopper fp16 tensor cores (gemm_fp16x3.cuh, sm_90a),
 twice TF32's rate: the largest magnitudes of B's rows moved to A's columns by powers of two,
 or A's columns' to B's rows where A is the smaller (exact: the result does not change under
-any such scaling along K; ``k_source``), then each row of A and column of B scaled by a power of two that brings its
-largest finite magnitude into [2^14, 2^15) and split into fp16 hi + lo by one pass over each
-operand (fp16x3_split; a row-major B split in place N-major by fp16x3_colmax_n +
-fp16x3_split_n), then three fp16 products per k-step, partial sums promoted every k-tile, the
+any such scaling along K; ``k_source``), then each row of A and column of B scaled by a power
+of two that brings its largest finite magnitude into [2^14, 2^15) and split into fp16 hi + lo
+by one pass over each operand (fp16x3_split; a row-major B split in place N-major by
+fp16x3_colmax_n + fp16x3_split_n), then three fp16 products per k-step, partial sums promoted every k-tile, the
 scale undone in the epilogue; 128 x 128 tiles, split-K as tf32x3's. Taken by name only; its
 error model: docs/numerics.md.
 """
