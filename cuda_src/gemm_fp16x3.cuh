@@ -90,11 +90,13 @@ __device__ __forceinline__ int x3h_key4(float4 v, int4 s) {
 // times 2^e lies in [2^14, 2^15), below fp16's largest (65504).
 __device__ __forceinline__ int x3h_exponent(int key) { return key == 0 ? 0 : 14 - (key - X3H_KEY_BIAS); }
 // t[k] as the split kernels read it: one signed byte, floor(log2) of the largest finite
-// magnitude of B's row k or A's column k clamped to [-128, 127] (0 for none; any power of two
-// moves exactly, the clamp only leaves rows below 2^-128 less evened out). Bytes: 4 beside each
-// float4 of A's row, a quarter of what the int keys took.
+// magnitude of B's row k or A's column k clamped to [-126, 126] (0 for none; any power of two
+// moves exactly, the clamp only leaves rows below 2^-126 less evened out, and keeps 2^+-t a
+// normal float: x3h_kfactor4). Bytes: 4 beside each float4 of A's row, a quarter of what the
+// int keys took.
+#define X3H_T_MAX 126
 __device__ __forceinline__ signed char x3h_t(int key) {
-  return key == 0 ? 0 : (signed char)max(-128, min(127, key - X3H_KEY_BIAS));
+  return key == 0 ? 0 : (signed char)max(-X3H_T_MAX, min(X3H_T_MAX, key - X3H_KEY_BIAS));
 }
 // The shift of index k along K: t[k], or -t[k] (kneg); none without tk.
 __device__ __forceinline__ int x3h_kshift(const signed char* __restrict__ tk, i64 k, int kneg) {
@@ -109,6 +111,38 @@ __device__ __forceinline__ int4 x3h_kshift4(const signed char* __restrict__ tk, 
   return make_int4(t(w << 24 >> 24), t(w << 16 >> 24), t(w << 8 >> 24), t(w >> 24));
 }
 
+// 2^(+-t[k]) of four consecutive k (k % 4 == 0) as floats (|t| <= X3H_T_MAX: normal), from t's
+// bytes by one integer multiply-add each into the exponent field (kone: +-2^23, - for kneg);
+// 1 without tk.
+__device__ __forceinline__ float4 x3h_kfactor4(const signed char* __restrict__ tk, i64 k, int kone) {
+  if (tk == nullptr) return make_float4(1.f, 1.f, 1.f, 1.f);
+  int w;   // byte i: t[k + i]; volatile: read again where needed, not held in registers across the row's max
+  asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(w) : "l"(tk + k));
+  const auto f = [kone](int t) { return __int_as_float(0x3f800000 + t * kone); };
+  return make_float4(f(w << 24 >> 24), f(w << 16 >> 24), f(w << 8 >> 24), f(w >> 24));
+}
+__device__ __forceinline__ float x3h_kfactor(const signed char* __restrict__ tk, i64 k, int kone) {
+  return tk == nullptr ? 1.f : __int_as_float(0x3f800000 + tk[k] * kone);
+}
+// The magnitude of y = x 2^s as its bits where x is finite, else 0: their int max is the largest
+// |y| of a row (an infinite one where x 2^s overflowed; x3h_fast_row).
+__device__ __forceinline__ int x3h_mag(float x, float y) {
+  return (__float_as_uint(x) & 0x7fffffffu) < 0x7f800000u ? (int)(__float_as_uint(y) & 0x7fffffffu) : 0;
+}
+__device__ __forceinline__ int x3h_mag4(float4 v, float4 p) {
+  return max(max(x3h_mag(v.x, mul_exact(v.x, p.x)), x3h_mag(v.y, mul_exact(v.y, p.y))),
+             max(x3h_mag(v.z, mul_exact(v.z, p.z)), x3h_mag(v.w, mul_exact(v.w, p.w))));
+}
+// A row whose largest |y| (x3h_mag) has its biased exponent in [X3H_FAST_MIN, 254] (finite: no
+// x 2^s overflowed) is scaled in two exact multiplies, (x 2^s) 2^e, e = 141 - that exponent in
+// [-113, 101]: the same bits as the one rounding of x 2^(e+s) wherever they matter (a y that is
+// subnormal, rounded, ends below 2^(101 - 126) = 2^-25, where hi = lo = +-2^-24 either way).
+// Other rows (all-zero ones too) take the keys and x3h_scale_split.
+#define X3H_FAST_MIN 40
+__device__ __forceinline__ bool x3h_fast_row(int top) {
+  return (u32)((top >> 23) - X3H_FAST_MIN) <= 254u - X3H_FAST_MIN;
+}
+
 // xs = x 2^e split into fp16 (hi, lo) bits:
 //   hi: xs truncated toward zero (never larger than xs, so lo has xs's sign: a_lo * inf and
 //       a_hi * inf agree, as torch's a * inf);
@@ -117,10 +151,9 @@ __device__ __forceinline__ int4 x3h_kshift4(const signed char* __restrict__ tk, 
 // sign), so no product with an infinite value of the other operand computes 0 * inf = NaN
 // where torch's x * inf is +-inf (2^-24 is 2^-38 below the row's largest: below any fp32 sum
 // it joins). x = +-inf: hi = +-inf, lo = +-2^-24; NaN: both NaN; +-0: both +-0.
-__device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
+__device__ __forceinline__ void x3h_split_scaled(float x, float xs, u16& hi, u16& lo) {   // xs: x 2^e
   const u32 ux = __float_as_uint(x);
   const u16 tiny = (u16)(((ux >> 16) & 0x8000u) | 1u);
-  const float xs = x3h_scale_split(x, e);
   asm("cvt.rz.f16.f32 %0, %1;" : "=h"(hi) : "f"(xs));
   float r;
   asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(xs), "f"(to_acc<f16>(hi)));
@@ -136,18 +169,44 @@ __device__ __forceinline__ void x3h_split1(float x, int e, u16& hi, u16& lo) {
 struct X3hPieces4 {
   uint2 hi, lo;
 };
-__device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, int e0, int e1, int e2, int e3) {
+__device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, float4 xs) {   // xs: v's values scaled
   u16 h0, h1, h2, h3, l0, l1, l2, l3;
-  x3h_split1(v.x, e0, h0, l0);
-  x3h_split1(v.y, e1, h1, l1);
-  x3h_split1(v.z, e2, h2, l2);
-  x3h_split1(v.w, e3, h3, l3);
+  x3h_split_scaled(v.x, xs.x, h0, l0);
+  x3h_split_scaled(v.y, xs.y, h1, l1);
+  x3h_split_scaled(v.z, xs.z, h2, l2);
+  x3h_split_scaled(v.w, xs.w, h3, l3);
   return {make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16)),
           make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16))};
 }
-// Four values of one row (exponent e, shifts s) stored as two 8-byte words (hr, lr: 8-byte aligned).
-__device__ __forceinline__ void x3h_split4(float4 v, int e, int4 s, u16* hr, u16* lr) {
-  const X3hPieces4 p = x3h_pieces4(v, e + s.x, e + s.y, e + s.z, e + s.w);
+__device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, int e0, int e1, int e2, int e3) {
+  return x3h_pieces4(v, make_float4(x3h_scale_split(v.x, e0), x3h_scale_split(v.y, e1), x3h_scale_split(v.z, e2),
+                                    x3h_scale_split(v.w, e3)));
+}
+// Four values of one row (at k, k % 4 == 0) scaled: FAST (x3h_fast_row) by their factors 2^s and
+// fe = 2^e, else by x3h_scale_split to e + s.
+template <bool FAST>
+__device__ __forceinline__ float4 x3h_scaled4(float4 v, const signed char* __restrict__ tk, i64 k, int kneg, int e,
+                                              float fe) {
+  if (FAST) {
+    const float4 p = x3h_kfactor4(tk, k, kneg ? -(1 << 23) : 1 << 23);
+    return make_float4(mul_exact(mul_exact(v.x, p.x), fe), mul_exact(mul_exact(v.y, p.y), fe),
+                       mul_exact(mul_exact(v.z, p.z), fe), mul_exact(mul_exact(v.w, p.w), fe));
+  }
+  const int4 s = x3h_kshift4(tk, k, kneg);
+  return make_float4(x3h_scale_split(v.x, e + s.x), x3h_scale_split(v.y, e + s.y), x3h_scale_split(v.z, e + s.z),
+                     x3h_scale_split(v.w, e + s.w));
+}
+template <bool FAST>
+__device__ __forceinline__ float x3h_scaled1(float x, const signed char* __restrict__ tk, i64 k, int kneg, int e,
+                                             float fe) {
+  if (FAST) return mul_exact(mul_exact(x, x3h_kfactor(tk, k, kneg ? -(1 << 23) : 1 << 23)), fe);
+  return x3h_scale_split(x, e + x3h_kshift(tk, k, kneg));
+}
+// Four values of one row at k stored as two 8-byte words (hr, lr: 8-byte aligned).
+template <bool FAST>
+__device__ __forceinline__ void x3h_split4(float4 v, const signed char* __restrict__ tk, i64 k, int kneg, int e,
+                                           float fe, u16* hr, u16* lr) {
+  const X3hPieces4 p = x3h_pieces4(v, x3h_scaled4<FAST>(v, tk, k, kneg, e, fe));
   *reinterpret_cast<uint2*>(hr) = p.hi;
   *reinterpret_cast<uint2*>(lr) = p.lo;
 }
@@ -162,48 +221,88 @@ __device__ __forceinline__ int x3h_block_max(int top, int* warp_max) {
   return top;
 }
 
+// The split of one row (fp16x3_split): its float4 k < H held in v (k = r T + tid), the rest
+// read from xr.
+template <bool FAST, int H>
+__device__ __forceinline__ void x3h_split_row(const float4 (&v)[X3H_SPLIT_VECS], const float4* __restrict__ xr, int K,
+                                              int e, const signed char* __restrict__ tk, int kneg, u16* hr, u16* lr) {
+  constexpr int T = X3H_SPLIT_THREADS;
+  const int tid = threadIdx.x, K4 = K / 4;
+  const float fe = FAST ? x3h_pow2(e) : 0.f;
+#pragma unroll
+  for (int r = 0; r < H; ++r) {
+    const int k = r * T + tid;
+    if (k < K4) x3h_split4<FAST>(v[r], tk, 4 * k, kneg, e, fe, hr + 4 * k, lr + 4 * k);
+  }
+  for (int k = H * T + tid; k < K4; k += T) x3h_split4<FAST>(xr[k], tk, 4 * k, kneg, e, fe, hr + 4 * k, lr + 4 * k);
+  const int kt = 4 * K4 + tid;   // the scalar tail's value
+  if (tid < K - 4 * K4) {
+    const float x = reinterpret_cast<const float*>(xr)[kt];
+    x3h_split_scaled(x, x3h_scaled1<FAST>(x, tk, kt, kneg, e, fe), hr[kt], lr[kt]);
+  }
+}
+
+// The rare row (x3h_fast_row) by its keys and x3h_scale_split, read from memory again (L2): a
+// call of its own, so that its registers do not add to the common row's.
+__device__ __noinline__ void x3h_split_row_exact(const float4* __restrict__ xr, int K,
+                                                 const signed char* __restrict__ tk, int kneg, int* warp_max,
+                                                 int* __restrict__ ex, u16* hr, u16* lr) {
+  const int tid = threadIdx.x, K4 = K / 4, kt = 4 * K4 + tid;
+  const float* xs = reinterpret_cast<const float*>(xr);
+  int top = 0;
+  for (int k = tid; k < K4; k += X3H_SPLIT_THREADS) top = max(top, x3h_key4(xr[k], x3h_kshift4(tk, 4 * k, kneg)));
+  if (tid < K - 4 * K4) top = max(top, x3h_key(xs[kt], x3h_kshift(tk, kt, kneg)));
+  const int e = x3h_exponent(x3h_block_max(top, warp_max));
+  if (tid == 0) *ex = e;
+  const float4 none[X3H_SPLIT_VECS] = {};
+  x3h_split_row<false, 0>(none, xr, K, e, tk, kneg, hr, lr);
+}
+
 // One block per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
 // multiple of 4: the host's tensor-core operand form), value k shifted by 2^(+-t[k])
-// (x3h_kshift; tk 4-byte aligned, or null): the row's scale exponent into ex[row],
-// its hi and lo into rows `row` of hi and lo (fp16, ldo apart, 16-byte aligned). The first
-// X3H_SPLIT_THREADS * X3H_SPLIT_VECS * 4 values of the row stay in registers between the
+// (x3h_kshift; tk 4-byte aligned, |t| <= X3H_T_MAX, or null): the row's scale exponent into
+// ex[row], its hi and lo into rows `row` of hi and lo (fp16, ldo apart, 16-byte aligned). The
+// first X3H_SPLIT_THREADS * X3H_SPLIT_VECS * 4 values of the row stay in registers between the
 // block's max and the split, so a row that fits is read from memory once, at a copy's speed
 // (a warp per row reading it twice took 1.6x as long at 8192x8192: the second read missed L2;
-// gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice.
-__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
+// gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice. The max is
+// taken over the shifted values' bits (x3h_mag: two operations a value fewer than the keys,
+// and two multiplies in place of the exponent arithmetic in the split); a row outside
+// x3h_fast_row's range takes the keys after it. Three blocks an SM (40 registers; 57 with the
+// rare row inlined, two blocks): a copy's occupancy.
+__global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
                  i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg) {
   constexpr int T = X3H_SPLIT_THREADS, V = X3H_SPLIT_VECS;
   __shared__ int warp_max[T / 32];
   const int tid = threadIdx.x;
   const i64 row = blockIdx.x;
-  if (row >= rows) return;   // whole block: the barrier below is reached by all or none
+  if (row >= rows) return;   // whole block: the barriers below are reached by all or none
   const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
-  const int K4 = K / 4;
+  const float* xs = x + row * ld;
+  const int K4 = K / 4, kt = 4 * K4 + tid, kone = kneg ? -(1 << 23) : 1 << 23;
   float4 v[V];
   int top = 0;
 #pragma unroll
   for (int r = 0; r < V; ++r) {
     if (r * T + tid < K4) {
       v[r] = xr[r * T + tid];
-      top = max(top, x3h_key4(v[r], x3h_kshift4(tk, 4 * (r * T + tid), kneg)));
+      top = max(top, x3h_mag4(v[r], x3h_kfactor4(tk, 4 * (r * T + tid), kone)));
     }
   }
-  for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_key4(xr[k], x3h_kshift4(tk, 4 * k, kneg)));
-  const float* xs = x + row * ld;
-  const int kt = 4 * K4 + tid;   // the scalar tail's value
-  if (tid < K - 4 * K4) top = max(top, x3h_key(xs[kt], x3h_kshift(tk, kt, kneg)));
-  const int e = x3h_exponent(x3h_block_max(top, warp_max));
-  if (tid == 0) ex[row] = e;
+  for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_mag4(xr[k], x3h_kfactor4(tk, 4 * k, kone)));
+  if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
+  top = x3h_block_max(top, warp_max);
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
-#pragma unroll
-  for (int r = 0; r < V; ++r) {
-    const int k = r * T + tid;
-    if (k < K4) x3h_split4(v[r], e, x3h_kshift4(tk, 4 * k, kneg), hr + 4 * k, lr + 4 * k);
+  if (x3h_fast_row(top)) {   // block-uniform
+    const int e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
+    if (tid == 0) ex[row] = e;
+    x3h_split_row<true, V>(v, xr, K, e, tk, kneg, hr, lr);
+    return;
   }
-  for (int k = V * T + tid; k < K4; k += T) x3h_split4(xr[k], e, x3h_kshift4(tk, 4 * k, kneg), hr + 4 * k, lr + 4 * k);
-  if (tid < K - 4 * K4) x3h_split1(xs[kt], e + x3h_kshift(tk, kt, kneg), hr[kt], lr[kt]);
+  __syncthreads();   // warp_max is read above
+  x3h_split_row_exact(xr, K, tk, kneg, warp_max, ex + row, hr, lr);
 }
 
 // t (x3h_t) of each row's largest finite magnitude into tk[row]: from a row-major B (K x N, rows

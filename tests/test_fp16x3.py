@@ -22,14 +22,14 @@ def shifted(a, b):
     """(a', b') in float64: the operands fp16x3 splits, the largest finite magnitudes of one's
     K-slices moved to the other's by powers of two (exact): of a's columns where
     gemm.fp16x3.k_source says "a" (M < N), else of b's rows (a' = a 2^t, b' = b 2^-t; t the
-    floor(log2) of each row's largest in [-128, 127], 0 for a row with none)."""
+    floor(log2) of each row's largest in [-126, 126], 0 for a row with none)."""
     a64, b64 = a.double(), b.double()
     if a.shape[1] == 0:
         return a64, b64
     from_a = gemm.fp16x3.k_source(a.shape[0], b.shape[1]) == "a"
     src = a.t() if from_a else b   # (K, rows)
     mag = torch.where(src.isfinite(), src.abs(), 0).amax(1).double()
-    t = torch.exp2(torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-128, 127).double())
+    t = torch.exp2(torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).double())
     if from_a:
         t = 1 / t
     return a64 * t, b64 / t[:, None]
@@ -128,10 +128,10 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
                         "as is" if K % 4 == 0 else "k-major copy"), p
     # unshifted, then each value k times 2^-t[k] as b's are: t drawn over its bytes' range, and
     # t as fp16x3 takes it from b's rows (x's columns)
-    drawn = torch.randint(-128, 128, (K,), device=cuda, dtype=torch.int8)
+    drawn = torch.randint(-126, 127, (K,), device=cuda, dtype=torch.int8)
     t = gemm.fp16x3.b_shifts(x.t(), p.b)
     mag = torch.where(x.isfinite(), x.abs(), 0).amax(0).double()
-    assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-128, 127).to(torch.int8)), \
+    assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)), \
         "t differs"
     for tk in (None, drawn, t):
         shift = None if tk is None else -tk.double()
@@ -152,6 +152,38 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
                                    f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
                                    f"{int(want[bad][0]):#06x}")
 
+
+
+@pytest.mark.parametrize("top", [39, 40, 41, 253, 254, 255])
+@pytest.mark.parametrize("kneg", [False, True], ids=["2^t", "2^-t"])
+def test_split_rows_at_the_ends_of_the_two_multiply_range_match_their_definition(top, kneg, cuda):
+    """fp16x3_split scales a row by two multiplies, (x 2^s) 2^e, where its largest shifted
+    magnitude's biased exponent is in [40, 254], and by its keys otherwise (255: a value whose
+    shift overflowed): rows whose largest shifted value has exponent ``top``, with the rest
+    spread 70 binades below it (shifted values subnormal, rounded or 0), match the definition
+    (one rounding of x 2^(e+s)) bit for bit, as do their exponents."""
+    require_algo("fp16x3")
+    g = torch.Generator(device=cuda).manual_seed(top)
+    rows, K = 6, 1027
+    tk = torch.randint(2, 21, (K,), device=cuda, dtype=torch.int8, generator=g)
+    tk[: K // 2] *= -1
+    s = (-tk if kneg else tk).double()
+    exps = (top - 127) - torch.randint(0, 71, (rows, K), device=cuda, generator=g).double() - s
+    mant = 1 + torch.rand(rows, K, device=cuda, generator=g, dtype=torch.float64)
+    sign = torch.where(torch.rand(rows, K, device=cuda, generator=g) < 0.5, -1.0, 1.0).double()
+    x64 = sign * mant * torch.exp2(exps.clamp(max=126))   # fp32-finite
+    up = (s > 0).nonzero().flatten()   # the largest where 2^(top - 127 - s) is an fp32 value
+    col = up[torch.randint(0, len(up), (rows,), device=cuda, generator=g)]
+    x64[torch.arange(rows, device=cuda), col] = 1.75 * torch.exp2((top - 127) - s[col])
+    x = x64.float()
+    assert x.isfinite().all()
+    p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")
+    pieces, ex = gemm.fp16x3.pieces(x, p.b, tk, kneg=kneg)
+    hb, lb, e = split_reference(x, s)
+    assert torch.equal(ex, e), f"exponents {ex.tolist()} instead of {e.tolist()}"
+    for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
+        bad = got.view(torch.int16) != want
+        assert not bad.any(), f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}"
 
 @pytest.mark.parametrize("M, N", [(1024, 1024), (1024, 2048)], ids=["t from b's rows", "t from a's columns"])
 @pytest.mark.parametrize("b_layout", ["row-major", "k-major"])

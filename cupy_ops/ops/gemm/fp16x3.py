@@ -77,7 +77,7 @@ KERNELS = declare(variants())
 
 # --- the split ------------------------------------------------------------------------------
 # tk: t[k] as bytes (int8), the floor(log2) of the largest finite magnitude of the source
-# operand's K-slices (B's rows or A's columns; ``k_source``), clamped to [-128, 127]; the
+# operand's K-slices (B's rows or A's columns; ``k_source``), clamped to [-126, 126]; the
 # source's values are split times 2^-t[k] (kneg), the other's times 2^t[k]; tk 0: no shift.
 
 def k_source(M: int, N: int) -> str:
