@@ -24,7 +24,7 @@ def shifted(a, b):
     gemm.fp16x3.k_source says "a" (M < N), else of b's rows (a' = a 2^t, b' = b 2^-t; t the
     floor(log2) of each row's largest in [-126, 126], 0 for a row with none)."""
     a64, b64 = a.double(), b.double()
-    if a.shape[1] == 0:
+    if a.numel() == 0 or b.numel() == 0:   # no K, or no row or column to take t from (t = 0)
         return a64, b64
     from_a = gemm.fp16x3.k_source(a.shape[0], b.shape[1]) == "a"
     src = a.t() if from_a else b   # (K, rows)
