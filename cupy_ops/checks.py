@@ -207,6 +207,16 @@ def dense(x: torch.Tensor) -> bool:
 _CLONE = "Please clone() the tensor before performing the operation."
 
 
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` may hold a common element: one storage and intersecting byte
+    ranges (views that interleave without a common element count too: the cautious answer)."""
+    if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+    (a0, a1), (b0, b1) = ((t.data_ptr(), t.data_ptr() + t.element_size() * (
+        1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))) for t in (a, b))
+    return a0 < b1 and b0 < a1
+
+
 def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     """torch's MemOverlapStatus::Partial (aten/src/ATen/MemoryOverlap.cpp): both dense, in one
     storage, their byte ranges intersect and they are not the same elements in the same order.

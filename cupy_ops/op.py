@@ -189,7 +189,8 @@ class Op:
     """
 
     def __init__(self, qualname: str, launch, *, output, autocast=None, inplace: str | None = None,
-                 contiguous: bool = True, any_out_layout: bool = False, checks_devices: bool = True, doc=None):
+                 contiguous: bool = True, any_out_layout: bool = False, elementwise: bool = False,
+                 checks_devices: bool = True, doc=None):
         if not isinstance(qualname, str) or qualname.count("::") != 1:
             raise ValueError(f"an op's name is 'namespace::name', got {qualname!r}")
         ns, name = qualname.split("::")
@@ -202,6 +203,7 @@ class Op:
         self.autocast = autocast
         self.contiguous = contiguous
         self.any_out_layout = any_out_layout
+        self.elementwise = elementwise
         self.checks_devices = checks_devices
         self._read_signature(launch)
         self.inplace = inplace
@@ -423,12 +425,7 @@ class Op:
         if (type(out) is not _Tensor and type(out) is not _Parameter) or _dispatch_modes() or _functorch_active():
             self.out_overload(out, *args)
             return out
-        ref = self._meta(args)
-        if out.shape != ref.shape:
-            _resize_out(out, ref.shape)
-        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], _Tensor))
-        checks.out(out, ref, self._device(inputs), self.name, inputs)
-        self._launch_into(args, out, ref)
+        self._out_impl(out, *args)
         return out
 
     def call_inplace(self, args):
@@ -478,7 +475,13 @@ class Op:
             self._check_devices(args)
         if out.dtype != ref.dtype:
             raise TypeError(f"out must have dtype {ref.dtype}, got {out.dtype}")
-        if self.any_out_layout or (out.is_contiguous() and ref.is_contiguous()) or out.stride() == ref.stride():
+        if not self.elementwise and any(isinstance(args[i], _Tensor) and checks.shares_memory(out, args[i])
+                                        for i in self._tensor_idx):
+            # a kernel reading other elements than the one it writes (a GEMM's tiles) cannot
+            # write over its own input: computed aside, then copied (torch's mm out= over an
+            # input gives wrong values, pytorch#13892)
+            out.copy_(self.impl(*args))
+        elif self.any_out_layout or (out.is_contiguous() and ref.is_contiguous()) or out.stride() == ref.stride():
             self.launch(*(self._contiguous(args) if self.contiguous else args), out=out)
             _bump_version(out)
         else:
@@ -509,7 +512,14 @@ class Op:
             lib.impl(out_name, self._autocast_out_kernel, "AutocastCUDA", with_keyset=True)
 
     def _out_impl(self, out, *args):
-        self._launch_into(args, out, self._meta(args))
+        """``out=``, eager or through ``torch.ops.ns.name_out``: ``out`` resized to the rule's
+        shape (torch's warning where it had elements), checked (checks.out), written."""
+        ref = self._meta(args)
+        if out.shape != ref.shape:
+            _resize_out(out, ref.shape)
+        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], _Tensor))
+        checks.out(out, ref, self._device(inputs), self.name, inputs)
+        self._launch_into(args, out, ref)
 
     def _out_fake(self, out, *args):
         ref = self.output(*args)
@@ -610,7 +620,7 @@ def _resize_out(out: torch.Tensor, shape) -> None:
                       f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
                       f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
                       f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=5)   # the caller of Op.__call__ (__call__, call_out, _out_impl)
     out.resize_(shape)
 
 
@@ -652,7 +662,7 @@ def _functions(op: Op):
 
 
 def op(qualname: str, *, output, autocast: str | None = None, inplace: str | None = None, contiguous: bool = True,
-       any_out_layout: bool = False, check_devices: bool = True):
+       any_out_layout: bool = False, elementwise: bool = False, check_devices: bool = True):
     """Declare a torch op from its launcher (a decorator; see the module's docstring).
 
     Args:
@@ -669,6 +679,9 @@ def op(qualname: str, *, output, autocast: str | None = None, inplace: str | Non
         contiguous: tensor inputs reach the launcher contiguous (kernels see raw memory).
         any_out_layout: the launcher writes an ``out`` of any strides (else ``out=`` with other
             strides than the rule's is written through a temporary).
+        elementwise: each output element is computed from the inputs' elements at its own
+            index only, so ``out=`` (or in place) over an input launches directly; otherwise an
+            ``out`` sharing memory with an input is written through a temporary.
         check_devices: tensor inputs must be CUDA tensors on one device (``ValueError`` naming
             the argument); False where the output rule checks them itself.
     The launcher: ``def launch(inputs..., *, out) -> None``, inputs annotated ``torch.Tensor``,
@@ -681,5 +694,5 @@ def op(qualname: str, *, output, autocast: str | None = None, inplace: str | Non
     """
     def declare(launch) -> Op:
         return Op(qualname, launch, output=output, autocast=autocast, inplace=inplace, contiguous=contiguous,
-                  any_out_layout=any_out_layout, checks_devices=check_devices)
+                  any_out_layout=any_out_layout, elementwise=elementwise, checks_devices=check_devices)
     return declare

@@ -1,5 +1,7 @@
 """In-place and out=: each behaviour side by side with torch's own (torch.clamp_min(x, 0, out=)
 is torch's relu with an out= form; x.div_(d) its in-place divide)."""
+import warnings
+
 import pytest
 import torch
 
@@ -80,3 +82,66 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_with_torchs_message(cud
     leaf = torch.randn(10, device=cuda, requires_grad=True)
     raises_like_torch("a leaf Variable that requires grad is being used in an in-place operation",
                       lambda: cupy_ops.relu_(leaf), lambda: torch.relu_(leaf))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtype, cuda):
+    """The GEMM ops' out= (the Op's ``out=``, ``torch.ops.cupy_ops.*_out``) and an ``out`` that is
+    one of their inputs: the product bit for bit as the functional call gives it. torch's mm out=
+    over an input gives other values once the GEMM spans several tiles (pytorch#13892); a GEMM
+    cannot run over its own input, so the op computes aside and copies."""
+    from cupy_ops.ops.linear_relu_div import LINEAR_RELU_DIV
+    from cupy_ops.ops.matmul import MATMUL
+    torch.manual_seed(0)
+    for shape in ((384, 384), (3, 192, 192)):
+        a, b = torch.randn(shape, device=cuda, dtype=dtype), torch.randn(shape, device=cuda, dtype=dtype)
+        want = cupy_ops.matmul(a, b)
+        for target in (0, 1):
+            x, y = a.clone(), b.clone()
+            out = (x, y)[target]
+            assert MATMUL(x, y, out=out) is out
+            assert_bitwise_equal(out, want)
+            x, y = a.clone(), b.clone()
+            out = (x, y)[target]
+            torch.ops.cupy_ops.matmul_out(out, x, y, "auto")
+            assert_bitwise_equal(out, want)
+        x = a.clone()
+        torch.ops.cupy_ops.matmul_out(x, x, x, "auto")
+        assert_bitwise_equal(x, cupy_ops.matmul(a, a))
+    x, w, bias = (torch.randn(256, 256, device=cuda, dtype=dtype), torch.randn(256, 256, device=cuda, dtype=dtype),
+                  torch.randn(256, device=cuda, dtype=dtype))
+    want = cupy_ops.linear_relu_div(x, w, bias, 2.0)
+    for target in ("x", "weight"):
+        xx, ww = x.clone(), w.clone()
+        out = xx if target == "x" else ww
+        assert LINEAR_RELU_DIV(xx, ww, bias, 2.0, out=out) is out
+        assert_bitwise_equal(out, want)
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 17, 9), (3, 9, 11)), ((2, 1, 17, 9), (3, 9, 11)), ((4, 17, 9), (9, 11)),
+                                    ((17, 9), (4, 9, 11)), ((9,), (4, 9, 11)), ((3, 17, 9), (9,)), ((9,), (9,))])
+def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
+    """matmul's out= over torch.matmul's batched, broadcast and 1-D shapes, side by side with
+    torch.matmul(out=): an empty ``out``, one of another shape (resized, warned as torch warns),
+    one of the right shape but other strides; torch's shape, our functional call's values bit
+    for bit."""
+    from cupy_ops.ops.matmul import MATMUL
+    torch.manual_seed(1)
+    a, b = torch.randn(sa, device=cuda), torch.randn(sb, device=cuda)
+    want, ref = cupy_ops.matmul(a, b), torch.matmul(a, b)
+    outs = [("empty", lambda: torch.empty(0, device=cuda)), ("wrong", lambda: torch.empty(5, device=cuda))]
+    if ref.dim() >= 2:
+        back = tuple(range(ref.dim() - 1, -1, -1))   # the right shape, the strides reversed
+        outs.append(("strided", lambda: torch.empty(ref.shape[::-1], device=cuda).permute(*back)))
+    for name, make in outs:
+        ours, theirs = make(), make()
+        with warnings.catch_warnings(record=True) as seen_ours:
+            warnings.simplefilter("always")
+            assert MATMUL(a, b, out=ours) is ours
+        with warnings.catch_warnings(record=True) as seen_theirs:
+            warnings.simplefilter("always")
+            torch.matmul(a, b, out=theirs)
+        resized = [sum("was resized" in str(w.message) for w in seen) for seen in (seen_ours, seen_theirs)]
+        assert resized[0] == resized[1], (name, resized)
+        assert ours.shape == theirs.shape == ref.shape, name
+        assert_bitwise_equal(ours.contiguous(), want)

@@ -61,6 +61,16 @@ def _bare(x: torch.Tensor, *, out: torch.Tensor) -> None:
 bare = cupy_ops.op("cputest::bare", output=cupy_ops.like("x"), check_devices=False)(_bare)   # no rules
 
 
+def _reverse(x: torch.Tensor, *, out: torch.Tensor) -> None:
+    for i in range(x.shape[0]):   # reads other elements than the one it writes, as a GEMM's tiles do
+        out[i] = x[x.shape[0] - 1 - i]
+
+
+reverse = cupy_ops.op("cputest::reverse", output=cupy_ops.like("x"), inplace="x", check_devices=False)(_reverse)
+reverse_as_elementwise = cupy_ops.op("cputest::reverse_as_elementwise", output=cupy_ops.like("x"), elementwise=True,
+                                     check_devices=False)(_reverse)
+
+
 def _no_out(x: torch.Tensor) -> None:
     pass
 
@@ -137,6 +147,45 @@ def test_missing_rules_are_clear_errors_naming_the_op_never_a_silent_none():
         torch.func.vmap(bare)(x.detach().view(3, 1))
     with pytest.raises(RuntimeError, match=r"cputest::mul_add has no forward-mode AD rule"):
         torch.func.jvp(lambda v: mul_add(v, v), (x.detach(),), (torch.ones_like(x),))
+
+
+def test_out_over_an_input_of_an_op_not_declared_elementwise_is_computed_aside():
+    """An ``out`` (or the in-place input) that shares memory with an input of an op whose
+    launcher reads other elements than it writes is written through a temporary: the result is
+    the functional one (torch's mm out= over an input is not: pytorch#13892). Declared
+    ``elementwise`` the launch goes straight into ``out``, and this launcher's promise breaks."""
+    x = torch.arange(7, dtype=torch.float64)
+    want = x.flip(0)
+    y = x.clone()
+    assert reverse(y, out=y) is y and torch.equal(y, want)
+    y = x.clone()
+    torch.ops.cputest.reverse_out(y, y)
+    assert torch.equal(y, want)
+    y = x.clone()
+    assert reverse.call_inplace((y,)) is y and torch.equal(y, want)
+    y = torch.stack([x, x])
+    reverse(y[0], out=y[0].view(-1))   # a view of the same elements
+    assert torch.equal(y[0], want) and torch.equal(y[1], x)
+    y = x.clone()
+    reverse_as_elementwise(y, out=y)
+    assert not torch.equal(y, want)
+
+
+def test_the_registered_out_form_resizes_a_wrongly_shaped_out_as_torchs_does():
+    """``torch.ops.ns.name_out`` with an ``out`` of another shape resizes it (with torch's
+    warning where it had elements) and writes the result, as ``torch.ops.aten.mul.out`` does,
+    never past its end."""
+    x = x64(4, 5, grad=False)
+    for ours, theirs in ((lambda o: torch.ops.cputest.scale_out(o, x, 2.0), lambda o: torch.mul(x, 2.0, out=o)),):
+        for n in (0, 3):
+            got, ref = torch.empty(n, dtype=torch.float64), torch.empty(n, dtype=torch.float64)
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                ours(got)
+                theirs(ref)
+            resized = [str(w.message) for w in seen if "was resized" in str(w.message)]
+            assert len(resized) == (2 if n else 0), resized
+            assert got.shape == ref.shape == (4, 5) and torch.equal(got, ref)
 
 
 def test_out_follows_torchs_rules():

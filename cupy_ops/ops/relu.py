@@ -17,7 +17,8 @@ def _output(x):
     return torch.empty_like(x)   # torch.relu's layout: x's strides where x is dense
 
 
-@op("cupy_ops::relu", output=_output, inplace="x", contiguous=False, any_out_layout=True, check_devices=False)
+@op("cupy_ops::relu", output=_output, inplace="x", contiguous=False, any_out_layout=True, elementwise=True,
+    check_devices=False)
 def _relu(x: torch.Tensor, *, out: torch.Tensor) -> None:
     KERNEL.write(x, out, ())
 

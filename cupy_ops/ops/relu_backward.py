@@ -22,7 +22,7 @@ def _output(grad, ref, divisor):
     return torch.empty_like(grad, memory_format=torch.contiguous_format)
 
 
-@op("cupy_ops::relu_backward", output=_output, check_devices=False)
+@op("cupy_ops::relu_backward", output=_output, elementwise=True, check_devices=False)
 def relu_backward(grad: torch.Tensor, ref: torch.Tensor, divisor: float = 1.0, *, out: torch.Tensor) -> None:
     """``0 where ref <= 0 else grad / divisor``: torch's ``threshold_backward(grad / divisor, ref,
     0)``, the division as torch divides by a number (times its reciprocal, ``divisor.scale_for``).

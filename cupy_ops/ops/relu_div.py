@@ -22,7 +22,8 @@ def _output(x, divisor):
     return torch.empty_like(x)
 
 
-@op("cupy_ops::relu_div", output=_output, inplace="x", contiguous=False, any_out_layout=True, check_devices=False)
+@op("cupy_ops::relu_div", output=_output, inplace="x", contiguous=False, any_out_layout=True, elementwise=True,
+    check_devices=False)
 def _relu_div(x: torch.Tensor, divisor: float, *, out: torch.Tensor) -> None:
     KERNEL.write(x, out, (_divisor.scale_for(divisor, x.dtype), 0))
 
