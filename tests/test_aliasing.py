@@ -124,7 +124,9 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
     """matmul's out= over torch.matmul's batched, broadcast and 1-D shapes, side by side with
     torch.matmul(out=): an empty ``out``, one of another shape (resized, warned as torch warns),
     one of the right shape but other strides; torch's shape, our functional call's values bit
-    for bit."""
+    for bit. Where torch raises (2.11: its folded path, a batched ``a`` with a 2-D or 1-D ``b``,
+    with the strided ``out``: "The size of tensor a (17) must match the size of tensor b (68)")
+    ours still writes the product."""
     from cupy_ops.ops.matmul import MATMUL
     torch.manual_seed(1)
     a, b = torch.randn(sa, device=cuda), torch.randn(sb, device=cuda)
@@ -140,8 +142,14 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
             assert MATMUL(a, b, out=ours) is ours
         with warnings.catch_warnings(record=True) as seen_theirs:
             warnings.simplefilter("always")
-            torch.matmul(a, b, out=theirs)
-        resized = [sum("was resized" in str(w.message) for w in seen) for seen in (seen_ours, seen_theirs)]
-        assert resized[0] == resized[1], (name, resized)
-        assert ours.shape == theirs.shape == ref.shape, name
+            try:
+                torch.matmul(a, b, out=theirs)
+            except RuntimeError as exc:   # its copy back from a reshaped copy of out, not out's shape
+                assert name == "strided" and a.dim() > 2 and b.dim() <= 2, (name, exc)
+                theirs = None
+        if theirs is not None:
+            resized = [sum("was resized" in str(w.message) for w in seen) for seen in (seen_ours, seen_theirs)]
+            assert resized[0] == resized[1], (name, resized)
+            assert theirs.shape == ref.shape, name
+        assert ours.shape == ref.shape, name
         assert_bitwise_equal(ours.contiguous(), want)
