@@ -32,8 +32,9 @@
 #include "gemm_wgmma.cuh"
 
 #if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
-    !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_THREADS, X3H_SPLIT_VECS, X3H_NSPLIT_* (-D)"
+    !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS) || \
+    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_* (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
@@ -369,6 +370,65 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
   __syncthreads();
   if (last)
     for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) tout[i] = x3h_t(__ldcg(key + i));
+}
+
+// t of a row-major B's rows (into tk) and its columns' keys over the rows shifted by 2^-t[k]
+// (atomicMax'd into key, zeroed first) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
+// it twice, at 51-71 % of DRAM bandwidth. A block holds whole rows: thread i columns 4 (i + j T),
+// j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / J rows a step in
+// registers; each row's largest key over the block (a barrier a step, the warps' maxima double
+// buffered) gives t, then its keys less t join the columns' maxima over the block's `rows` rows.
+template <int J>
+__global__ void __launch_bounds__(X3H_ROWCOL_THREADS, 2)
+    fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
+                     int* __restrict__ key) {
+  constexpr int R = X3H_ROWCOL_VECS / J;
+  static_assert(R >= 1 && R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: J divides X3H_ROWCOL_VECS");
+  __shared__ int warp_max[2][R][X3H_ROWCOL_THREADS / 32];
+  const int tid = threadIdx.x, T = blockDim.x, lane = tid & 31, warp = tid >> 5;
+  const i64 k0 = (i64)blockIdx.x * rows, k1 = min((i64)K, k0 + rows);
+  int cm[J][4] = {};
+  for (i64 k = k0, step = 0; k < k1; k += R, ++step) {   // block-uniform trip count
+    float4 v[R][J];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int n = 4 * (tid + j * T);
+        v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    int raw[R][J][4], top[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      top[r] = 0;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        raw[r][j][0] = x3h_key(v[r][j].x, 0), raw[r][j][1] = x3h_key(v[r][j].y, 0);
+        raw[r][j][2] = x3h_key(v[r][j].z, 0), raw[r][j][3] = x3h_key(v[r][j].w, 0);
+        top[r] = max(top[r], max(max(raw[r][j][0], raw[r][j][1]), max(raw[r][j][2], raw[r][j][3])));
+      }
+      top[r] = __reduce_max_sync(0xffffffffu, top[r]);
+      if (lane == 0) warp_max[step & 1][r][warp] = top[r];
+    }
+    __syncthreads();   // one a step: a buffer is written again two steps on, after the next barrier
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int t = x3h_t(__reduce_max_sync(0xffffffffu, lane < T / 32 ? warp_max[step & 1][r][lane] : 0));
+      if (tid == 0 && k + r < k1) tk[k + r] = (signed char)t;
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)   // the key of v 2^-t: the raw key less t (none stays none)
+          if (raw[r][j][i] != 0) cm[j][i] = max(cm[j][i], raw[r][j][i] - t);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int n = 4 * (tid + j * T);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (cm[j][i] != 0 && n + i < N && cm[j][i] > __ldcg(key + n + i)) atomicMax(key + n + i, cm[j][i]);
+  }
 }
 
 __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)

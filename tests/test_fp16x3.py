@@ -133,10 +133,14 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     mag = torch.where(x.isfinite(), x.abs(), 0).amax(0).double()
     assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)), \
         "t differs"
-    for tk in (None, drawn, t):
+    for tk in (None, drawn, t) + (("rows",) if layout == "n-major" else ()):
+        if layout == "n-major":   # "rows": t and the columns' keys in one pass (fp16x3_rowcolmax), as matmul's
+            pieces, ex, own = gemm.fp16x3.pieces_n(x.t(), p.b, tk)
+            if isinstance(tk, str):
+                assert torch.equal(own, t), "t of the one pass differs"
+                tk = own
         shift = None if tk is None else -tk.double()
         if layout == "n-major":
-            pieces, ex = gemm.fp16x3.pieces_n(x.t(), p.b, tk)
             pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
         else:
             pieces, ex = gemm.fp16x3.pieces(x, p.b, tk, kneg=True)
@@ -152,6 +156,46 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
                                    f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
                                    f"{int(want[bad][0]):#06x}")
 
+
+
+ROWCOL_N = 4 * max(gemm.geometry.X3H_ROWCOL_JS) * gemm.geometry.X3H_ROWCOL_THREADS   # widest row a block holds
+
+
+@pytest.mark.parametrize("K, N", [(1, 5), (300, 2047), (5000, 2049), (9000, 4100), (700, ROWCOL_N),
+                                  (40, ROWCOL_N + 4)])
+def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
+    """fp16x3_rowcolmax (a row-major b's t and its columns' keys over the shifted rows, one read,
+    as matmul takes them; fp16x3_rowmax + fp16x3_colmax_n past ROWCOL_N columns) against the
+    definition bit for bit, the pieces after it too: every J (float4 of a row a thread), blocks
+    of one row to 32, their last step part-filled, rows 2^-60 .. 2^60 and columns 2^-20 .. 2^20
+    apart, rows of zeros, -0.0, inf, subnormals, huge values and NaN, a row's largest in its
+    last column."""
+    require_algo("fp16x3")
+    g = torch.Generator(device=cuda).manual_seed(K + N)
+    b = torch.empty(K, -(-N // 4) * 4, device=cuda)[:, :N]   # rows 16-byte aligned: split in place
+    b.copy_(torch.randn(K, N, device=cuda, generator=g)
+            * torch.exp2(torch.randint(-60, 61, (K, 1), device=cuda, generator=g).float())
+            * torch.exp2(torch.randint(-20, 21, (1, N), device=cuda, generator=g).float()))
+    for r, v in enumerate((0.0, -0.0, float("inf"), 1e-41, 2.0**120)):
+        if r < K:
+            b[r] = v * (torch.rand(N, device=cuda, generator=g) + 0.5) if v not in (0.0, float("inf")) else v
+    if K > 6:
+        b[5, :: 7] = float("nan")
+        b[6, -1] = 1e4 * b[6].abs().max()
+    b[:, 0] = 0.0
+    p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")   # M >= N: t from b's rows
+    assert p.b.prep == "n-major split", p
+    assert ("fp16x3_rowcolmax" in p.notes[0]) == (N <= ROWCOL_N), p.notes
+    pieces, ex, t = gemm.fp16x3.pieces_n(b, p.b, "rows")
+    mag = torch.where(b.isfinite(), b.abs(), 0).amax(1).double()
+    want_t = torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)
+    assert torch.equal(t, want_t), f"t differs at rows {(t != want_t).nonzero().flatten()[:10].tolist()}"
+    hb, lb, e = split_reference(b.t(), -t.double())
+    assert torch.equal(ex, e), f"exponents differ at columns {(ex != e).nonzero().flatten()[:10].tolist()}"
+    nan = b.t().isnan()
+    for name, got, want in (("hi", pieces[0, :, :N].t(), hb), ("lo", pieces[1, :, :N].t(), lb)):
+        bad = (got.view(torch.int16) != want) & ~nan
+        assert got.isnan().equal(nan) and not bad.any(), f"{name}: {int(bad.sum())} pieces differ"
 
 
 @pytest.mark.parametrize("top", [39, 40, 41, 253, 254, 255])

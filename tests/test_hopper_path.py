@@ -16,11 +16,12 @@ SM90A = next(s for s in compiler.sources() if s.name == "gemm_sm90a.cu")
 def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     v = SM90A.variant("gemm_wgmma<bf16, true, 256, 2, EpiNone>")
-    assert SM90A.options("sm_90a")[-14:] == ("-arch=sm_90a", "-DWG_BM=128", "-DWG_EPI_BYTES=32768",
+    assert SM90A.options("sm_90a")[-16:] == ("-arch=sm_90a", "-DWG_BM=128", "-DWG_EPI_BYTES=32768",
                                              "-DWG_KSPLIT_BM=64", "-DWG_KSPLIT_SMEM_BYTES=232448",
                                              "-DWG_SMEM_BYTES=230496", "-DWG_SWAP_BOX=32",
                                              "-DWG_THREADS=384", "-DX3H_COLMAX_ROWS=32", "-DX3H_NSPLIT_ROWS=8",
-                                             "-DX3H_NSPLIT_THREADS=256", "-DX3H_SPLIT_THREADS=512",
+                                             "-DX3H_NSPLIT_THREADS=256", "-DX3H_ROWCOL_THREADS=512",
+                                             "-DX3H_ROWCOL_VECS=8", "-DX3H_SPLIT_THREADS=512",
                                              "-DX3H_SPLIT_VECS=4", "-DX3_SMEM_BYTES=232448")
     b = compiler.binary(v, "sm_90a")
     assert b.image[:4] == b"\x7fELF" and "gemm_wgmma" in b.lowered

@@ -17,7 +17,7 @@ from . import geometry as g
 from . import tc, tma, wgmma
 from .common import (EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, n_major_in_place, needs_hopper,
                      reduce_grid, tf, tiled_sizes)
-from .runtime import SM90A, declare, handle, prepare, reduce
+from .runtime import SM90A, declare, device_info, handle, prepare, reduce
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
@@ -47,8 +47,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
     n_major = n_major_in_place(b)
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
-    how = ("fp16x3_colmax_n" if k_source(M, N) == "a" or not n_major else "fp16x3_rowmax") + \
-        (", fp16x3_split" if not n_major else ", fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
+    from_a = k_source(M, N) == "a"
+    fused = n_major and not from_a and rowcol(N) is not None   # B's t and column keys in one read
+    how = ("fp16x3_rowcolmax" if fused else "fp16x3_rowmax" if n_major and not from_a else "fp16x3_colmax_n") + \
+        (", fp16x3_split" if not n_major else ", fp16x3_split, fp16x3_split_n" if fused else
+         ", fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
     # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
     # (``persistent=False``: one CTA a tile)
     tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
@@ -69,7 +72,8 @@ def variants() -> dict[str, list[str]]:
     for nm in (False, True):
         exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in g.X3_TILE_NS]
-    return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]}
+    return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"] +
+            [f"fp16x3_rowcolmax<{j}>" for j in g.X3H_ROWCOL_JS]}
 
 
 KERNELS = declare(variants())
@@ -105,6 +109,36 @@ def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
                   (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
 
 
+def rowcol(n: int) -> tuple[int, int] | None:
+    """fp16x3_rowcolmax's (J, threads) for rows of ``n`` values: J float4 a thread, the fewest
+    whole warps that hold a row; None where no block can (or ``n`` is 0)."""
+    for j in g.X3H_ROWCOL_JS:
+        if 0 < n <= 4 * j * g.X3H_ROWCOL_THREADS:
+            return j, cdiv(cdiv(n, 4 * j), 32) * 32
+    return None
+
+
+def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> None:
+    """t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart, 16-byte aligned) into ``tk``
+    (int8, K) and its columns' keys over the rows times 2^-t[k] into ``key`` (int32, N: zeroed
+    first): fp16x3_rowcolmax, one read of ``b``, where a block holds a row (``rowcol``), else
+    fp16x3_rowmax, then fp16x3_colmax_n."""
+    k, n = b.shape
+    fused = rowcol(n)
+    if fused is None:
+        row_shifts(b, op, tk)
+        column_keys(b, op.ld, key, tk, kneg=True)
+        return
+    if k == 0:
+        return
+    (j, threads), dev = fused, b.get_device()
+    # rows a block: two blocks an SM where K allows, from X3H_ROWCOL_STEPS steps (fewer lost
+    # to the barriers) up to X3H_ROWCOL_ROWS (each block's maxima take N atomics)
+    rows = min(g.X3H_ROWCOL_ROWS, max(g.X3H_ROWCOL_VECS // j * g.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)))
+    launch.launch(handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev), (cdiv(k, rows), 1, 1), (threads, 1, 1),
+                  (b.data_ptr(), op.ld, k, n, rows, tk, key))
+
+
 def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0,
                 done: int = 0) -> None:
     """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
@@ -118,12 +152,11 @@ def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = Fa
 
 def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int,
                   tk: int = 0, kneg: bool = True) -> None:
-    """fp16x3_colmax_n then fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld``
-    apart) into the pieces at ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns'
-    exponents at ``ex``, row k times 2^-+t[k]; ``key`` (int32, N) must hold zeros (the columns'
-    atomicMax)."""
+    """fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart) into the pieces at
+    ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns' exponents at ``ex``, row k
+    times 2^-+t[k], by the columns' keys in ``key`` (int32, N: column_keys' with the same tk and
+    kneg, or row_and_column_keys')."""
     k, n = b.shape
-    column_keys(b, op.ld, key, tk, kneg)
     launch.launch(handle(KERNELS, "fp16x3_split_n", b.get_device()),
                   (cdiv(n, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
                   (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
@@ -148,18 +181,25 @@ def pieces(t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None,
     return out, ex
 
 
-def pieces_n(b: torch.Tensor, op: Operand, tk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(pieces, exponents)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
+def pieces_n(b: torch.Tensor, op: Operand,
+             tk: torch.Tensor | None | str = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``(pieces, exponents, tk)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
     aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
-    rounded up to 8) fp16, hi then lo, of ``b``'s rows times 2^-tk[k] (``tk``, or none) and
-    columns scaled by 2^exponents[n]."""
+    rounded up to 8) fp16, hi then lo, of ``b``'s rows times 2^-tk[k] (``tk``: int8 (K,), or
+    none; ``"rows"``: t of ``b``'s own rows, with the columns' keys, as matmul takes them:
+    row_and_column_keys) and columns scaled by 2^exponents[n]."""
     k, n = b.shape
     out = torch.empty((2, k, piece_ld(n)), dtype=torch.float16, device=b.device)
     ex = torch.empty((n,), dtype=torch.int32, device=b.device)
     key = torch.zeros((n,), dtype=torch.int32, device=b.device)
+    if isinstance(tk, str):
+        tk = torch.empty((k,), dtype=torch.int8, device=b.device)
+        row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
+    else:
+        column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)
     split_columns(b, op, key.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
                   0 if tk is None else tk.data_ptr())
-    return out, ex
+    return out, ex, tk
 
 
 def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
@@ -206,16 +246,23 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     if from_a or not n_major:   # A's columns, or B's rows as B^T's columns
         src, op = (a2, p.a) if from_a else (bt, p.b)
         column_keys(src, op.ld, base + tkey, tout=base + tk, done=base + done)
-    else:
-        row_shifts(bt, p.b, base + tk)
-    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, from_a)
+    else:   # t of B's rows, and its columns' keys over the rows shifted, in one read
+        row_and_column_keys(bt, p.b, base + tk, base + key)
+    # the operand t came from split first: L2 still holds part of it (B's N-major split
+    # 43 against 49 us at 4096^2, H100)
+    if from_a:
+        split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, True)
     if n_major:   # each column's scale over the shifted rows
+        if from_a:
+            column_keys(bt, p.b.ld, base + key, base + tk, kneg=False)
         split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
         # boxes of 64 columns (128 bytes) x bk rows of K
         bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
     else:
         split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
         bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
+    if not from_a:
+        split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, False)
     maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
