@@ -475,17 +475,19 @@ class Op:
             self._check_devices(args)
         if out.dtype != ref.dtype:
             raise TypeError(f"out must have dtype {ref.dtype}, got {out.dtype}")
-        if not self.elementwise and any(isinstance(args[i], _Tensor) and checks.shares_memory(out, args[i])
-                                        for i in self._tensor_idx):
-            # a kernel reading other elements than the one it writes (a GEMM's tiles) cannot
-            # write over its own input: computed aside, then copied (torch's mm out= over an
-            # input gives wrong values, pytorch#13892)
+        # computed aside, then copied, where the launcher cannot write ``out`` itself: ``out`` in a
+        # layout it does not take, or over an input of a kernel that reads other elements than
+        # the one it writes (a GEMM's tiles; torch's mm out= over an input gives wrong values,
+        # pytorch#13892)
+        aside = not (self.any_out_layout or (out.is_contiguous() and ref.is_contiguous())
+                     or out.stride() == ref.stride()) or \
+            (not self.elementwise and any(isinstance(args[i], _Tensor) and checks.shares_memory(out, args[i])
+                                          for i in self._tensor_idx))
+        if aside:
             out.copy_(self.impl(*args))
-        elif self.any_out_layout or (out.is_contiguous() and ref.is_contiguous()) or out.stride() == ref.stride():
+        else:
             self.launch(*(self._contiguous(args) if self.contiguous else args), out=out)
             _bump_version(out)
-        else:
-            out.copy_(self.impl(*args))
 
     # -- registration -----------------------------------------------------------------------------
 
