@@ -76,7 +76,7 @@ def test_from_json_writes_the_markdown_table(tmp_path, capsys):
     assert not any("naive" in line or " tc" in line or "cuBLAS" in line for line in table)
     # as measured, its spread marked
     assert any(line.endswith(" ~ |") for line in table) == any(" ~ " in line for line in table)
-    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commits 1d70d9d (2026-11-27), 68dfab0 (2026-11-27)")
+    assert lines[0].startswith("NVIDIA H100 80GB HBM3, commits 1d70d9d (2026-11-27), 9c8c6de (2026-11-27)")
     elementwise = tmp_path / "elementwise.md"
     assert bench_main(["--from-json", str(H100), "--problem", "relu", "--markdown", str(elementwise)]) == 0
     assert "| relu | float32 | 4096x393216 | cupy_ops | 4.2612 | 4.2734 | - | 99.8 | - | 1.00x | - | yes |" in \
@@ -159,8 +159,9 @@ def test_the_older_single_json_files_are_read(tmp_path):
 
 def test_h100_results_file_holds_full_runs_as_measured():
     """Every line an H100's with its versions; the 1d70d9d run measured every case of the earlier
-    one (ba22bcd) and the batched ones, and 68dfab0 every GEMM case again (after fp16x3's shift
-    along K): the tables read back are those two runs'."""
+    one (ba22bcd) and the batched ones, 68dfab0 every GEMM case again (after fp16x3's shift
+    along K), and 9c8c6de every GEMM case again (after B's t and column keys in one read), its
+    16-bit and TF32 ones twice: the tables read back are the 1d70d9d and 9c8c6de runs'."""
     lines = [json.loads(line) for line in H100.read_text().splitlines()]
     for line in lines:
         assert (line["date"], line["gpu"]) == ("2026-11-27", "NVIDIA H100 80GB HBM3")
@@ -172,9 +173,10 @@ def test_h100_results_file_holds_full_runs_as_measured():
     assert len(cases["ba22bcd"]) == 46 and cases["ba22bcd"] < cases["1d70d9d"]
     assert {c for c in cases["1d70d9d"] if "*" in c[2]} >= {("matmul", "bfloat16", "32*(1024x128x1024)"),
                                                             ("linear_relu_div", "float16", "8*(512x4096x4096)")}
-    assert {c for c in cases["1d70d9d"] if c[0] in suite.GEMM_PROBLEMS} == cases["68dfab0"]
+    gemm = {c for c in cases["1d70d9d"] if c[0] in suite.GEMM_PROBLEMS}
+    assert gemm == cases["68dfab0"] == cases["9c8c6de"]
     _, env, _ = results.read(H100)
-    assert [commit for commit, _ in env["runs"]] == ["1d70d9d", "68dfab0"]
+    assert [commit for commit, _ in env["runs"]] == ["1d70d9d", "9c8c6de"]
 
 
 def test_bench_json_writes_the_results_file(tmp_path, monkeypatch):
