@@ -101,6 +101,20 @@ def test_readme_bench_table_is_generated_from_the_results_file():
         "python -m cupy_ops.bench --from-json benchmarks/results/h100.jsonl --markdown OUT.md between the lines")
 
 
+def test_the_h200_table_in_docs_is_generated_from_its_results_file():
+    """docs/benchmarks.md's "Matrix ops, H200" table is h200.jsonl's GEMM cases read back, the
+    latest run of each (README links it)."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    section = text[text.index("## Matrix ops, H200"):]
+    section = section[:section.index("\n## ", 1)]
+    rows, env, _ = results.read(ROOT / "benchmarks" / "results" / "h200.jsonl")
+    rows = [r for r in rows if r.problem in suite.GEMM_PROBLEMS]
+    table = suite.format_markdown(rows, env).strip()
+    assert table in section, "python -m cupy_ops.bench --from-json benchmarks/results/h200.jsonl --problem matmul " \
+                             "--problem linear_relu_div --markdown OUT.md gives another table"
+    assert "docs/benchmarks.md#matrix-ops-h200" in (ROOT / "README.md").read_text()
+
+
 # --- the results file: JSON lines, one measurement a line, the environment on each --------
 
 ENV = {"commit": "abc1234", "date": "2026-01-02", "gpu": "NVIDIA H100 80GB HBM3", "driver": "580.1",
