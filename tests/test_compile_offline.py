@@ -185,6 +185,28 @@ def test_cubin_fallback_when_nvrtc_gives_no_ptxas_report(monkeypatch):
         assert b.ok and (b.registers, b.spill_stores, b.stack_bytes) == (a.registers, 0, 0)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cubin_fallback_gives_ptxas_shared_bytes(arch, monkeypatch):
+    """Static shared memory read from the cubin is ptxas's figure: from sm_90 on the kernel's
+    .nv.shared section holds 1 KB of reserved memory more (a 40 KB array read as 41 KB made
+    the GPU machine's offline check fail whenever NVRTC 13.0 gave no report)."""
+    from cupy_ops.compiler import offline
+
+    code = """extern "C" __global__ void smem(float* y) {
+  __shared__ float s[500];
+  s[threadIdx.x % 500] = threadIdx.x;
+  __syncthreads();
+  y[threadIdx.x] = s[499 - threadIdx.x % 500];
+}
+extern "C" __global__ void none(float* y) { y[threadIdx.x] = 1.f; }"""
+    src = compiler.user(code, "smem_fallback.cu")
+    with_log = {r.expr: r.shared_bytes for r in compiler.compile_offline(src, arch, ["smem", "none"])}
+    monkeypatch.setattr(offline, "_parse_ptxas", lambda source, arch, log, lowered: [
+        compiler.OfflineResult(source, e, arch, False, log="no ptxas report") for e in lowered.values()])
+    from_cubin = {r.expr: r.shared_bytes for r in compiler.compile_offline(src, arch, ["smem", "none"])}
+    assert with_log == from_cubin == {"smem": 2000, "none": 0}
+
+
 @pytest.mark.parametrize("arch", ["sm_100", "sm_120"])
 def test_kernels_compile_for_gpus_newer_than_hopper(arch):
     """README: kernels compile for sm_80 and newer. Every source but the sm_90a-only one, one

@@ -59,7 +59,7 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
         return [OfflineResult(source.name, e, target, False, log=log) for e in exprs]
     by_lowered = {name: e for e, name in r.lowered.items()}
     results = _parse_ptxas(source.name, target, log, by_lowered)
-    info = {by_lowered[name]: v for name, v in _cubin_resources(r.image).items() if name in by_lowered}
+    info = {by_lowered[name]: v for name, v in _cubin_resources(r.image, target).items() if name in by_lowered}
     for res in results:
         if res.registers is None and res.expr in info:
             # Some NVRTC builds return no ptxas report now and then (seen with 13.0): read the
@@ -78,11 +78,18 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     return results
 
 
-def _cubin_resources(cubin: bytes) -> dict[str, tuple[int, int, int]]:
+# bytes a kernel's .nv.shared section holds beyond its arrays from sm_90 on (the system's
+# reserved shared memory; NVRTC 13.0 and 13.5, sm_90 / 90a / 100 / 120 alike), which ptxas's
+# report leaves out
+_RESERVED_SMEM, _RESERVED_FROM = 1024, 90
+
+
+def _cubin_resources(cubin: bytes, target: str) -> dict[str, tuple[int, int, int]]:
     """``{mangled kernel name: (registers, stack frame bytes, static shared bytes)}`` from a
-    cubin's ``.nv.info`` records (EIATTR_REGCOUNT 0x2f, EIATTR_FRAME_SIZE 0x11: (symbol index,
-    value) each) and the size of its ``.nv.shared.<name>`` section (none: 0; on sm_90 it holds
-    1 KB more than ptxas reports for the kernel's arrays)."""
+    cubin for ``target`` (``"sm_90a"``): its ``.nv.info`` records (EIATTR_REGCOUNT 0x2f,
+    EIATTR_FRAME_SIZE 0x11: (symbol index, value) each) and the size of its
+    ``.nv.shared.<name>`` section (none: 0) less the reserved bytes it holds, as ptxas reports
+    the kernel's arrays."""
     secs = _cubin.sections(cubin)
     if ".nv.info" not in secs:
         return {}
@@ -94,7 +101,8 @@ def _cubin_resources(cubin: bytes) -> dict[str, tuple[int, int, int]]:
             sym, value = struct.unpack_from("<II", cubin, at)
             st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
             (regs if attr == 0x2F else frames)[_cubin.cstr(cubin, strtab + st_name)] = value
-    return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] if f".nv.shared.{k}" in secs else 0)
+    reserved = _RESERVED_SMEM if int(re.sub(r"\D", "", target)) >= _RESERVED_FROM else 0
+    return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
             for k, v in regs.items()}
 
 
@@ -115,8 +123,8 @@ def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
         if (m := _PTXAS_REGS.search(line)):
             current.registers = int(m.group(1))
-            if (s := _PTXAS_SMEM.search(line)):
-                current.shared_bytes = int(s.group(1))
+            s = _PTXAS_SMEM.search(line)   # (no figure: none)
+            current.shared_bytes = int(s.group(1)) if s else 0
     out = []
     for expr in by_lowered.values():
         r = results.get(expr)
