@@ -275,8 +275,8 @@ __device__ __noinline__ void x3h_split_row_exact(const float4* __restrict__ xr, 
 // gemm_plan's X3H_SPLIT_* measurements); the rest of a longer row is read twice. The max is
 // taken over the shifted values' bits (x3h_mag: two operations a value fewer than the keys,
 // and two multiplies in place of the exponent arithmetic in the split); a row outside
-// x3h_fast_row's range takes the keys after it. Three blocks an SM (40 registers; 57 with the
-// rare row inlined, two blocks): a copy's occupancy.
+// x3h_fast_row's range takes the keys after it, in a call of its own (inlined, its registers cut
+// the blocks an SM: at 512 threads 57 against 40, two blocks against three).
 __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
                  i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg) {

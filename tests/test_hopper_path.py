@@ -21,8 +21,8 @@ def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
                                              "-DWG_SMEM_BYTES=230496", "-DWG_SWAP_BOX=32",
                                              "-DWG_THREADS=384", "-DX3H_COLMAX_ROWS=32", "-DX3H_NSPLIT_ROWS=8",
                                              "-DX3H_NSPLIT_THREADS=256", "-DX3H_ROWCOL_THREADS=512",
-                                             "-DX3H_ROWCOL_VECS=8", "-DX3H_SPLIT_THREADS=512",
-                                             "-DX3H_SPLIT_VECS=4", "-DX3_SMEM_BYTES=232448")
+                                             "-DX3H_ROWCOL_VECS=8", "-DX3H_SPLIT_THREADS=128",
+                                             "-DX3H_SPLIT_VECS=8", "-DX3_SMEM_BYTES=232448")
     b = compiler.binary(v, "sm_90a")
     assert b.image[:4] == b"\x7fELF" and "gemm_wgmma" in b.lowered
 

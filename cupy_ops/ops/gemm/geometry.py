@@ -54,9 +54,11 @@ X3_SMEM_BYTES = 227 * 1024
 # 2 x BN / 2 registers, which leaves no room for 256
 X3_TILE_NS = (128,)
 # fp16x3_split: one block of X3H_SPLIT_THREADS per operand row, each thread holding
-# X3H_SPLIT_VECS float4 of it in registers: rows up to 8192 wide read once (docs/gemm.md#fp16x3-split)
-X3H_SPLIT_THREADS = 512
-X3H_SPLIT_VECS = 4
+# X3H_SPLIT_VECS float4 of it in registers: rows up to 4096 wide read once, the rest of a longer
+# row again from L2; seven blocks an SM keep more of the rows in flight than three of 512 threads
+# holding 8192 (H200: 4096^2 49.4 against 51.9 us, the layer's 186.2 against 200.7; docs/gemm.md#fp16x3-split)
+X3H_SPLIT_THREADS = 128
+X3H_SPLIT_VECS = 8
 # fp16x3_colmax_n / fp16x3_split_n (a row-major b split N-major in place): blocks of
 # X3H_NSPLIT_THREADS threads, 4 columns each, over chunks of X3H_COLMAX_ROWS / X3H_NSPLIT_ROWS rows
 X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
