@@ -65,7 +65,7 @@ X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 # fp16x3_rowcolmax<J> (t of a row-major b's rows and its columns' keys in one read): a block of
 # up to X3H_ROWCOL_THREADS holds whole rows, J float4 of a row a thread, X3H_ROWCOL_VECS float4 a
 # step; rows of up to 4 max(X3H_ROWCOL_JS) X3H_ROWCOL_THREADS values (wider: the two passes);
-# X3H_ROWCOL_STEPS steps to X3H_ROWCOL_ROWS rows a block (H200, 9c8c6de, b 4096^2 / 8192^2 /
+# X3H_ROWCOL_STEPS steps to X3H_ROWCOL_ROWS rows a block (H200, 7791799, b 4096^2 / 8192^2 /
 # 1024 x 4096, launch included: 8 rows 36 / 99 / 16 us, 16 rows 35 / 94 / 23, 32 rows 46 / 92 / 35)
 X3H_ROWCOL_THREADS, X3H_ROWCOL_VECS, X3H_ROWCOL_JS, X3H_ROWCOL_STEPS, X3H_ROWCOL_ROWS = 512, 8, (1, 2, 4), 2, 32
 
