@@ -47,11 +47,15 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
     n_major = n_major_in_place(b)
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
-    from_a = k_source(M, N) == "a"
-    fused = n_major and not from_a and rowcol(N) is not None   # B's t and column keys in one read
-    how = ("fp16x3_rowcolmax" if fused else "fp16x3_rowmax" if n_major and not from_a else "fp16x3_colmax_n") + \
-        (", fp16x3_split" if not n_major else ", fp16x3_split, fp16x3_split_n" if fused else
-         ", fp16x3_split, fp16x3_colmax_n + fp16x3_split_n")
+    # the passes run() makes: t, the row splits, B's N-major split
+    if not n_major:
+        how = "fp16x3_colmax_n, fp16x3_split"
+    elif k_source(M, N) == "a":
+        how = "fp16x3_colmax_n, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
+    elif rowcol(N):   # B's t and its columns' keys in one read
+        how = "fp16x3_rowcolmax, fp16x3_split, fp16x3_split_n"
+    else:
+        how = "fp16x3_rowmax, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
     # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
     # (``persistent=False``: one CTA a tile)
     tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
