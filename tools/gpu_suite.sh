@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# Run on a GPU machine: full pytest (which executes the quickstart notebook: $OUT/quickstart.ipynb
-# is the executed copy to commit), the examples, the benchmarks (table, JSON lines and plot) and
-# the first-call figures. Logs go to $OUT (or ./gpu_out).
-# Usage: bash tools/gpu_suite.sh [tests|examples|bench|first_call|all]...
-# Wheels the GPU machine lacks (hypothesis, ...) are installed from ./.whl when it exists.
-# CUPY_OPS_COMMIT names the commit in the result files: set it from your own checkout
-# (CUPY_OPS_COMMIT=$(git rev-parse --short HEAD), expanded before the command is sent), as the
-# git metadata of a synced copy can be older than its files.
-# PYTEST_TARGETS (default: tests) picks what `tests` runs, e.g. half of the files where one
-# command may run only 10 minutes: the whole suite takes ~560 s on 2 x H100 after the warm step.
-# The 20 slowest tests are listed at the end of pytest.log.
+# cupy_ops' GPU suite, run from the repository root on a machine with an NVIDIA GPU. It first
+# compiles every built-in kernel variant into the kernel cache (`python -m cupy_ops warm`), then
+# runs the steps asked for:
+#   tests       pytest over $PYTEST_TARGETS (default: tests; name a folder or files to run a part).
+#               It also executes the quickstart notebook: LOGS/quickstart.ipynb is the executed copy.
+#               The 20 slowest tests are listed at the end of pytest.log.
+#   examples    examples/linear_relu_div.py, relu.py and matmul.py
+#   first_call  python -m cupy_ops.bench.first_call: each op's first call in a fresh process
+#   bench       python -m cupy_ops.bench: the table (Markdown), every measurement (JSON lines), the plot
+# Usage: [OUT=LOGS] bash tools/gpu_suite.sh [tests|examples|first_call|bench|all]...   (default: all)
+# Logs and results go to the folder LOGS, $OUT if set, else ./gpu-logs (created if missing):
+# gpu.txt (GPU, driver, torch and CuPy versions), pytest.log, examples.log, first_call.json and
+# .log, bench.jsonl, bench.md, bench.png and bench.log.
+# Environment:
+#   CUPY_CACHE_DIR   the kernel cache (default /tmp/cupy_cache)
+#   CUPY_OPS_COMMIT  the commit written into the result files, where the tree is not a git
+#                    checkout (e.g. CUPY_OPS_COMMIT=$(git rev-parse --short HEAD) from your clone)
+#   CUPY_OPS_WHEELS  a folder of wheels (hypothesis, ...) installed first, for a machine that
+#                    cannot reach a package index
+# Exits non-zero if any step failed.
 set -uo pipefail
-OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+OUT=${OUT:-./gpu-logs}; mkdir -p "$OUT"
+if [ -n "${CUPY_OPS_WHEELS:-}" ]; then
+  site=${TMPDIR:-/tmp}/cupy_ops_site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+    "$CUPY_OPS_WHEELS"/*.whl && export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache}
@@ -24,7 +34,7 @@ rc=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
 # every kernel variant compiled up front, in parallel: a fresh machine otherwise spends most of
-# a full pytest in NVRTC, one variant at a time (past 10 minutes on an H100)
+# a full pytest in NVRTC, one variant at a time
 python3 -m cupy_ops warm --jobs 16 || rc=1
 for step in $what; do
   case $step in
@@ -38,7 +48,8 @@ for step in $what; do
     first_call|all)
       python3 -m cupy_ops.bench.first_call --json "$OUT/first_call.json" 2>&1 | tee "$OUT/first_call.log" || rc=1 ;;&
     bench|all)
-      python3 -m cupy_ops.bench --json "$OUT/bench.jsonl" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
+      python3 -m cupy_ops.bench --json "$OUT/bench.jsonl" --plot "$OUT/bench.png" --markdown "$OUT/bench.md" 2>&1 \
+        | tee "$OUT/bench.log" | tail -60 || rc=1 ;;
   esac
 done
 exit $rc
