@@ -33,9 +33,12 @@ import weakref
 
 import torch
 
-from . import compiler, launch
+from . import compiler
 from .compiler import cache
-from .kernel import Kernel, _template_arg
+from .device import LIMITS, Limits, capability, device_limits, estimated_blocks_per_sm
+from .kernel import Kernel
+from .kernel.arguments import launch_dims, pointer_device, shared_memory
+from .kernel.types import template_arg
 
 log = logging.getLogger("cupy_ops")
 
@@ -63,10 +66,8 @@ class Config:
         object.__setattr__(self, "template", tuple(self.template) if isinstance(self.template, (list, tuple))
                            else (self.template,))
         object.__setattr__(self, "options", (self.options,) if isinstance(self.options, str) else tuple(self.options))
-        from . import checks
-
-        checks.launch_dims("block", self.block)
-        checks.shared_memory(self.shared_mem)
+        launch_dims("block", self.block)
+        shared_memory(self.shared_mem)
 
     def __getitem__(self, name: str):
         try:
@@ -87,7 +88,7 @@ class Config:
         """``block=256 ITEMS=4 <float, 4>``: what the report shows."""
         parts = [f"block={self.block}"] + [f"{k}={v}" for k, v in self.defines.items()]
         if self.template:
-            parts.append("<" + ", ".join(_template_arg(a) for a in self.template) + ">")
+            parts.append("<" + ", ".join(template_arg(a) for a in self.template) + ">")
         if self.shared_mem:
             parts.append(f"smem={self.shared_mem}")
         if self.options:
@@ -99,7 +100,7 @@ class Config:
     def canonical(self) -> str:
         """The configuration as stable text: part of the disk cache key."""
         return json.dumps([self.block, sorted((k, repr(v)) for k, v in self.defines.items()),
-                           [_template_arg(a) for a in self.template], self.shared_mem, list(self.options),
+                           [template_arg(a) for a in self.template], self.shared_mem, list(self.options),
                            self.cluster], default=list)
 
 
@@ -120,57 +121,6 @@ def configs(**axes) -> list[Config]:
                 fields["defines"][n] = v
         out.append(Config(**fields))
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """What one SM of a GPU holds, for the occupancy estimate: registers, threads, blocks and
-    shared memory per SM, shared memory one block may opt in to, what the system reserves of
-    shared memory per block, and the registers one block may have."""
-
-    regs_per_sm: int
-    threads_per_sm: int
-    blocks_per_sm: int
-    smem_per_sm: int
-    smem_per_block: int
-    smem_reserved: int
-    regs_per_block: int = 65536
-
-
-# The CUDA occupancy calculator's figures, for estimates without a GPU (the device's own
-# figures are read when there is one).
-LIMITS = {"sm_80": Limits(65536, 2048, 32, 167936, 166912, 1024),
-          "sm_86": Limits(65536, 1536, 16, 102400, 101376, 1024),
-          "sm_89": Limits(65536, 1536, 24, 102400, 101376, 1024),
-          "sm_90": Limits(65536, 2048, 32, 233472, 232448, 1024)}
-
-
-def device_limits(device: int) -> Limits:
-    """The ``Limits`` of CUDA device ``device``, from the driver."""
-    from .kernel import _attribute
-
-    return Limits(_attribute(device, 82), _attribute(device, 39), _attribute(device, 106), _attribute(device, 81),
-                  _attribute(device, 97), _attribute(device, 111), _attribute(device, 12))
-
-
-def estimated_blocks_per_sm(registers: int, threads: int, shared_bytes: int, limits: Limits) -> int:
-    """Blocks of ``threads`` threads using ``registers`` registers each and ``shared_bytes`` of
-    shared memory (static + dynamic) that one SM holds, counted as CUDA's occupancy calculator
-    (cuda_occupancy.h) counts them: registers are given per warp in units of 256 from each of
-    the SM's four sub-partitions, and a block whose warps, rounded up to a multiple of four,
-    would need more than a block's registers does not launch; shared memory is given per
-    block in units of 128 bytes with the system's reserve. 0: such a block cannot run."""
-    warps = -(-threads // 32)
-    if threads > 1024 or registers > 255 or shared_bytes > limits.smem_per_block:
-        return 0
-    regs_per_warp = -(-max(registers, 1) * 32 // 256) * 256
-    if regs_per_warp * (-(-warps // 4) * 4) > limits.regs_per_block:
-        return 0
-    by_regs = (limits.regs_per_sm // 4 // regs_per_warp) * 4 // warps
-    by_threads = limits.threads_per_sm // (warps * 32)
-    smem = -(-(shared_bytes + limits.smem_reserved) // 128) * 128
-    by_smem = limits.smem_per_sm // smem
-    return max(0, min(by_regs, by_threads, by_smem, limits.blocks_per_sm))
 
 
 @dataclasses.dataclass
@@ -231,7 +181,7 @@ class Environment:
 
 def _environment(device: int) -> Environment:
     cupy = compiler.import_cupy()
-    arch = compiler.arch_for(*launch.capability(device))
+    arch = compiler.arch_for(*capability(device))
     return Environment(torch.cuda.get_device_name(device), str(cupy.cuda.runtime.driverGetVersion()),
                        ".".join(map(str, compiler.nvrtc.version())), arch, device_limits(device))
 
@@ -346,7 +296,7 @@ class Autotuned:
             cfg, b = self.configs[index], self._base
             name = self.name
             if cfg.template:
-                name = f"{name}<{', '.join(_template_arg(a) for a in cfg.template)}>"
+                name = f"{name}<{', '.join(template_arg(a) for a in cfg.template)}>"
             k = self._kernels[index] = Kernel(b["source"], name, options=b["options"] + cfg.options,
                                               defines={**b["defines"], **cfg.defines},
                                               include_dirs=b["include_dirs"], signature=b["signature"])
@@ -518,8 +468,6 @@ def _device_of(args) -> int:
         if get is not None and getattr(a, "is_cuda", False):
             return get()
         if hasattr(a, "__cuda_array_interface__") and not hasattr(a, "__dlpack__"):
-            from .kernel import pointer_device
-
             return pointer_device("autotune", "?", a.__cuda_array_interface__["data"][0])
     return torch.cuda.current_device() if torch.cuda.is_available() else 0
 

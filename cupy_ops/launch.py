@@ -23,10 +23,12 @@ import warnings
 import torch
 
 from . import compiler
+from .device import PORTABLE_CLUSTER, SHARED_DEFAULT, capability
+from .device import arch as device_arch
 
 # Argument kinds of a kernel signature -> struct format of its slot: 8 bytes, or 128 for a
 # TMA tensor map (a CUtensorMap passed by value; see ops/gemm/tma.py).
-SLOTS = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "tmap": "128s"}
+SLOTS = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "f16": "e6x", "bf16": "H6x", "tmap": "128s"}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -64,7 +66,7 @@ class KernelHandle:
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
         self.nbytes = sum(sizes)
         self._tls = threading.local()     # argument buffers are per thread: launches may race
-        self.smem_limit = 48 * 1024       # dynamic shared memory a launch may use without opt-in
+        self.smem_limit = SHARED_DEFAULT  # dynamic shared memory a launch may use without opt-in
         self.pinned = False               # launched into a CUDA graph: never unloaded (see retire)
         self.resident: dict[tuple, int] = {}   # occupancy answers (resident_clusters, blocks_per_sm)
         self.non_portable = False         # clusters of more than 8 CTAs allowed (allow_non_portable_clusters)
@@ -105,7 +107,6 @@ _driver = None              # cupy_backends' driver binding, bound with the firs
 _driver_launch = None
 _DriverError = Exception
 _several_devices = True     # with one GPU every tensor is on the current device: skip the check
-_capabilities: dict[int, tuple[int, int]] = {}
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
@@ -116,19 +117,6 @@ def current_stream_handle(device: int) -> int:
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", current_stream_handle)
-
-
-def capability(device: int) -> tuple[int, int]:
-    """The compute capability ``(major, minor)`` of CUDA device ``device`` (cached)."""
-    cc = _capabilities.get(device)
-    if cc is None:
-        cc = _capabilities[device] = tuple(torch.cuda.get_device_capability(device))
-    return cc
-
-
-def device_arch(device: int) -> str:
-    """``"sm_XY"`` of CUDA device ``device``."""
-    return "sm_%d%d" % capability(device)
 
 
 def handle(variant: compiler.Variant, device: int, signature) -> KernelHandle:
@@ -331,7 +319,6 @@ def _cluster_attribute(cluster) -> _LaunchAttribute:
 
 _launch_kernel_ex = None
 _NON_PORTABLE_CLUSTER = 14   # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-PORTABLE_CLUSTER = 8         # CTAs a cluster may have on every GPU with clusters; more is opted in
 
 
 def _launch_ex(h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import cupy_ops
-from cupy_ops import KernelCompileError, compiler, launch
+from cupy_ops import KernelCompileError, compiler, device, launch
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.gpu
@@ -83,6 +83,6 @@ def test_first_call_of_every_builtin_op_in_a_fresh_process(cuda, tmp_path):
 
 def test_sm90a_source_refuses_another_architecture(cuda):
     src = compiler.user('extern "C" __global__ void k() {}', "other_arch.cu", arch="sm_100a")
-    arch = launch.device_arch(0)
+    arch = device.arch(0)
     with pytest.raises(RuntimeError, match=rf"other_arch.cu is built for sm_100a only; cuda:0 is {arch}"):
         launch.handle(src.variant("k"), 0, ())

@@ -12,7 +12,8 @@ import torch
 
 import cupy_ops
 from cupy_ops import checks, launch
-from cupy_ops import kernel as kernel_module
+from cupy_ops import device
+from cupy_ops.kernel import arguments, kernel as kernel_class
 from conftest import on_device as on
 
 AXPY = r"""
@@ -63,7 +64,7 @@ def devices_of(monkeypatch):
     def pointer_device(kernel, pname, ptr):
         return where[ptr]
 
-    monkeypatch.setattr(kernel_module, "pointer_device", pointer_device, raising=False)
+    monkeypatch.setattr(arguments, "pointer_device", pointer_device)
     monkeypatch.setattr(torch, "as_tensor", lambda *a, **k: pytest.fail("an array was copied through as_tensor"))
     return where
 
@@ -142,7 +143,7 @@ def test_shared_memory_out_of_range(launches, monkeypatch):
     with pytest.raises(TypeError, match="shared_mem must be an int"):
         k(1.0, on(0), on(0), 8, grid=1, block=8, shared_mem=1.5)
     # above the 48 KiB every block may use: the device's own limit (cuda:1's here)
-    monkeypatch.setattr(kernel_module, "_smem_limit", lambda device: {0: 232448, 1: 101376}[device])
+    monkeypatch.setattr(kernel_class, "smem_optin", lambda device: {0: 232448, 1: 101376}[device])
     k(1.0, on(1), on(1), 8, grid=1, block=8, shared_mem=101376)
     with pytest.raises(ValueError, match="shared_mem must be at most 101376 bytes, the dynamic shared memory a block "
                                          "may have on this device, got 101377"):
@@ -249,9 +250,9 @@ def test_something_else_is_a_type_error_naming_the_argument():
 
 
 def test_the_checks_alone():
-    assert checks.launch_dims("grid", (3, 2)) == (3, 2, 1) and checks.launch_dims("block", 256) == (256, 1, 1)
-    assert checks.launch_dims("grid", 0) == (0, 1, 1)
-    assert checks.cuda_array_interface("k", "x", "float*", CudaArray(16, stream=2).__cuda_array_interface__) == (
+    assert arguments.launch_dims("grid", (3, 2)) == (3, 2, 1) and arguments.launch_dims("block", 256) == (256, 1, 1)
+    assert arguments.launch_dims("grid", 0) == (0, 1, 1)
+    assert arguments.cuda_array_interface("k", "x", "float*", CudaArray(16, stream=2).__cuda_array_interface__) == (
         16, torch.float32, 2)
 
 
@@ -301,10 +302,10 @@ def test_an_interface_array_on_another_device_is_written_in_place(cuda):
 @pytest.mark.gpu
 def test_the_pointer_device_comes_from_the_driver(cuda):
     t = torch.zeros(4, device=cuda)
-    assert kernel_module.pointer_device("k", "x", t.data_ptr()) == 0
+    assert arguments.pointer_device("k", "x", t.data_ptr()) == 0
     host = torch.zeros(4).pin_memory()
     with pytest.raises(ValueError, match="is not CUDA device memory"):
-        kernel_module.pointer_device("k", "x", host.data_ptr())
+        arguments.pointer_device("k", "x", host.data_ptr())
 
 
 @pytest.mark.gpu
@@ -324,7 +325,7 @@ def test_an_interface_stream_is_waited_for(cuda):
 @pytest.mark.gpu
 def test_shared_memory_up_to_the_devices_limit(cuda):
     k = cupy_ops.Kernel(COPY, "smem")
-    limit = kernel_module._smem_limit(0)
+    limit = device.smem_optin(0)
     y = torch.empty(256, device=cuda)
     k(y, grid=1, block=256, shared_mem=limit)
     assert torch.equal(y, torch.arange(255, -1, -1, dtype=torch.float32, device=cuda))

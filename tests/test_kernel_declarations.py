@@ -8,7 +8,7 @@ import pytest
 import cupy_ops
 import cupy_ops.ops  # noqa: F401  (declares the built-in kernels)
 from cupy_ops import compiler
-from cupy_ops.compiler import declarations
+from cupy_ops.compiler import cubin, declarations
 from cupy_ops.kernel import kernel_names, parse_signature
 
 def need_nvrtc():
@@ -279,7 +279,7 @@ def test_every_builtin_kernel_is_read_as_nvrtc_compiles_it():
             template, params = parse_signature(src.text(), name)
             acc = 8 if "<double" in expr else 4
             want = [acc if k == "acc" else SIZES[k] for k, _, _ in params]
-            assert declarations.param_sizes(r.image, r.lowered[expr]) == want, (src.name, expr, params)
+            assert cubin.param_sizes(r.image, r.lowered[expr]) == want, (src.name, expr, params)
 
 
 def test_the_ptx_layout_reader_agrees_with_the_cubin_one():
@@ -289,9 +289,9 @@ def test_the_ptx_layout_reader_agrees_with_the_cubin_one():
     r_cubin = compiler.nvrtc.compile(code, "m.cu", ["mixed<float, 3>"], ["-arch=sm_90"])
     r_ptx = compiler.nvrtc.compile(code, "m.cu", ["mixed<float, 3>"], ["-arch=compute_90"])
     lowered = r_cubin.lowered["mixed<float, 3>"]
-    assert declarations.param_sizes(r_cubin.image, lowered) == [8, 4, 1, 2, 8, 24, 8]
-    assert declarations.param_sizes(r_ptx.image, lowered) == [8, 4, 1, 2, 8, 24, 8]
-    assert declarations.param_sizes(r_cubin.image, "_Z7missingv") is None
+    assert cubin.param_sizes(r_cubin.image, lowered) == [8, 4, 1, 2, 8, 24, 8]
+    assert cubin.param_sizes(r_ptx.image, lowered) == [8, 4, 1, 2, 8, 24, 8]
+    assert cubin.param_sizes(r_cubin.image, "_Z7missingv") is None
 
 
 # --- a stated signature, checked against the compiled kernel -------------------------------

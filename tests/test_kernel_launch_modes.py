@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import cupy_ops
-from cupy_ops import kernel as kernel_module
-from cupy_ops import launch
+from cupy_ops.kernel import kernel as kernel_class
+from cupy_ops import device, launch
 from conftest import on_device as on
 
 COPY = r"""
@@ -169,7 +169,8 @@ def test_the_default_streams_are_the_current_devices():
 def test_a_cooperative_grid_must_be_resident_at_once(launches, monkeypatch):
     k = cupy_ops.Kernel(COPY, "copy")
     monkeypatch.setattr(launch, "blocks_per_sm", lambda h, block, smem: 2 if block == (256, 1, 1) else 1)
-    monkeypatch.setattr(kernel_module, "_attribute", lambda device, attr: {16: 4, 95: 1}[attr])
+    monkeypatch.setattr(kernel_class, "attribute", lambda device, attr: {16: 4, 95: 1}[attr])
+    monkeypatch.setattr(kernel_class, "sm_count", lambda device: 4)
     k(on(0), on(0), 8, grid=8, block=256, cooperative=True)
     assert launches[-1][4] == {"stream": None, "cooperative": True}
     with pytest.raises(ValueError, match=r"cooperative=True: grid \(9, 1, 1\) has 9 blocks, but at most 8 blocks of "
@@ -178,7 +179,8 @@ def test_a_cooperative_grid_must_be_resident_at_once(launches, monkeypatch):
         k(on(0), on(0), 8, grid=9, block=256, cooperative=True)
     with pytest.raises(ValueError, match=r"has 8 blocks, but at most 4"):
         k(on(0), on(0), 8, grid=(4, 2), block=512, cooperative=True)
-    monkeypatch.setattr(kernel_module, "_attribute", lambda device, attr: {16: 4, 95: 0}[attr])
+    monkeypatch.setattr(kernel_class, "attribute", lambda device, attr: {16: 4, 95: 0}[attr])
+    monkeypatch.setattr(kernel_class, "sm_count", lambda device: 4)
     with pytest.raises(ValueError, match="cuda:0 does not support cooperative launches"):
         k(on(0), on(0), 8, grid=1, block=256, cooperative=True)
     assert len(launches) == 1
@@ -292,7 +294,7 @@ def test_occupancy_is_the_drivers(cuda, code, name, block, smem):
     min_grid, suggested = cupy.cuda.driver.occupancyMaxPotentialBlockSize(h.ptr, smem, 0)
     assert (occ.suggested_block, occ.min_grid) == (suggested, min_grid)
     # the estimate autotune prunes with, from the offline report, agrees here
-    r = k.compile_offline(launch.device_arch(0))[0]
+    r = k.compile_offline(device.arch(0))[0]
     estimate = autotuning.estimated_blocks_per_sm(r.registers, block, (r.shared_bytes or 0) + smem,
                                                   autotuning.device_limits(0))
     assert estimate == occ.blocks_per_sm, (r.registers, r.shared_bytes)

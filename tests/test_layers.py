@@ -92,8 +92,25 @@ def test_the_compile_layer_imports_nothing_above_it():
     for m, deps in graph.items():
         if m.startswith("cupy_ops.compiler"):
             assert all(d.startswith("cupy_ops.compiler") for d in deps), (m, deps)
-    assert graph["cupy_ops.launch"] <= {"cupy_ops.compiler"}
+    assert graph["cupy_ops.device"] <= {"cupy_ops.compiler"}
+    assert graph["cupy_ops.launch"] <= {"cupy_ops.compiler", "cupy_ops.device"}
     assert graph["cupy_ops.checks"] <= {"cupy_ops.dtypes"}
+
+
+def test_kernel_layer_imports_nothing_of_the_op_layer_or_the_ops():
+    graph = import_graph()
+    for m, deps in graph.items():
+        if m.startswith("cupy_ops.kernel"):
+            assert not {d for d in deps if d.startswith(("cupy_ops.op", "cupy_ops.models"))}, (m, deps)
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore stays in its module: what another module needs is public."""
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, (path, node.module, private)
 
 
 def test_matmul_and_linear_relu_div_share_the_one_plan():

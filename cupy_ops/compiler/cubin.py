@@ -1,8 +1,15 @@
-"""What the compile layer reads from a cubin (an ELF file): its sections by name and the
-``.nv.info`` attribute records ptxas writes (registers, stack frame, kernel parameters)."""
+"""What the compile layer reads from a compiled image: a cubin's (an ELF file) sections by
+name and the ``.nv.info`` attribute records ptxas writes (registers, stack frame, static shared
+memory, kernel parameters), and a PTX entry's parameter list. All reading of cubins is here."""
 from __future__ import annotations
 
+import re
 import struct
+
+# .nv.info attribute records (EIATTR_*) read here
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_KPARAM_INFO = 0x17
+EIATTR_REGCOUNT = 0x2F
 
 
 def sections(cubin: bytes) -> dict[str, tuple]:
@@ -33,3 +40,64 @@ def nv_info(cubin: bytes, header) -> list[tuple[int, int]]:
         out.append((attr, pos + 4))
         pos += 4 + size
     return out
+
+
+def param_sizes(image: bytes, lowered: str) -> list[int] | None:
+    """The sizes in bytes of kernel ``lowered``'s parameters, in order, as NVRTC laid them
+    out in ``image``: a cubin's ``EIATTR_KPARAM_INFO`` records, or a PTX ``.entry``'s
+    ``.param`` list. None when the image does not hold the kernel."""
+    if image[:4] == b"\x7fELF":
+        return _cubin_param_sizes(image, lowered)
+    return _ptx_param_sizes(image.decode(errors="replace"), lowered)
+
+
+def _cubin_param_sizes(cubin: bytes, lowered: str) -> list[int] | None:
+    header = sections(cubin).get(f".nv.info.{lowered}")
+    if header is None:
+        return None
+    sizes: dict[int, int] = {}
+    for attr, at in nv_info(cubin, header):
+        if attr == EIATTR_KPARAM_INFO:   # index, ordinal, offset, flags (size << 18)
+            _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, at)
+            sizes[ordinal] = flags >> 18
+    return [sizes[k] for k in sorted(sizes)]
+
+
+_PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
+                        r"(?:\.align\s+\d+\s+)?[\w$]+(?:\[(\d+)\])?")
+
+
+def _ptx_param_sizes(ptx: str, lowered: str) -> list[int] | None:
+    m = re.search(r"\.entry\s+" + re.escape(lowered) + r"\s*\((.*?)\)", ptx, re.S)
+    if m is None:
+        m = re.search(r"\.entry\s+" + re.escape(lowered) + r"\s*\n?\s*\{", ptx)
+        return [] if m else None
+    return [int(bits) // 8 * (int(count) if count else 1) for _, bits, count in _PTX_PARAM.findall(m.group(1))]
+
+
+# bytes a kernel's .nv.shared section holds beyond its arrays from sm_90 on (the system's
+# reserved shared memory; NVRTC 13.0 and 13.5, sm_90 / 90a / 100 / 120 alike), which ptxas's
+# report leaves out
+_RESERVED_SMEM, _RESERVED_FROM = 1024, 90
+
+
+def resources(cubin: bytes, target: str) -> dict[str, tuple[int, int, int]]:
+    """``{mangled kernel name: (registers, stack frame bytes, static shared bytes)}`` from a
+    cubin for ``target`` (``"sm_90a"``): its ``.nv.info`` records (EIATTR_REGCOUNT,
+    EIATTR_FRAME_SIZE: (symbol index, value) each) and the size of its
+    ``.nv.shared.<name>`` section (none: 0) less the reserved bytes it holds, as ptxas reports
+    the kernel's arrays."""
+    secs = sections(cubin)
+    if ".nv.info" not in secs:
+        return {}
+    symtab, strtab = secs[".symtab"], secs[".strtab"][4]
+    regs: dict[str, int] = {}
+    frames: dict[str, int] = {}
+    for attr, at in nv_info(cubin, secs[".nv.info"]):
+        if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE):
+            sym, value = struct.unpack_from("<II", cubin, at)
+            st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
+            (regs if attr == EIATTR_REGCOUNT else frames)[cstr(cubin, strtab + st_name)] = value
+    reserved = _RESERVED_SMEM if int(re.sub(r"\D", "", target)) >= _RESERVED_FROM else 0
+    return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
+            for k, v in regs.items()}

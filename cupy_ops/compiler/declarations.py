@@ -20,10 +20,7 @@ from __future__ import annotations
 import collections
 import functools
 import re
-import struct
 from dataclasses import dataclass, field
-
-from . import cubin as _cubin
 
 # One scan of the source. A directive runs from a `#` that starts a line to the first newline
 # that no backslash continues and no block comment spans; whitespace stops at each newline, so
@@ -590,41 +587,6 @@ def substitute(tokens, mapping: dict[str, str]) -> str:
         else:
             out.append(t)
     return join(out)
-
-
-# --- the compiled kernel's own parameter list -----------------------------------------------
-
-def param_sizes(image: bytes, lowered: str) -> list[int] | None:
-    """The sizes in bytes of kernel ``lowered``'s parameters, in order, as NVRTC laid them
-    out in ``image``: a cubin's ``EIATTR_KPARAM_INFO`` records, or a PTX ``.entry``'s
-    ``.param`` list. None when the image does not hold the kernel."""
-    if image[:4] == b"\x7fELF":
-        return _cubin_param_sizes(image, lowered)
-    return _ptx_param_sizes(image.decode(errors="replace"), lowered)
-
-
-def _cubin_param_sizes(cubin: bytes, lowered: str) -> list[int] | None:
-    header = _cubin.sections(cubin).get(f".nv.info.{lowered}")
-    if header is None:
-        return None
-    sizes: dict[int, int] = {}
-    for attr, at in _cubin.nv_info(cubin, header):
-        if attr == 0x17:          # EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size << 18)
-            _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, at)
-            sizes[ordinal] = flags >> 18
-    return [sizes[k] for k in sorted(sizes)]
-
-
-_PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
-                        r"(?:\.align\s+\d+\s+)?[\w$]+(?:\[(\d+)\])?")
-
-
-def _ptx_param_sizes(ptx: str, lowered: str) -> list[int] | None:
-    m = re.search(r"\.entry\s+" + re.escape(lowered) + r"\s*\((.*?)\)", ptx, re.S)
-    if m is None:
-        m = re.search(r"\.entry\s+" + re.escape(lowered) + r"\s*\n?\s*\{", ptx)
-        return [] if m else None
-    return [int(bits) // 8 * (int(count) if count else 1) for _, bits, count in _PTX_PARAM.findall(m.group(1))]
 
 
 def check_layout(variant_expr: str, layout, sizes: list[int] | None) -> str | None:

@@ -10,7 +10,6 @@ the check. ``export`` gives a kernel's PTX or cubin, also without a GPU.
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass
 
 from . import cubin as _cubin
@@ -59,7 +58,7 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
         return [OfflineResult(source.name, e, target, False, log=log) for e in exprs]
     by_lowered = {name: e for e, name in r.lowered.items()}
     results = _parse_ptxas(source.name, target, log, by_lowered)
-    info = {by_lowered[name]: v for name, v in _cubin_resources(r.image, target).items() if name in by_lowered}
+    info = {by_lowered[name]: v for name, v in _cubin.resources(r.image, target).items() if name in by_lowered}
     for res in results:
         if res.registers is None and res.expr in info:
             # Some NVRTC builds return no ptxas report now and then (seen with 13.0): read the
@@ -71,39 +70,11 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     for res in results:
         v = source.variants.get(res.expr)
         if v is not None and v.layout is not None:
-            sizes = declarations.param_sizes(r.image, r.lowered[res.expr])
+            sizes = _cubin.param_sizes(r.image, r.lowered[res.expr])
             problem = declarations.check_layout(res.expr, v.layout, sizes)
             if problem:   # a launch would pack other arguments than the kernel takes
                 res.ok, res.log = False, problem + "; state the parameter list with signature="
     return results
-
-
-# bytes a kernel's .nv.shared section holds beyond its arrays from sm_90 on (the system's
-# reserved shared memory; NVRTC 13.0 and 13.5, sm_90 / 90a / 100 / 120 alike), which ptxas's
-# report leaves out
-_RESERVED_SMEM, _RESERVED_FROM = 1024, 90
-
-
-def _cubin_resources(cubin: bytes, target: str) -> dict[str, tuple[int, int, int]]:
-    """``{mangled kernel name: (registers, stack frame bytes, static shared bytes)}`` from a
-    cubin for ``target`` (``"sm_90a"``): its ``.nv.info`` records (EIATTR_REGCOUNT 0x2f,
-    EIATTR_FRAME_SIZE 0x11: (symbol index, value) each) and the size of its
-    ``.nv.shared.<name>`` section (none: 0) less the reserved bytes it holds, as ptxas reports
-    the kernel's arrays."""
-    secs = _cubin.sections(cubin)
-    if ".nv.info" not in secs:
-        return {}
-    symtab, strtab = secs[".symtab"], secs[".strtab"][4]
-    regs: dict[str, int] = {}
-    frames: dict[str, int] = {}
-    for attr, at in _cubin.nv_info(cubin, secs[".nv.info"]):
-        if attr in (0x2F, 0x11):
-            sym, value = struct.unpack_from("<II", cubin, at)
-            st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
-            (regs if attr == 0x2F else frames)[_cubin.cstr(cubin, strtab + st_name)] = value
-    reserved = _RESERVED_SMEM if int(re.sub(r"\D", "", target)) >= _RESERVED_FROM else 0
-    return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
-            for k, v in regs.items()}
 
 
 def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -> list[OfflineResult]:

@@ -12,13 +12,13 @@ import torch
 import torch.nn as nn
 
 import cupy_ops
+from cupy_ops.device import capability
 
 batch_size = 1024
 in_features = 8192
 out_features = 8192
 divisor = 2.0
 _TENSOR_CORE = (torch.float32, torch.float16, torch.bfloat16)
-_capabilities: dict = {}
 
 
 def _hopper(device: torch.device) -> bool:
@@ -26,10 +26,7 @@ def _hopper(device: torch.device) -> bool:
     torch.compile folds the query itself to a constant)."""
     if torch.compiler.is_compiling():
         return torch.cuda.get_device_capability(device) == (9, 0)
-    cc = _capabilities.get(device)
-    if cc is None:
-        cc = _capabilities[device] = torch.cuda.get_device_capability(device)
-    return cc == (9, 0)
+    return capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
 
 
 class Model(nn.Module):

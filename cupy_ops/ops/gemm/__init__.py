@@ -5,7 +5,7 @@ One module per family (naive, simt, tc, wgmma, tf32x3, fp16x3), each exposing ``
 split-K, grid, what is done to each operand), ``run`` (carries a plan out) and ``variants``
 (every kernel a plan can name, declared for the offline check); a family with a batched kernel
 also ``batched`` (its plan over a batch in the grid's z, or None where it cannot take it).
-The shapes of torch.matmul (1-D, batched, broadcast) reach the plans through ``batch``. This module is their one
+The shapes of torch.matmul (1-D, batched, broadcast) reach the plans through ``batch``. ``planner`` is their one
 registry: the family choice (``choose``), the plan and its cache (``plan_for``) and the runner.
 
     p = plan_for(a, b)                 # which kernel "auto" picks for these tensors, and why
@@ -21,132 +21,26 @@ from __future__ import annotations
 import torch
 
 from ... import checks
-from . import batch, fp16x3, naive, simt, tc, tf32x3, wgmma
+from . import batch
 from .batch import BatchPlan
-from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
+from .common import EPILOGUES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
+from .planner import (
+    ALGOS,
+    FAMILIES,
+    choose,
+    fp32_accurate,
+    plan,
+    plan_for,
+    run,
+    supports,
+    tf32_allowed,
+    variants,
+)
 from .runtime import device_info
-from .tables import X3_BATCH_MIN_WORK, X3H_MIN_WORK
-
-FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
-# "accurate": "auto", but float32 never through TF32: at most torch fp32's error, on the fastest
-# kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
-ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 
 __all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides",
-           "choose", "device_info", "gemm_plan", "matmul_into", "plan", "plan_for", "run", "supports", "variants"]
-
-
-def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
-    """Why ``family`` cannot compute an (M x K) @ (K x N) GEMM of ``dtype`` on ``dev`` (None: it can)."""
-    return FAMILIES[family].supports(M, N, K, dtype, dev)
-
-
-def fp32_accurate(M: int, N: int, K: int, batched: bool = False) -> str:
-    """The fastest fp32-accurate family for an M x K x N GEMM on Hopper (tables.X3H_MIN_WORK):
-    "fp16x3" for large products (the split pass pays off), "tf32x3" for small; ``batched`` (each
-    entry of a batch): "simt" below X3_BATCH_MIN_WORK (its batched kernel in one launch; the x3
-    families launch once per entry, host-bound for small entries)."""
-    if batched and M * N * K < X3_BATCH_MIN_WORK:
-        return "simt"
-    return "fp16x3" if M * N * K >= X3H_MIN_WORK else "tf32x3"
-
-
-def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool,
-           batched: bool = False) -> str:
-    """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
-    ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
-    (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take:
-    "naive". ``"accurate"``: as "auto", but float32 on the fp32-accurate kernels ("fp16x3" or
-    "tf32x3" on Hopper by ``fp32_accurate``, of a batch's entries when ``batched``, else "simt")
-    whatever the TF32 switch. A family by
-    name: that family, or ``ValueError`` when it cannot take the problem."""
-    if algo not in ("auto", "accurate"):
-        checks.fits("algo", algo, supports(algo, M, N, K, dtype, dev))
-        return algo
-    if dtype == torch.float64 or simt.supports(M, N, K, torch.float32, dev) is not None:
-        return "naive"
-    if dtype == torch.float32 and algo == "accurate":
-        family = fp32_accurate(M, N, K, batched) if dev.has_wgmma else "simt"
-        return family if supports(family, M, N, K, dtype, dev) is None else "simt"
-    if dtype != torch.float32 or tf32:
-        return "wgmma" if dev.has_wgmma else "tc"
-    return "simt"
-
-
-def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
-         algo: str = "auto", tf32: bool = False, batch: tuple[int, int, int] | None = None,
-         **overrides) -> GemmPlan:
-    """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
-    ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
-    allows TF32 for fp32 matmuls now; ``batch``: ``(entries, a's batch stride, b's batch
-    stride)`` for a batch of such products (C's entries M * N apart): the family's batched kernel
-    where it has one and takes these operands (``plan.batch`` set), else the 2-D plan of one
-    entry (``plan.batch`` 0: one launch per entry; "accurate" chooses by entry: ``choose``);
-    ``overrides``: the fields of ``Overrides``.
-    Pure: a CPU test can plan any problem. Raises ``ValueError`` when an explicit ``algo``
-    cannot take the problem or an override is out of range."""
-    if epilogue not in EPILOGUES:
-        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
-    ov = Overrides(**overrides) if overrides else NO_OVERRIDES
-    family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None)
-    p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
-    batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
-    if batch is not None and batched is not None:
-        return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev, ov) or p
-    return p
-
-
-def variants() -> dict[str, list[str]]:
-    """Every kernel a plan can name, by source file (registered for the offline check)."""
-    from .runtime import reduce_variants
-
-    out: dict[str, list[str]] = {"gemm.cu": list(reduce_variants())}
-    for family in FAMILIES.values():
-        for filename, exprs in family.variants().items():
-            out.setdefault(filename, []).extend(exprs)
-    return out
-
-
-_allow_tf32 = getattr(torch._C, "_get_cublas_allow_tf32", None)
-_precision = getattr(torch._C, "_get_float32_matmul_precision", None)
-
-
-def tf32_allowed() -> bool:
-    """Whether torch would use TF32 for an fp32 matmul now (the switches torch reads; read
-    from torch._C where it has them: the Python properties cost ~0.6 us on every GEMM call)."""
-    if _allow_tf32 is None or _precision is None:
-        return torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
-    return _allow_tf32() or _precision() != "highest"
-
-
-# Plans by everything they depend on: planning costs ~20 us of Python, a lookup ~2 us, and the
-# eager call of a small GEMM is host-bound (docs/design.md#host-cost).
-_plans: dict[tuple, GemmPlan] = {}
-_PLAN_CACHE_LIMIT = 4096
-
-
-def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
-             **overrides) -> GemmPlan:
-    """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
-    supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
-    ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
-    of ``Overrides``) override its tables. A batch: ``a`` (B, M, K) and ``b`` (B, K, N) views,
-    any batch strides (0: broadcast), B > 0 (``plan``'s ``batch``). Raises ``ValueError`` when
-    ``algo`` cannot take them."""
-    tf32 = a.dtype == torch.float32 and tf32_allowed()
-    key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tuple(sorted(overrides.items())))
-    p = _plans.get(key)
-    if p is None:
-        entries = None
-        if a.dim() == 3:
-            entries, a, b = (a.shape[0], a.stride(0), b.stride(0)), a[0], b[0]
-        p = plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
-                 device_info(a.get_device()), algo=algo, tf32=tf32, batch=entries, **overrides)
-        if len(_plans) >= _PLAN_CACHE_LIMIT:
-            _plans.clear()
-        _plans[key] = p
-    return p
+           "choose", "device_info", "fp32_accurate", "gemm_plan", "matmul_into", "plan", "plan_for", "run",
+           "runs_sm90a", "supports", "tf32_allowed", "variants"]
 
 
 def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
@@ -178,7 +72,7 @@ def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
     if a.dim() == 2 and b.dim() == 2:
         checks.nonempty_output(a.shape[0], b.shape[1])
         return plan_for(a, b, epilogue, algo)
-    return batch.batch_plan(a, b, plan_for, epilogue, algo)
+    return batch.batch_plan(a, b, epilogue, algo)
 
 
 def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
@@ -186,17 +80,5 @@ def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: s
     """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
     caller) and ``out`` contiguous of the product's shape: folded into one GEMM or one GEMM per
     batch entry (``batch``), each as its plan says."""
-    batch.run(a, b, out, plan_for, run, epilogue, algo, bias, scale)
+    batch.run(a, b, out, epilogue, algo, bias, scale)
     return out
-
-
-def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
-        scale: float = 1.0) -> torch.Tensor:
-    """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
-    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``). A batched plan
-    (``p.batch``): ``a`` (B, M, K), ``b`` (B, K, N), ``c`` (B, M, N) contiguous."""
-    FAMILIES[p.family].run(p, a, b, c, 0 if bias is None else bias.data_ptr(), float(scale))
-    return c
-
-
-__all__ += ["fp32_accurate", "runs_sm90a", "tf32_allowed"]

@@ -29,6 +29,8 @@ import torch
 
 from ...checks import broadcast_batch, prod
 from .common import GemmPlan
+from .planner import plan_for
+from .planner import run as run_plan
 
 MODES = ("2-D", "folded", "folded, a copied", "batched", "loop")
 
@@ -113,7 +115,7 @@ def _batches(a2, b2, batch, c):
     return [(a3[i], b3[i], c3[i]) for i in itertools.product(*map(range, batch[:start]))]
 
 
-def _launches(a2, b2, batch, c, plan_for, epilogue, algo):
+def _launches(a2, b2, batch, c, epilogue, algo):
     """``(mode, plan of the first launch, [(a_i, b_i, c_i), ...])``: the GEMMs of the product,
     ``c`` the output viewed as ``batch + (M, N)`` (contiguous)."""
     mode = batch_mode(a2, b2)
@@ -139,24 +141,24 @@ def output_view(out: torch.Tensor, batch: tuple, M: int, N: int) -> torch.Tensor
     return out.view(batch + (M, N))
 
 
-def batch_plan(a: torch.Tensor, b: torch.Tensor, plan_for, epilogue: str = "EpiNone", algo: str = "auto"
+def batch_plan(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto"
                ) -> BatchPlan:
     """The ``BatchPlan`` of ``a @ b`` (torch.matmul's shapes, arguments already checked);
-    ``plan_for`` gives the plan of one launch (ops.gemm.plan_for)."""
+    each launch planned by ``planner.plan_for``."""
     a2, b2, batch = as_matrices(a, b)
     M, N = a2.shape[-2], b2.shape[-1]
     if prod(batch) * M * N == 0:
         mode = batch_mode(a2, b2)
         return BatchPlan("loop" if mode == "batch" else mode, 0, batch, None)
     c = torch.empty(batch + (M, N), dtype=a.dtype, device="meta")
-    mode, p, work = _launches(a2, b2, batch, c, plan_for, epilogue, algo)
+    mode, p, work = _launches(a2, b2, batch, c, epilogue, algo)
     return BatchPlan(mode, len(work), batch, p)
 
 
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, plan_for, run_plan, epilogue: str = "EpiNone",
+def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone",
         algo: str = "auto", bias: torch.Tensor | None = None, scale: float = 1.0) -> None:
     """``out`` (contiguous, torch.matmul's shape of ``a @ b``) = epilogue(``a @ b``): each GEMM
-    (2-D, or a batch) planned by ``plan_for`` and run by ``run_plan`` (ops.gemm's). Nothing runs
+    (2-D, or a batch) planned by ``planner.plan_for`` and run by ``planner.run``. Nothing runs
     for an empty output; K = 0 gives the epilogue of 0."""
     if a.dim() == 2 and b.dim() == 2:   # the eager hot path: one GEMM, nothing to fold
         if out.numel():
@@ -171,6 +173,6 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, plan_for, run_plan,
             return
     a2, b2, batch = as_matrices(a, b)
     c = output_view(out, batch, a2.shape[-2], b2.shape[-1])
-    mode, p, work = _launches(a2, b2, batch, c, plan_for, epilogue, algo)
+    mode, p, work = _launches(a2, b2, batch, c, epilogue, algo)
     for i, (x, y, z) in enumerate(work):
         run_plan(p if i == 0 else plan_for(x, y, epilogue, algo), x, y, z, bias, scale)

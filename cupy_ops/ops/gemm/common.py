@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ...launch import cdiv
-from . import geometry as g
-from .tables import WG_CLUSTERS
+from . import geometry
+from .tables import WG_CLUSTERS, WG_SPLIT_MAX_WAVES, WG_SPLIT_MIN_KTILES
 
 EPILOGUES = ("EpiNone", "EpiBiasReluScale")   # the epilogue tags of every kernel (gemm_epilogue.cuh)
 TENSOR_CORE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -83,8 +83,8 @@ class Overrides:
     single: bool | None = None
 
     def __post_init__(self):
-        if self.tile_n is not None and self.tile_n not in g.WG_TILE_NS:
-            raise ValueError(f"tile_n must be one of {g.WG_TILE_NS}, got {self.tile_n!r}")
+        if self.tile_n is not None and self.tile_n not in geometry.WG_TILE_NS:
+            raise ValueError(f"tile_n must be one of {geometry.WG_TILE_NS}, got {self.tile_n!r}")
         if self.cluster is not None and self.cluster not in WG_CLUSTERS:
             raise ValueError(f"cluster must be one of {WG_CLUSTERS}, got {self.cluster!r}")
         if self.group is not None and (not isinstance(self.group, int) or isinstance(self.group, bool)
@@ -168,12 +168,12 @@ def tf(b: bool) -> str:
 def tiled_sizes(M: int, N: int, K: int) -> str | None:
     """Why the tiled kernels (every family but the naive one) cannot take an M x K x N GEMM:
     the row tiles in a grid's y dimension, 32-bit sizes. None: they can."""
-    if cdiv(M, g.SIMT_TILE) > g.MAX_GRID_Y:
-        return (f"takes at most {g.MAX_GRID_Y * g.SIMT_TILE} rows (M), got {M}; use 'auto' (it takes the naive "
+    if cdiv(M, geometry.SIMT_TILE) > geometry.MAX_GRID_Y:
+        return (f"takes at most {geometry.MAX_GRID_Y * geometry.SIMT_TILE} rows (M), got {M}; use 'auto' (it takes the naive "
                 f"kernel there) or 'naive'")
     for dim, size in (("N", N), ("K", K)):
-        if size > g.INT32_MAX:
-            return (f"takes {dim} up to {g.INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
+        if size > geometry.INT32_MAX:
+            return (f"takes {dim} up to {geometry.INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
                     f"naive kernel there) or 'naive'")
     return None
 
@@ -194,7 +194,7 @@ def needs_hopper(family: str, dev: Device, instead: str) -> str | None:
 
 def reduce_grid(n: int) -> tuple[int, int, int]:
     """The grid of gemm_splitk_reduce over ``n`` outputs."""
-    return (max(1, min(cdiv(n, g.REDUCE_THREADS), g.MAX_GRID_Y)), 1, 1)
+    return (max(1, min(cdiv(n, geometry.REDUCE_THREADS), geometry.MAX_GRID_Y)), 1, 1)
 
 
 def kmajor_operand(t: Matrix) -> Operand:
@@ -217,3 +217,19 @@ def n_major_in_place(b: Matrix) -> bool:
     the instruction's transpose bit, fp16x3's pieces split from it): row-major, its rows on
     16-byte boundaries (the TMA's pitch and boxes, fp16x3_split_n's 16-byte loads)."""
     return b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
+
+
+def split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
+          max_waves: float = WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K of the Hopper families (wgmma, tf32x3, fp16x3) for 128 x 128 tiles (``bn`` 128) that fill at most
+    ``max_waves`` of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
+    if bn != 128:
+        return 1, K
+    tiles = cdiv(M, geometry.WG_BM) * cdiv(N, bn)
+    if tiles > max_waves * sm_count:
+        return 1, K
+    slices = min(sm_count // tiles, K // (WG_SPLIT_MIN_KTILES * bk))
+    if slices < 2:
+        return 1, K
+    kslice = cdiv(cdiv(K, slices), bk) * bk
+    return cdiv(K, kslice), kslice

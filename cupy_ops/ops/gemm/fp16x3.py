@@ -13,10 +13,21 @@ from __future__ import annotations
 import torch
 
 from ... import launch
-from . import geometry as g
-from . import tc, tma, wgmma
-from .common import (EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, n_major_in_place, needs_hopper,
-                     reduce_grid, tf, tiled_sizes)
+from . import geometry, tma
+from .common import (
+    EPILOGUES,
+    GemmPlan,
+    Matrix,
+    Operand,
+    cdiv,
+    kmajor_operand,
+    n_major_in_place,
+    needs_hopper,
+    reduce_grid,
+    split,
+    tf,
+    tiled_sizes,
+)
 from .runtime import SM90A, declare, device_info, handle, prepare, reduce
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
@@ -34,14 +45,12 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     """Both operands through fp16x3_split (from their tensor-core form: K-major fp32 rows)
     into scaled fp16 pieces, then gemm_fp16x3 on 128 x 128 tiles (a persistent grid past a
     wave), split-K as 3xTF32's."""
-    if K == 0:
-        return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
-    if ov.tile_n not in (None,) + g.X3_TILE_NS:
-        raise ValueError(f"tile_n must be one of {g.X3_TILE_NS} for algo='fp16x3', got {ov.tile_n!r}")
+    if ov.tile_n not in (None,) + geometry.X3_TILE_NS:
+        raise ValueError(f"tile_n must be one of {geometry.X3_TILE_NS} for algo='fp16x3', got {ov.tile_n!r}")
     if ov.swap:
         raise ValueError("swap=True: algo='fp16x3' reads both operands as K-major fp16 pieces (no swapped kernel)")
-    bk, bn = g.WG_BK[torch.float16], g.X3_TILE_NS[0]
-    slices, kslice = wgmma.split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
+    bk, bn = geometry.WG_BK[torch.float16], geometry.X3_TILE_NS[0]
+    slices, kslice = split(M, N, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
     # a row-major b (matmul's) split in place into N-major pieces, each column scaled
     # (fp16x3_split_n: no transpose pass), the kernel reading them through the wgmma's
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
@@ -58,11 +67,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         how = "fp16x3_rowmax, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
     # past a wave of tiles a persistent grid, one CTA an SM (its shared memory), walks them
     # (``persistent=False``: one CTA a tile)
-    tiles = cdiv(N, bn) * cdiv(M, g.WG_BM)
+    tiles = cdiv(N, bn) * cdiv(M, geometry.WG_BM)
     persistent = tiles > dev.sm_count if ov.persistent is None else bool(ov.persistent)
-    common = dict(grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices), block=(g.WG_THREADS, 1, 1),
-                  smem=g.X3_SMEM_BYTES,
-                  a=kmajor_operand(a), b=pb, tile=(g.WG_BM, bn), bk=bk,
+    common = dict(grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices), block=(geometry.WG_THREADS, 1, 1),
+                  smem=geometry.X3_SMEM_BYTES,
+                  a=kmajor_operand(a), b=pb, tile=(geometry.WG_BM, bn), bk=bk,
                   group=ov.group or WG_GROUP, persistent=persistent,
                   notes=(f"operands split into fp16 pieces ({how})",))
     if slices > 1:
@@ -74,10 +83,10 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
 def variants() -> dict[str, list[str]]:
     exprs = []
     for nm in (False, True):
-        exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
-        exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in g.X3_TILE_NS]
+        exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
+        exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in geometry.X3_TILE_NS]
     return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"] +
-            [f"fp16x3_rowcolmax<{j}>" for j in g.X3H_ROWCOL_JS]}
+            [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]}
 
 
 KERNELS = declare(variants())
@@ -101,7 +110,7 @@ def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32)."""
     rows, k = t.shape
-    launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (g.X3H_SPLIT_THREADS, 1, 1),
+    launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1),
                   (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
 
 
@@ -109,15 +118,15 @@ def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
     """fp16x3_rowmax: t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart) into ``tk``
     (int8, K)."""
     k, n = b.shape
-    launch.launch(handle(KERNELS, "fp16x3_rowmax", b.get_device()), (cdiv(k, g.X3H_NSPLIT_THREADS // 32), 1, 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
+    launch.launch(handle(KERNELS, "fp16x3_rowmax", b.get_device()), (cdiv(k, geometry.X3H_NSPLIT_THREADS // 32), 1, 1),
+                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
 
 
 def rowcol(n: int) -> tuple[int, int] | None:
     """fp16x3_rowcolmax's (J, threads) for rows of ``n`` values: J float4 a thread, the fewest
     whole warps that hold a row; None where no block can (or ``n`` is 0)."""
-    for j in g.X3H_ROWCOL_JS:
-        if 0 < n <= 4 * j * g.X3H_ROWCOL_THREADS:
+    for j in geometry.X3H_ROWCOL_JS:
+        if 0 < n <= 4 * j * geometry.X3H_ROWCOL_THREADS:
             return j, cdiv(cdiv(n, 4 * j), 32) * 32
     return None
 
@@ -138,7 +147,7 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> None
     (j, threads), dev = fused, b.get_device()
     # rows a block: two blocks an SM where K allows, from X3H_ROWCOL_STEPS steps (fewer lost
     # to the barriers) up to X3H_ROWCOL_ROWS (each block's maxima take N atomics)
-    rows = min(g.X3H_ROWCOL_ROWS, max(g.X3H_ROWCOL_VECS // j * g.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)))
+    rows = min(geometry.X3H_ROWCOL_ROWS, max(geometry.X3H_ROWCOL_VECS // j * geometry.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)))
     launch.launch(handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev), (cdiv(k, rows), 1, 1), (threads, 1, 1),
                   (b.data_ptr(), op.ld, k, n, rows, tk, key))
 
@@ -150,8 +159,8 @@ def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = Fa
     first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32)."""
     rows, cols = x.shape
     launch.launch(handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
-                  (cdiv(cols, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(rows, g.X3H_COLMAX_ROWS), g.MAX_GRID_Y), 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1), (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done))
+                  (cdiv(cols, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(rows, geometry.X3H_COLMAX_ROWS), geometry.MAX_GRID_Y), 1),
+                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done))
 
 
 def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int,
@@ -162,8 +171,8 @@ def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn:
     kneg, or row_and_column_keys')."""
     k, n = b.shape
     launch.launch(handle(KERNELS, "fp16x3_split_n", b.get_device()),
-                  (cdiv(n, 4 * g.X3H_NSPLIT_THREADS), min(cdiv(k, g.X3H_NSPLIT_ROWS), g.MAX_GRID_Y), 1),
-                  (g.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
+                  (cdiv(n, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(k, geometry.X3H_NSPLIT_ROWS), geometry.MAX_GRID_Y), 1),
+                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
 
 
 def piece_ld(k: int) -> int:

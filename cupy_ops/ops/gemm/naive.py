@@ -2,11 +2,11 @@
 kernel (gemm_naive.cuh), and what "auto" takes for float64 and sizes the tiled kernels refuse."""
 from __future__ import annotations
 
-from ... import launch
-from ...dtypes import CUDA_NAMES
-from . import geometry as g
 from dataclasses import replace
 
+from ... import launch
+from ...dtypes import CUDA_NAMES
+from . import geometry
 from .common import EPILOGUES, GemmPlan, Operand, cdiv
 from .runtime import declare, handle
 
@@ -20,7 +20,7 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 
 def plan(M, N, K, dtype, a, b, epi, dev, ov) -> GemmPlan:
     return GemmPlan(NAME, f"gemm_naive<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu",
-                    (cdiv(N, 16), max(1, min(cdiv(M, 16), g.MAX_GRID_Y)), 1), g.NAIVE_BLOCK, 0,
+                    (cdiv(N, 16), max(1, min(cdiv(M, 16), geometry.MAX_GRID_Y)), 1), geometry.NAIVE_BLOCK, 0,
                     Operand("as is", a.stride1 == 1, a.stride0), Operand("as is", b.stride0 == 1, b.stride1), (1, 1))
 
 
@@ -30,7 +30,7 @@ def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev, ov) 
     if epi != "EpiNone":
         return None
     return replace(p, kernel=p.kernel.replace("gemm_naive<", "gemm_naive_batched<"),
-                   grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), batch=batch)
+                   grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),), batch=batch)
 
 
 def variants() -> dict[str, list[str]]:
@@ -49,7 +49,7 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         launch.launch(h, p.grid, p.block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
                                            b.stride(1), c.data_ptr(), M, N, K, bias, scale))
         return
-    for z0 in range(0, p.batch, g.MAX_GRID_Z):
-        launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+    for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
+        launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block,
                       (a.data_ptr(), a.stride(1), a.stride(2), a.stride(0), b.data_ptr(), b.stride(1), b.stride(2),
                        b.stride(0), c.data_ptr(), M, N, K, z0, bias, scale))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from ... import launch
+from ... import device, launch
 from ...dtypes import CUDA_NAMES
 from ...kernel import Kernel
-from . import geometry as g
+from . import geometry
 from .common import EPILOGUES, TENSOR_CORE_DTYPES, Device, Operand
 
 SM90A = "gemm_sm90a.cu"
@@ -26,7 +26,7 @@ def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
             by_name.setdefault(e.split("<")[0], []).append(e)
         for name, ex in by_name.items():
             kernels[name] = Kernel.builtin(filename, name, ex, arch="sm_90a" if sm90a else None,
-                                           defines=g.SM90A_DEFINES if sm90a else g.DEFINES)
+                                           defines=geometry.SM90A_DEFINES if sm90a else geometry.DEFINES)
     return kernels
 
 
@@ -42,15 +42,14 @@ def device_info(index: int) -> Device:
     """The plan's view of CUDA device ``index`` (SM count, compute capability), cached."""
     d = _devices.get(index)
     if d is None:
-        props = torch.cuda.get_device_properties(index)
-        d = _devices[index] = Device(index, props.multi_processor_count, launch.capability(index))
+        d = _devices[index] = Device(index, device.sm_count(index), device.capability(index))
     return d
 
 
 # --- operands ---------------------------------------------------------------------------------
 
 TRANSPOSE = Kernel.builtin("transpose.cu", "transpose", {dt: f"transpose<{c}>" for dt, c in CUDA_NAMES.items()},
-                           defines=g.TRANSPOSE_DEFINES)
+                           defines=geometry.TRANSPOSE_DEFINES)
 
 
 def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
@@ -64,9 +63,9 @@ def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
     buf = torch.empty(t.shape[:-1] + (op.ld,), dtype=t.dtype, device=t.device)
     if op.prep == "transpose":
         rows = t.shape[0]
-        tile = g.TRANSPOSE_TILE
-        grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), g.MAX_GRID_Y), 1)
-        launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, g.TRANSPOSE_ROWS, 1),
+        tile = geometry.TRANSPOSE_TILE
+        grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), geometry.MAX_GRID_Y), 1)
+        launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, geometry.TRANSPOSE_ROWS, 1),
                       (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows))
     else:
         buf[..., :k].copy_(t)
@@ -88,5 +87,5 @@ REDUCE = declare({"gemm.cu": reduce_variants()})
 def reduce(p, ws: torch.Tensor, c: torch.Tensor, bias: int, scale: float) -> None:
     """c = epilogue(sum of the split-K slices of ``ws``), in order (deterministic)."""
     M, N = c.shape
-    launch.launch(handle(REDUCE, p.reduce, c.get_device()), p.reduce_grid, (g.REDUCE_THREADS, 1, 1),
+    launch.launch(handle(REDUCE, p.reduce, c.get_device()), p.reduce_grid, (geometry.REDUCE_THREADS, 1, 1),
                   (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale))

@@ -3,13 +3,23 @@ a thread, operands read in place along either axis, split-K when the tiles leave
 "auto" takes for float32 while torch keeps TF32 off (its default)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ... import launch
-from . import geometry as g
-from dataclasses import replace
-
-from .common import EPILOGUES, GemmPlan, Matrix, Operand, batch_aligned, cdiv, reduce_grid, tf, tiled_sizes
+from . import geometry
+from .common import (
+    EPILOGUES,
+    GemmPlan,
+    Matrix,
+    Operand,
+    batch_aligned,
+    cdiv,
+    reduce_grid,
+    tf,
+    tiled_sizes,
+)
 from .runtime import declare, handle, reduce
 from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
 
@@ -32,7 +42,7 @@ def kernel(a_kmajor: bool, b_kmajor: bool, epi: str, split: bool) -> tuple[str, 
     launch passes."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", split)
     return (f"gemm_simt<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {tf(split)}, {blocks}, {tf(dyn)}>",
-            g.SIMT_SMEM_BYTES if dyn else 0)
+            geometry.SIMT_SMEM_BYTES if dyn else 0)
 
 
 def operand(t: Matrix) -> Operand:
@@ -51,11 +61,11 @@ def split(M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
     """``(slices, kslice)``: split-K when the 128 x 128 tiles leave SMs idle (one block per
     SM): ``slices`` blocks per tile each multiply ``kslice`` values of K (a multiple of the
     k-tile) into an fp32 workspace, summed in order by the reduction. ``(1, K)``: no split."""
-    tiles = cdiv(M, g.SIMT_TILE) * cdiv(N, g.SIMT_TILE)
+    tiles = cdiv(M, geometry.SIMT_TILE) * cdiv(N, geometry.SIMT_TILE)
     slices = min(sm_count // tiles, K // SIMT_SPLIT_MIN_K)
     if slices < 2:
         return 1, K
-    kslice = cdiv(cdiv(K, slices), g.SIMT_BK) * g.SIMT_BK
+    kslice = cdiv(cdiv(K, slices), geometry.SIMT_BK) * geometry.SIMT_BK
     return cdiv(K, kslice), kslice
 
 
@@ -64,21 +74,21 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     pb_ = operand(b)        # B (K, N): "major" = N-major (row-major)
     pb = Operand(pb_.prep, not pb_.kmajor, pb_.ld, pb_.vec)
     slices, kslice = split(M, N, K, dev.sm_count) if ov.split_k else (1, K)
-    grid = (cdiv(N, g.SIMT_TILE), cdiv(M, g.SIMT_TILE), slices)
-    block = (g.SIMT_THREADS, 1, 1)
+    grid = (cdiv(N, geometry.SIMT_TILE), cdiv(M, geometry.SIMT_TILE), slices)
+    block = (geometry.SIMT_THREADS, 1, 1)
     is_split = slices > 1
     name, smem = kernel(pa.kmajor, pb.kmajor, "EpiNone" if is_split else epi, is_split)
     if is_split:
-        return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (g.SIMT_TILE, g.SIMT_TILE), slices, kslice,
+        return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (geometry.SIMT_TILE, geometry.SIMT_TILE), slices, kslice,
                         f"gemm_splitk_reduce<float, {epi}>", reduce_grid(M * N))
-    return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (g.SIMT_TILE, g.SIMT_TILE), 1, K)
+    return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (geometry.SIMT_TILE, geometry.SIMT_TILE), 1, K)
 
 
 def batched_kernel(a_kmajor: bool, b_kmajor: bool, epi: str) -> tuple[str, int]:
     """``kernel``'s batched twin (``gemm_simt_batched``, never split: the batch fills the SMs)."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", False)
     return (f"gemm_simt_batched<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {blocks}, {tf(dyn)}>",
-            g.SIMT_SMEM_BYTES if dyn else 0)
+            geometry.SIMT_SMEM_BYTES if dyn else 0)
 
 
 def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
@@ -90,7 +100,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     name, smem = batched_kernel(p.a.kmajor, p.b.kmajor, epi)
     pa = replace(p.a, vec=p.a.vec and batch_aligned(sa, 4))
     pb = replace(p.b, vec=p.b.vec and batch_aligned(sb, 4))
-    return replace(p, kernel=name, smem=smem, a=pa, b=pb, grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), slices=1,
+    return replace(p, kernel=name, smem=smem, a=pa, b=pb, grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),), slices=1,
                    kslice=a.cols, reduce=None, reduce_grid=(1, 1, 1), batch=batch)
 
 
@@ -112,8 +122,8 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         h = handle(KERNELS, p.kernel, c.get_device())
         vec = int(p.a.vec) | int(p.b.vec) << 1
-        for z0 in range(0, p.batch, g.MAX_GRID_Z):
-            launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+        for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
+            launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block,
                           (a.data_ptr(), p.a.ld, a.stride(0), b.data_ptr(), p.b.ld, b.stride(0), c.data_ptr(), M, N,
                            K, vec, z0, bias, scale), p.smem)
         return

@@ -3,12 +3,21 @@ fp32 accumulation. What "auto" takes for 16-bit (and TF32-allowed float32) off H
 for K = 0 on Hopper (no tile to load: it writes the epilogue of 0)."""
 from __future__ import annotations
 
-from ... import launch
-from ...dtypes import CUDA_NAMES
-from . import geometry as g
 from dataclasses import replace
 
-from .common import EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, batch_aligned, cdiv, kmajor_operand, tiled_sizes
+from ... import launch
+from ...dtypes import CUDA_NAMES
+from . import geometry
+from .common import (
+    EPILOGUES,
+    TENSOR_CORE_DTYPES,
+    GemmPlan,
+    Matrix,
+    batch_aligned,
+    cdiv,
+    kmajor_operand,
+    tiled_sizes,
+)
 from .runtime import declare, handle, prepare
 
 NAME = "tc"
@@ -21,8 +30,8 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov, notes=()) -> GemmPlan:
     return GemmPlan(NAME, f"gemm_tc<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu",
-                    (cdiv(N, g.TC_TILE), cdiv(M, g.TC_TILE), 1), (g.TC_THREADS, 1, 1), g.TC_SMEM_BYTES,
-                    kmajor_operand(a), kmajor_operand(b.T), (g.TC_TILE, g.TC_TILE), notes=tuple(notes))
+                    (cdiv(N, geometry.TC_TILE), cdiv(M, geometry.TC_TILE), 1), (geometry.TC_THREADS, 1, 1), geometry.TC_SMEM_BYTES,
+                    kmajor_operand(a), kmajor_operand(b.T), (geometry.TC_TILE, geometry.TC_TILE), notes=tuple(notes))
 
 
 def plan_empty_k(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
@@ -38,7 +47,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
             or not (batch_aligned(sa, a.itemsize) and batch_aligned(sb, b.itemsize)):
         return None
     return replace(p, kernel=p.kernel.replace("gemm_tc<", "gemm_tc_batched<"),
-                   grid=p.grid[:2] + (min(batch, g.MAX_GRID_Z),), batch=batch)
+                   grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),), batch=batch)
 
 
 def variants() -> dict[str, list[str]]:
@@ -54,8 +63,8 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     if p.batch:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         h = handle(KERNELS, p.kernel, c.get_device())
-        for z0 in range(0, p.batch, g.MAX_GRID_Z):
-            launch.launch(h, p.grid[:2] + (min(p.batch - z0, g.MAX_GRID_Z),), p.block,
+        for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
+            launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block,
                           (a.data_ptr(), p.a.ld, a.stride(0), b.data_ptr(), p.b.ld, b.stride(0), c.data_ptr(), M, N,
                            K, z0, bias, scale), p.smem)
         return

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import torch
 
-from . import geometry as g
-from . import tc, wgmma
-from .common import EPILOGUES, GemmPlan, Matrix, Operand, cdiv, kmajor_operand, needs_hopper, reduce_grid, tiled_sizes
+from . import geometry, wgmma
+from .common import (
+    EPILOGUES,
+    GemmPlan,
+    Matrix,
+    Operand,
+    cdiv,
+    kmajor_operand,
+    needs_hopper,
+    reduce_grid,
+    split,
+    tiled_sizes,
+)
 from .runtime import SM90A, declare
 from .tables import X3_SPLIT_MAX_WAVES
 
@@ -25,24 +35,22 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
-    if K == 0:
-        return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
-    if ov.tile_n not in (None,) + g.X3_TILE_NS:   # an override this family cannot honour
-        raise ValueError(f"tile_n must be one of {g.X3_TILE_NS} for algo='tf32x3', got {ov.tile_n!r}")
-    bk, bn = g.WG_BK[torch.float32], g.X3_TILE_NS[0]
+    if ov.tile_n not in (None,) + geometry.X3_TILE_NS:   # an override this family cannot honour
+        raise ValueError(f"tile_n must be one of {geometry.X3_TILE_NS} for algo='tf32x3', got {ov.tile_n!r}")
+    bk, bn = geometry.WG_BK[torch.float32], geometry.X3_TILE_NS[0]
     # TF32 reads shared memory K-major only: a row-major b as C^T = B^T A^T (B^T through the
     # registers, as the A fragments are anyway), else b.T transposed; C^T's row tiles are the
     # grid's y dimension, so N past MAX_GRID_Y tiles takes the transpose
-    fits = cdiv(N, g.WG_BM) <= g.MAX_GRID_Y
+    fits = cdiv(N, geometry.WG_BM) <= geometry.MAX_GRID_Y
     if ov.swap and not fits:
-        raise ValueError(f"swap=True takes N up to {g.MAX_GRID_Y * g.WG_BM} for algo='tf32x3' (C^T's row tiles "
+        raise ValueError(f"swap=True takes N up to {geometry.MAX_GRID_Y * geometry.WG_BM} for algo='tf32x3' (C^T's row tiles "
                          f"are the grid's y dimension), got N = {N}")
     swap = fits and wgmma.swaps(N, dtype, b, ov.swap, c_map=False)
     pa, pb = kmajor_operand(a), Operand("n-major", False, b.stride0) if swap else kmajor_operand(b.T)
     kM, kN = (N, M) if swap else (M, N)   # the kernel's output: C^T when swapped
-    slices, kslice = wgmma.split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
-    common = dict(grid=(cdiv(kN, bn), cdiv(kM, g.WG_BM), slices), block=(g.WG_THREADS, 1, 1), smem=g.X3_SMEM_BYTES,
-                  a=pa, b=pb, tile=(g.WG_BM, bn), bk=bk, swap=swap)
+    slices, kslice = split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
+    common = dict(grid=(cdiv(kN, bn), cdiv(kM, geometry.WG_BM), slices), block=(geometry.WG_THREADS, 1, 1), smem=geometry.X3_SMEM_BYTES,
+                  a=pa, b=pb, tile=(geometry.WG_BM, bn), bk=bk, swap=swap)
     name = "gemm_tf32x3_swap" if swap else "gemm_tf32x3"
     if slices > 1:
         return GemmPlan(NAME, f"{name}_partial<{bn}>", SM90A, slices=slices, kslice=kslice,
@@ -53,8 +61,8 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
 def variants() -> dict[str, list[str]]:
     exprs = []
     for name in ("gemm_tf32x3", "gemm_tf32x3_swap"):
-        exprs += [f"{name}<{bn}, {e}>" for bn in g.X3_TILE_NS for e in EPILOGUES]
-        exprs += [f"{name}_partial<{bn}>" for bn in g.X3_TILE_NS]
+        exprs += [f"{name}<{bn}, {e}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
+        exprs += [f"{name}_partial<{bn}>" for bn in geometry.X3_TILE_NS]
     return {SM90A: exprs}
 
 

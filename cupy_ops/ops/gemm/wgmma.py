@@ -14,11 +14,23 @@ import torch
 
 from ... import launch
 from ...dtypes import CUDA_NAMES
-from . import geometry as g
-from . import tables as t
-from . import tc, tma
-from .common import (EPILOGUES, TENSOR_CORE_DTYPES, GemmPlan, Matrix, Operand, batch_aligned, cdiv, kmajor_operand,
-                     n_major_in_place, needs_hopper, reduce_grid, tf, tiled_sizes)
+from . import geometry, tables, tma
+from .common import (
+    EPILOGUES,
+    TENSOR_CORE_DTYPES,
+    GemmPlan,
+    Matrix,
+    Operand,
+    batch_aligned,
+    cdiv,
+    kmajor_operand,
+    n_major_in_place,
+    needs_hopper,
+    reduce_grid,
+    split,
+    tf,
+    tiled_sizes,
+)
 from .runtime import SM90A, declare, handle, prepare, reduce
 
 NAME = "wgmma"
@@ -38,10 +50,10 @@ def tile_n(M: int, N: int, sm_count: int) -> int:
     WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
     blocks fill more than the split-K share (WG_SPLIT_MAX_WAVES) but less than
     WG_NARROW_MAX_WAVES of the SMs."""
-    if cdiv(M, g.WG_BM) * cdiv(N, 256) >= t.WGMMA_WIDE_MIN_WAVES * sm_count:
+    if cdiv(M, geometry.WG_BM) * cdiv(N, 256) >= tables.WGMMA_WIDE_MIN_WAVES * sm_count:
         return 256
-    blocks = cdiv(M, g.WG_BM) * cdiv(N, 128)
-    return 64 if t.WG_SPLIT_MAX_WAVES * sm_count < blocks < t.WG_NARROW_MAX_WAVES * sm_count else 128
+    blocks = cdiv(M, geometry.WG_BM) * cdiv(N, 128)
+    return 64 if tables.WG_SPLIT_MAX_WAVES * sm_count < blocks < tables.WG_NARROW_MAX_WAVES * sm_count else 128
 
 
 def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
@@ -49,11 +61,11 @@ def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
     tiles (None below): the WG_WIDE_SPEEDS entry with the least time, taken as whole waves of
     its units (``cluster`` tiles) over the clusters that fit (``sm_count // cluster``) times
     the tile area over its speed. Clusters of 2 need two tile rows."""
-    rows = cdiv(M, g.WG_BM)
-    if rows * cdiv(N, 256) < t.WG_CLUSTER_MIN_WAVES * sm_count:
+    rows = cdiv(M, geometry.WG_BM)
+    if rows * cdiv(N, 256) < tables.WG_CLUSTER_MIN_WAVES * sm_count:
         return None
     best = None
-    for bn, cluster, speed in t.WG_WIDE_SPEEDS:
+    for bn, cluster, speed in tables.WG_WIDE_SPEEDS:
         if cluster > 1 and rows == 1:
             continue
         waves = cdiv(walk(M, N, bn, 1, cluster, sm_count)[1], sm_count // cluster)
@@ -63,27 +75,11 @@ def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
     return best[1], best[2]
 
 
-def split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
-          max_waves: float = t.WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
-    """``(slices, kslice)``: split-K for 128 x 128 tiles (``bn`` 128) that fill at most
-    ``max_waves`` of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
-    if bn != 128:
-        return 1, K
-    tiles = cdiv(M, g.WG_BM) * cdiv(N, bn)
-    if tiles > max_waves * sm_count:
-        return 1, K
-    slices = min(sm_count // tiles, K // (t.WG_SPLIT_MIN_KTILES * bk))
-    if slices < 2:
-        return 1, K
-    kslice = cdiv(cdiv(K, slices), bk) * bk
-    return cdiv(K, kslice), kslice
-
-
 def walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int) -> tuple[int, int]:
     """``(grid, units)``: ``units`` (clusters' work items: ``cluster`` tiles of a column of one K
     slice) and a persistent grid of ``cluster`` CTAs per cluster, at most one cluster per unit
     and per ``cluster`` SMs (the runner lowers it to the clusters the device runs at once)."""
-    units = cdiv(cdiv(M, g.WG_BM), cluster) * cdiv(N, bn) * slices
+    units = cdiv(cdiv(M, geometry.WG_BM), cluster) * cdiv(N, bn) * slices
     return cluster * min(units, sm_count // cluster), units
 
 
@@ -107,15 +103,15 @@ def ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True
     if bn == 64:
         return True
     slices = split(M, N, K, bn, bk, sm_count)[0] if split_k else 1
-    return slices > 1 and (cdiv(K, bk) <= t.WG_KSPLIT_MAX_KTILES or
-                           cdiv(M, g.WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, g.WG_BM) * cdiv(N, bn) * slices)
+    return slices > 1 and (cdiv(K, bk) <= tables.WG_KSPLIT_MAX_KTILES or
+                           cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices)
 
 
 def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
     """Whether the table takes one WG_BM x 64 tile per CTA (gemm_wgmma_single) where it would
     take the K-splitting warpgroups: 16-bit, more than WG_KSPLIT_BM rows, K of at most
     WG_SINGLE_MAX_KTILES k-tiles."""
-    return dtype != torch.float32 and M > g.WG_KSPLIT_BM and cdiv(K, bk) <= t.WG_SINGLE_MAX_KTILES
+    return dtype != torch.float32 and M > geometry.WG_KSPLIT_BM and cdiv(K, bk) <= tables.WG_SINGLE_MAX_KTILES
 
 
 def swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c_map: bool = True) -> bool:
@@ -141,24 +137,22 @@ def layout(M: int, N: int, K: int, bk: int, dev, ov) -> dict:
     model = None if ov.tile_n or ov.cluster else wide(M, N, dev.sm_count)
     bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count))
     slices, kslice = split(M, N, K, bn, bk, dev.sm_count) if ov.split_k else (1, K)
-    tiles = cdiv(M, g.WG_BM) * cdiv(N, bn) * slices
-    wide_grid = tiles >= t.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, g.WG_BM) > 1
+    tiles = cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices
+    wide_grid = tiles >= tables.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, geometry.WG_BM) > 1
     cluster = ov.cluster or (model[1] if model else 2 if wide_grid else 1)
     if cluster * 64 > bn:
         raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
                          f"of B), got tile_n={bn}")
     persistent = cluster > 1 if ov.persistent is None else ov.persistent
     grid, units = walk(M, N, bn, slices, cluster, dev.sm_count)
-    return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=ov.group or t.WG_GROUP,
+    return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=ov.group or tables.WG_GROUP,
                 persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
 
 
 # --- the plan -------------------------------------------------------------------------------
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
-    if K == 0:   # no tile to load
-        return tc.plan_empty_k(M, N, K, dtype, a, b, epi, dev, ov)
-    T, bk = CUDA_NAMES[dtype], g.WG_BK[dtype]
+    T, bk = CUDA_NAMES[dtype], geometry.WG_BK[dtype]
     pa = kmajor_operand(a)
     if ov.swap and ov.tma_store is False:
         raise ValueError("swap=True with tma_store=False: the swapped kernel stores through the TMA only")
@@ -173,7 +167,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     if swap and geo["slices"] == 1:
         bn, cl = geo["bn"], geo["cluster"]
         return GemmPlan(NAME, f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", SM90A, geo["grid"],
-                        (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (g.WG_BM, bn),
+                        (geometry.WG_THREADS, 1, 1), geometry.WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (geometry.WG_BM, bn),
                         kslice=K, bk=bk, cluster=cl, group=geo["group"], persistent=geo["persistent"],
                         tma_store=True, swap=True)
     # a row-major B (matmul's b) is read in place, N-major, through the instruction's
@@ -184,27 +178,27 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         pb, n_major = kmajor_operand(b.T), False
     if ov.ksplit and ov.shape:
         raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
-                         f"{g.WG_KSPLIT_BM} x 128, one CTA each)")
+                         f"{geometry.WG_KSPLIT_BM} x 128, one CTA each)")
     if ov.single and (ov.shape or ov.ksplit or dtype == torch.float32):
         got = ", ".join([str(dtype)] + [f"{o}={getattr(ov, o)!r}" for o in ("tile_n", "cluster", "persistent", "ksplit")
                                         if getattr(ov, o) is not None])
         raise ValueError(f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
-                         f"override (its tile is {g.WG_BM} x 64, one CTA each); got {got}")
-    small = ov.ksplit is None and t.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
+                         f"override (its tile is {geometry.WG_BM} x 64, one CTA each); got {got}")
+    small = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
     store = tma_store(N, a.itemsize, 1, ov.tma_store)
     if ov.single or (ov.single is None and small and singles(M, K, dtype, bk)):
         return GemmPlan(NAME, f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {epi}>", SM90A,
-                        (cdiv(M, g.WG_BM) * cdiv(N, 64), 1, 1), (g.WG_THREADS, 1, 1), g.WG_KSPLIT_SMEM_BYTES, pa, pb,
-                        (g.WG_BM, 64), kslice=K, bk=bk, group=ov.group or t.WG_GROUP, tma_store=store, single=True)
+                        (cdiv(M, geometry.WG_BM) * cdiv(N, 64), 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb,
+                        (geometry.WG_BM, 64), kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, single=True)
     if ov.ksplit or small:
-        units = cdiv(M, g.WG_KSPLIT_BM) * cdiv(N, 128)
+        units = cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128)
         return GemmPlan(NAME, f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {epi}>", SM90A,
-                        (units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_KSPLIT_SMEM_BYTES, pa, pb, (g.WG_KSPLIT_BM, 128),
-                        kslice=K, bk=bk, group=ov.group or t.WG_GROUP, tma_store=store, ksplit=True)
+                        (units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb, (geometry.WG_KSPLIT_BM, 128),
+                        kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, ksplit=True)
     geo = layout(M, N, K, bk, dev, ov)
     bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     store = tma_store(N, a.itemsize, slices, ov.tma_store)
-    common = dict(grid=geo["grid"], block=(g.WG_THREADS, 1, 1), smem=g.WG_SMEM_BYTES, a=pa, b=pb, tile=(g.WG_BM, bn),
+    common = dict(grid=geo["grid"], block=(geometry.WG_THREADS, 1, 1), smem=geometry.WG_SMEM_BYTES, a=pa, b=pb, tile=(geometry.WG_BM, bn),
                   bk=bk, cluster=cluster, group=geo["group"], persistent=geo["persistent"])
     if slices > 1:
         return GemmPlan(NAME, f"gemm_wgmma_partial<{T}, {tf(n_major)}, {bn}, {cluster}>", SM90A,
@@ -230,7 +224,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     # a b the 2-D plan swaps (TF32 with a row-major b; there is no batched swapped kernel) or
     # copies: copied once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
     copy_b = ((p.swap and not ov.swap) or p.b.prep in ("transpose", "k-major copy")) \
-        and M * N * K <= t.WG_BATCH_COPY_MAX_WORK
+        and M * N * K <= tables.WG_BATCH_COPY_MAX_WORK
     if p.family != NAME or (p.swap and not copy_b) or epi != "EpiNone" or p.a.prep != "as is" \
             or not (copy_b or p.b.prep in ("as is", "n-major")) or not batch_aligned(sa, es) \
             or not (copy_b or batch_aligned(sb, es)):
@@ -240,13 +234,13 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     b_extent = K * pb.ld if pb.prep == "n-major" else N * pb.ld
     if not (sa == 0 or sa >= M * p.a.ld) or not (copy_b or sb == 0 or sb >= b_extent):
         return None
-    rows = cdiv(M, g.WG_BM)
+    rows = cdiv(M, geometry.WG_BM)
     if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
         raise ValueError("the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
                          "a cluster, the threads' stores)")
-    bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= t.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
+    bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= tables.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
     units = rows * cdiv(N, bn) * batch
-    if units > g.INT32_MAX:
+    if units > geometry.INT32_MAX:
         return None
     # more tiles than a wave: a persistent grid walks them (H200, bf16 32 x (1024x128x1024),
     # 1024 tiles: 0.0313 ms against 0.0448 with one CTA a tile; torch.bmm 0.0293)
@@ -255,8 +249,8 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     T = "float" if p.swap else p.kernel.split("<")[1].split(",")[0]
     n_major = pb.prep == "n-major"
     return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
-                    (min(units, dev.sm_count) if persistent else units, 1, 1), (g.WG_THREADS, 1, 1), g.WG_SMEM_BYTES,
-                    p.a, pb, (g.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or t.WG_GROUP, persistent=persistent,
+                    (min(units, dev.sm_count) if persistent else units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_SMEM_BYTES,
+                    p.a, pb, (geometry.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or tables.WG_GROUP, persistent=persistent,
                     batch=batch)
 
 
@@ -266,14 +260,14 @@ def variants() -> dict[str, list[str]]:
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
-            for cl in t.WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
-                exprs += [f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cl}, {e}>" for bn in g.WG_TILE_NS
+            for cl in tables.WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
+                exprs += [f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS
                           for e in EPILOGUES if cl * 64 <= bn]
                 exprs.append(f"gemm_wgmma_partial<{T}, {tf(n_major)}, 128, {cl}>")
             exprs += [f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {e}>" for e in EPILOGUES]
             if dt != torch.float32:
                 exprs += [f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {e}>" for e in EPILOGUES]
-    exprs += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in g.WG_TILE_NS for cl in t.WG_CLUSTERS for e in EPILOGUES
+    exprs += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS for cl in tables.WG_CLUSTERS for e in EPILOGUES
               if cl * 64 <= bn]
     return {SM90A: exprs}
 
@@ -292,7 +286,7 @@ def maps(p: GemmPlan, a, b):
     exact = p.family == "tf32x3"
     a2 = prepare(a, p.a)
     if p.swap:   # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
-        return (tma.tensor_map(b, N, K, p.b.ld, g.WG_SWAP_BOX, g.WG_SWAP_BOX, exact=exact),
+        return (tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=exact),
                 tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b))
     a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
     if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
@@ -321,11 +315,11 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
                       p.cluster)
         reduce(p, ws, c, bias, scale)
     elif p.swap and p.family == NAME:
-        box = g.WG_SWAP_BOX
+        box = geometry.WG_SWAP_BOX
         c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
     elif p.family == NAME:
-        c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), g.WG_STORE_ROWS, exact=True)
+        c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
                  if p.tma_store else NO_MAP)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
                                          bias, scale), p.smem, p.cluster)
