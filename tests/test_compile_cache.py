@@ -168,6 +168,7 @@ def fake_device(monkeypatch):
     launch._bind_driver()
     monkeypatch.setattr(launch, "_DriverError", FakeDriverError)
     monkeypatch.setattr(launch, "capability", lambda device: (9, 0))
+    monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
     loads = []
 
     def loader(outcomes):

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import cupy_ops
+import fp16x3_passes
 from conftest import HOPPER, require_algo
 from cupy_ops.models import linear_relu_div, matmul
 from cupy_ops.ops import gemm
@@ -129,13 +130,13 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     # unshifted, then each value k times 2^-t[k] as b's are: t drawn over its bytes' range, and
     # t as fp16x3 takes it from b's rows (x's columns)
     drawn = torch.randint(-126, 127, (K,), device=cuda, dtype=torch.int8)
-    t = gemm.fp16x3.b_shifts(x.t(), p.b)
+    t = fp16x3_passes.b_shifts(x.t(), p.b)
     mag = torch.where(x.isfinite(), x.abs(), 0).amax(0).double()
     assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)), \
         "t differs"
     for tk in (None, drawn, t) + (("rows",) if layout == "n-major" else ()):
         if layout == "n-major":   # "rows": t and the columns' keys in one pass (fp16x3_rowcolmax), as matmul's
-            pieces, ex, own = gemm.fp16x3.pieces_n(x.t(), p.b, tk)
+            pieces, ex, own = fp16x3_passes.pieces_n(x.t(), p.b, tk)
             if isinstance(tk, str):
                 assert torch.equal(own, t), "t of the one pass differs"
                 tk = own
@@ -143,7 +144,7 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
         if layout == "n-major":
             pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
         else:
-            pieces, ex = gemm.fp16x3.pieces(x, p.b, tk, kneg=True)
+            pieces, ex = fp16x3_passes.pieces(x, p.b, tk, kneg=True)
         hb, lb, e = split_reference(x, shift)
         what = "unshifted" if tk is None else "shifted"
         assert torch.equal(ex, e), f"{what}: exponents differ in rows {(ex != e).nonzero().flatten().tolist()}"
@@ -186,7 +187,7 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")   # M >= N: t from b's rows
     assert p.b.prep == "n-major split", p
     assert ("fp16x3_rowcolmax" in p.notes[0]) == (N <= ROWCOL_N), p.notes
-    pieces, ex, t = gemm.fp16x3.pieces_n(b, p.b, "rows")
+    pieces, ex, t = fp16x3_passes.pieces_n(b, p.b, "rows")
     mag = torch.where(b.isfinite(), b.abs(), 0).amax(1).double()
     want_t = torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)
     assert torch.equal(t, want_t), f"t differs at rows {(t != want_t).nonzero().flatten()[:10].tolist()}"
@@ -222,7 +223,7 @@ def test_split_rows_at_the_ends_of_the_two_multiply_range_match_their_definition
     x = x64.float()
     assert x.isfinite().all()
     p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")
-    pieces, ex = gemm.fp16x3.pieces(x, p.b, tk, kneg=kneg)
+    pieces, ex = fp16x3_passes.pieces(x, p.b, tk, kneg=kneg)
     hb, lb, e = split_reference(x, s)
     assert torch.equal(ex, e), f"exponents {ex.tolist()} instead of {e.tolist()}"
     for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):

@@ -180,9 +180,11 @@ def test_a_name_expression_names_one_instantiation():
     h = k.specialize(torch.int32, 2)
     assert h.expressions == ["tiled<int, 2>"] and h.variant(None).source is k.variant(None).source
     assert h.params[2] == ("i32", "alpha", "int")
-    with pytest.raises(ValueError, match=r"parameter 'alpha' of kernel tiled<f16, 2> has type 'f16', which cannot "
-                                         r"be passed from Python"):
-        k.specialize(torch.float16, 2)     # a 16-bit float scalar has no Python number to pass
+    # a 16-bit float scalar takes a Python number, converted as torch converts it
+    assert k.specialize(torch.float16, 2).params[2] == ("f16", "alpha", "f16")
+    with pytest.raises(ValueError, match=r"parameter 'alpha' of kernel tiled<float2, 2> has type 'float2', which "
+                                         r"cannot be passed from Python"):
+        k.specialize("float2", 2)          # a struct has no Python value to pass
     need_nvrtc()
     for kern in (k, d):
         [r] = kern.compile_offline("sm_90")

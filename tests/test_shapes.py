@@ -46,6 +46,22 @@ def _torch_error(fn):
     return None
 
 
+def run_with(a, b, out, plan_for, run_plan):
+    """``batch.run(a, b, out)`` with the planner's ``plan_for`` and ``run`` stood in for (a CPU
+    "kernel", a recorder)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "plan_for", plan_for)
+        mp.setattr(batch, "run_plan", run_plan)
+        batch.run(a, b, out)
+
+
+def plan_with(a, b, plan_for):
+    """``batch.batch_plan(a, b)`` with ``plan_for`` stood in for."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "plan_for", plan_for)
+        return batch.batch_plan(a, b)
+
+
 def cpu_gemm(p, x, y, z, bias, scale):
     """A 2-D "kernel" for the batch layer on the CPU: z = x @ y in float64; each call must be a
     2-D product into a 2-D view of the output."""
@@ -56,7 +72,7 @@ def cpu_gemm(p, x, y, z, bias, scale):
 
 def batched_cpu(a, b):
     out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
-    batch.run(a, b, out, lambda *args: None, cpu_gemm)
+    run_with(a, b, out, lambda *args: None, cpu_gemm)
     return out
 
 
@@ -128,14 +144,14 @@ def test_a_foldable_batch_is_one_gemm_on_a_view():
                     (a, "folded, a copied")):
         seen.clear()
         out = torch.empty(checks.matmul_shape(t, b), dtype=torch.float64)
-        batch.run(t, b, out, lambda *args: None, record)
-        assert batch.batch_plan(t, b, lambda *args: "plan").mode == mode
+        run_with(t, b, out, lambda *args: None, record)
+        assert plan_with(t, b, lambda *args: "plan").mode == mode
         assert len(seen) == 1 and seen[0][0].shape == (t.shape[0] * t.shape[1], 5)
         assert (seen[0][0].data_ptr() == t.data_ptr()) == (mode == "folded")
         torch.testing.assert_close(out, torch.matmul(t.double(), b.double()))
     # a sliced last-but-one dimension that still folds: (6, 4, 5)[:, :, :3] rows are 5 apart, batches 20
     t = torch.randn(6, 4, 5)[..., :3]
-    assert batch.folds(t) and batch.batch_plan(t, torch.randn(3, 2), lambda *args: "plan").mode == "folded"
+    assert batch.folds(t) and plan_with(t, torch.randn(3, 2), lambda *args: "plan").mode == "folded"
 
 
 def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
@@ -147,8 +163,8 @@ def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
         cpu_gemm(p, x, y, z, bias, scale)
 
     out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
-    batch.run(a, b, out, lambda *args: None, record)
-    p = batch.batch_plan(a, b, lambda *args: "plan")
+    run_with(a, b, out, lambda *args: None, record)
+    p = plan_with(a, b, lambda *args: "plan")
     assert p.mode == "loop" and p.launches == 6 and p.batch_shape == (2, 3)
     # every operand a view into a's and b's own storage
     a_ptrs = {a[0, i].data_ptr() for i in range(3)}
@@ -178,10 +194,10 @@ def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
         a, b = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
         seen.clear()
         out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
-        batch.run(a, b, out, lambda *args: _BatchedPlan(), lambda p, x, y, z, bias, scale:
+        run_with(a, b, out, lambda *args: _BatchedPlan(), lambda p, x, y, z, bias, scale:
                   (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, bias, scale))
         torch.testing.assert_close(out, torch.matmul(a, b))
-        p = batch.batch_plan(a, b, lambda *args: _BatchedPlan())
+        p = plan_with(a, b, lambda *args: _BatchedPlan())
         if launches is None:
             assert p.mode == "folded" and not seen
         else:
@@ -189,17 +205,17 @@ def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
     # a (1, 3) batch against (2, 1): the outer dimension is a launch each, the inner one a stride-0 broadcast of a
     a, b = torch.randn(1, 3, 4, 5, dtype=torch.float64), torch.randn(2, 1, 5, 6, dtype=torch.float64)
     seen.clear()
-    batch.run(a, b, torch.empty(2, 3, 4, 6, dtype=torch.float64), lambda *args: _BatchedPlan(), run3d)
+    run_with(a, b, torch.empty(2, 3, 4, 6, dtype=torch.float64), lambda *args: _BatchedPlan(), run3d)
     assert seen == [(3, 20, 0), (3, 20, 0)]
 
 
 def test_an_empty_output_plans_no_launch():
     for sa, sb in (((0, 4, 5), (5, 6)), ((3, 0, 5), (5, 6)), ((2, 3, 4), (2, 4, 0)), ((0, 3, 4), (0, 4, 2))):
         a, b = torch.randn(sa), torch.randn(sb)
-        p = batch.batch_plan(a, b, lambda *args: "plan")
+        p = plan_with(a, b, lambda *args: "plan")
         assert p.launches == 0 and p.gemm is None and "no launch" in str(p)
         out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
-        batch.run(a, b, out, lambda *args: None, lambda *args: pytest.fail("a launch for an empty output"))
+        run_with(a, b, out, lambda *args: None, lambda *args: pytest.fail("a launch for an empty output"))
 
 
 H100 = gemm.Device(0, 132, (9, 0))

@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import cache, cubin, declarations, nvrtc
+from . import cache, cubin, nvrtc
 from .nvrtc import KernelCompileError
 from .registry import Variant
 
@@ -76,7 +76,7 @@ def check_layout(variant: Variant, image: bytes, lowered: str) -> None:
     ``layout`` (None: nothing promised)."""
     if variant.layout is None:
         return
-    problem = declarations.check_layout(variant.expr, variant.layout, cubin.param_sizes(image, lowered))
+    problem = cubin.check_layout(variant.expr, variant.layout, cubin.param_sizes(image, lowered))
     if problem:
         raise ValueError(f"{problem}; arguments packed that way would not be the kernel's: state the parameter "
                          f"list with signature=")

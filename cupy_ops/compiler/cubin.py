@@ -101,3 +101,22 @@ def resources(cubin: bytes, target: str) -> dict[str, tuple[int, int, int]]:
     reserved = _RESERVED_SMEM if int(re.sub(r"\D", "", target)) >= _RESERVED_FROM else 0
     return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
             for k, v in regs.items()}
+
+
+def check_layout(variant_expr: str, layout, sizes: list[int] | None) -> str | None:
+    """Why ``layout`` (``[(name, C type, exact bytes or None, at most bytes)]``, what the
+    declaration promises) does not match the compiled kernel's parameter ``sizes``, or None."""
+    if sizes is None:
+        return None
+    def show(entries):
+        return ", ".join(f"{n or '?'}: {c}" for n, c, _, _ in entries)
+
+    if len(sizes) != len(layout):
+        return (f"kernel {variant_expr} was read as taking {len(layout)} parameters ({show(layout)}) but NVRTC "
+                f"compiled it with {len(sizes)} (of {', '.join(map(str, sizes)) or 'no'} bytes)")
+    for k, ((name, ctype, exact, most), size) in enumerate(zip(layout, sizes)):
+        if (exact is not None and size != exact) or size > most:
+            want = f"{exact}" if exact is not None else f"at most {most}"
+            return (f"parameter {k} ({name or 'unnamed'}: {ctype}) of kernel {variant_expr} was read as {want} bytes "
+                    f"but NVRTC compiled it as {size}")
+    return None

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import cubin as _cubin
-from . import declarations, nvrtc
+from . import cubin
+from . import nvrtc
 from .nvrtc import KernelCompileError
 from .registry import Source
 
@@ -58,7 +58,7 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
         return [OfflineResult(source.name, e, target, False, log=log) for e in exprs]
     by_lowered = {name: e for e, name in r.lowered.items()}
     results = _parse_ptxas(source.name, target, log, by_lowered)
-    info = {by_lowered[name]: v for name, v in _cubin.resources(r.image, target).items() if name in by_lowered}
+    info = {by_lowered[name]: v for name, v in cubin.resources(r.image, target).items() if name in by_lowered}
     for res in results:
         if res.registers is None and res.expr in info:
             # Some NVRTC builds return no ptxas report now and then (seen with 13.0): read the
@@ -70,8 +70,8 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     for res in results:
         v = source.variants.get(res.expr)
         if v is not None and v.layout is not None:
-            sizes = _cubin.param_sizes(r.image, r.lowered[res.expr])
-            problem = declarations.check_layout(res.expr, v.layout, sizes)
+            sizes = cubin.param_sizes(r.image, r.lowered[res.expr])
+            problem = cubin.check_layout(res.expr, v.layout, sizes)
             if problem:   # a launch would pack other arguments than the kernel takes
                 res.ok, res.log = False, problem + "; state the parameter list with signature="
     return results

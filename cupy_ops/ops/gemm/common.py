@@ -160,11 +160,6 @@ class GemmPlan:
                 f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
 
 
-def tf(b: bool) -> str:
-    """A bool as a C++ template argument."""
-    return "true" if b else "false"
-
-
 def tiled_sizes(M: int, N: int, K: int) -> str | None:
     """Why the tiled kernels (every family but the naive one) cannot take an M x K x N GEMM:
     the row tiles in a grid's y dimension, 32-bit sizes. None: they can."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ... import launch
+from ...kernel.types import template_arg
 from . import geometry, tma
 from .common import (
     EPILOGUES,
@@ -25,7 +26,6 @@ from .common import (
     needs_hopper,
     reduce_grid,
     split,
-    tf,
     tiled_sizes,
 )
 from .runtime import SM90A, declare, device_info, handle, prepare, reduce
@@ -75,16 +75,16 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
                   group=ov.group or WG_GROUP, persistent=persistent,
                   notes=(f"operands split into fp16 pieces ({how})",))
     if slices > 1:
-        return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {tf(n_major)}>", SM90A, slices=slices, kslice=kslice,
+        return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {template_arg(n_major)}>", SM90A, slices=slices, kslice=kslice,
                         reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=reduce_grid(M * N), **common)
-    return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {epi}, {tf(n_major)}>", SM90A, kslice=K, **common)
+    return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {epi}, {template_arg(n_major)}>", SM90A, kslice=K, **common)
 
 
 def variants() -> dict[str, list[str]]:
     exprs = []
     for nm in (False, True):
-        exprs += [f"gemm_fp16x3<{bn}, {e}, {tf(nm)}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
-        exprs += [f"gemm_fp16x3_partial<{bn}, {tf(nm)}>" for bn in geometry.X3_TILE_NS]
+        exprs += [f"gemm_fp16x3<{bn}, {e}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
+        exprs += [f"gemm_fp16x3_partial<{bn}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS]
     return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"] +
             [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]}
 
@@ -104,14 +104,14 @@ def k_source(M: int, N: int) -> str:
     return "a" if M < N else "b"
 
 
-def split_rows(t: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0,
+def split_rows(x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0,
                kneg: bool = False) -> None:
-    """fp16x3_split of ``t`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
+    """fp16x3_split of ``x`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32)."""
-    rows, k = t.shape
-    launch.launch(handle(KERNELS, "fp16x3_split", t.get_device()), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1),
-                  (t.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
+    rows, k = x.shape
+    launch.launch(handle(KERNELS, "fp16x3_split", x.get_device()), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1),
+                  (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
 
 
 def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
@@ -178,54 +178,6 @@ def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn:
 def piece_ld(k: int) -> int:
     """Row length of the pieces of rows of ``k`` values: their tensor maps need 16-byte rows."""
     return cdiv(max(k, 1), 8) * 8
-
-
-def pieces(t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None,
-           kneg: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
-    (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows, value k times 2^tk[k]
-    (``tk``: int8 (K,), or none; ``kneg``: 2^-tk[k]), scaled by 2^exponents[row] (int32,
-    (rows,)); ``t`` first in the tensor-core form ``op`` planned (K-major rows)."""
-    t = prepare(t, op)
-    out = torch.empty((2, t.shape[0], piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
-    ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
-    split_rows(t, op, out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
-               0 if tk is None else tk.data_ptr(), kneg)
-    return out, ex
-
-
-def pieces_n(b: torch.Tensor, op: Operand,
-             tk: torch.Tensor | None | str = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """``(pieces, exponents, tk)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
-    aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
-    rounded up to 8) fp16, hi then lo, of ``b``'s rows times 2^-tk[k] (``tk``: int8 (K,), or
-    none; ``"rows"``: t of ``b``'s own rows, with the columns' keys, as matmul takes them:
-    row_and_column_keys) and columns scaled by 2^exponents[n]."""
-    k, n = b.shape
-    out = torch.empty((2, k, piece_ld(n)), dtype=torch.float16, device=b.device)
-    ex = torch.empty((n,), dtype=torch.int32, device=b.device)
-    key = torch.zeros((n,), dtype=torch.int32, device=b.device)
-    if isinstance(tk, str):
-        tk = torch.empty((k,), dtype=torch.int8, device=b.device)
-        row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
-    else:
-        column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)
-    split_columns(b, op, key.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
-                  0 if tk is None else tk.data_ptr())
-    return out, ex, tk
-
-
-def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
-    """t of ``b``'s (K, N) rows (int8, (K,)): fp16x3_rowmax of a row-major ``b`` (``op`` an
-    N-major split), else fp16x3_colmax_n over the columns of its K-major form."""
-    tk = torch.empty((b.shape[0],), dtype=torch.int8, device=b.device)
-    if op.prep == "n-major split":
-        row_shifts(b, op, tk.data_ptr())
-    else:
-        scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)   # keys, then the count
-        column_keys(prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(),
-                    done=scratch.data_ptr() + 4 * b.shape[0])
-    return tk
 
 
 def carve(sizes: list[int]) -> tuple[list[int], int]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 import torch
 
 from ... import launch
+from ...kernel.types import template_arg
 from . import geometry
 from .common import (
     EPILOGUES,
@@ -17,7 +18,6 @@ from .common import (
     batch_aligned,
     cdiv,
     reduce_grid,
-    tf,
     tiled_sizes,
 )
 from .runtime import declare, handle, reduce
@@ -41,7 +41,7 @@ def kernel(a_kmajor: bool, b_kmajor: bool, epi: str, split: bool) -> tuple[str, 
     """The instantiation for these layouts and epilogue, and the dynamic shared memory its
     launch passes."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", split)
-    return (f"gemm_simt<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {tf(split)}, {blocks}, {tf(dyn)}>",
+    return (f"gemm_simt<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {template_arg(split)}, {blocks}, {template_arg(dyn)}>",
             geometry.SIMT_SMEM_BYTES if dyn else 0)
 
 
@@ -87,7 +87,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
 def batched_kernel(a_kmajor: bool, b_kmajor: bool, epi: str) -> tuple[str, int]:
     """``kernel``'s batched twin (``gemm_simt_batched``, never split: the batch fills the SMs)."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", False)
-    return (f"gemm_simt_batched<{tf(a_kmajor)}, {tf(b_kmajor)}, {epi}, {blocks}, {tf(dyn)}>",
+    return (f"gemm_simt_batched<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {blocks}, {template_arg(dyn)}>",
             geometry.SIMT_SMEM_BYTES if dyn else 0)
 
 

@@ -14,6 +14,7 @@ import torch
 
 from ... import launch
 from ...dtypes import CUDA_NAMES
+from ...kernel.types import template_arg
 from . import geometry, tables, tma
 from .common import (
     EPILOGUES,
@@ -28,7 +29,6 @@ from .common import (
     needs_hopper,
     reduce_grid,
     split,
-    tf,
     tiled_sizes,
 )
 from .runtime import SM90A, declare, handle, prepare, reduce
@@ -187,12 +187,12 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     small = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
     store = tma_store(N, a.itemsize, 1, ov.tma_store)
     if ov.single or (ov.single is None and small and singles(M, K, dtype, bk)):
-        return GemmPlan(NAME, f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {epi}>", SM90A,
+        return GemmPlan(NAME, f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {epi}>", SM90A,
                         (cdiv(M, geometry.WG_BM) * cdiv(N, 64), 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb,
                         (geometry.WG_BM, 64), kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, single=True)
     if ov.ksplit or small:
         units = cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128)
-        return GemmPlan(NAME, f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {epi}>", SM90A,
+        return GemmPlan(NAME, f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {epi}>", SM90A,
                         (units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb, (geometry.WG_KSPLIT_BM, 128),
                         kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, ksplit=True)
     geo = layout(M, N, K, bk, dev, ov)
@@ -201,10 +201,10 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     common = dict(grid=geo["grid"], block=(geometry.WG_THREADS, 1, 1), smem=geometry.WG_SMEM_BYTES, a=pa, b=pb, tile=(geometry.WG_BM, bn),
                   bk=bk, cluster=cluster, group=geo["group"], persistent=geo["persistent"])
     if slices > 1:
-        return GemmPlan(NAME, f"gemm_wgmma_partial<{T}, {tf(n_major)}, {bn}, {cluster}>", SM90A,
+        return GemmPlan(NAME, f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, {bn}, {cluster}>", SM90A,
                         slices=slices, kslice=geo["kslice"], reduce=f"gemm_splitk_reduce<{T}, {epi}>",
                         reduce_grid=reduce_grid(M * N), **common)
-    return GemmPlan(NAME, f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cluster}, {epi}>", SM90A, kslice=K,
+    return GemmPlan(NAME, f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cluster}, {epi}>", SM90A, kslice=K,
                     tma_store=store, **common)
 
 
@@ -248,25 +248,25 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     # the 2-D plan's element type: bf16, f16 or float (the swapped kernel's is float)
     T = "float" if p.swap else p.kernel.split("<")[1].split(",")[0]
     n_major = pb.prep == "n-major"
-    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {tf(n_major)}, {bn}, {epi}>", SM90A,
+    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {template_arg(n_major)}, {bn}, {epi}>", SM90A,
                     (min(units, dev.sm_count) if persistent else units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_SMEM_BYTES,
                     p.a, pb, (geometry.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or tables.WG_GROUP, persistent=persistent,
                     batch=batch)
 
 
 def variants() -> dict[str, list[str]]:
-    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {tf(n_major)}, {bn}, EpiNone>" for dt in TENSOR_CORE_DTYPES
+    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {template_arg(n_major)}, {bn}, EpiNone>" for dt in TENSOR_CORE_DTYPES
              for n_major in ((False, True) if dt != torch.float32 else (False,)) for bn in (128, 256)]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         for n_major in ((False, True) if dt != torch.float32 else (False,)):
             for cl in tables.WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
-                exprs += [f"gemm_wgmma<{T}, {tf(n_major)}, {bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS
+                exprs += [f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS
                           for e in EPILOGUES if cl * 64 <= bn]
-                exprs.append(f"gemm_wgmma_partial<{T}, {tf(n_major)}, 128, {cl}>")
-            exprs += [f"gemm_wgmma_ksplit<{T}, {tf(n_major)}, 128, {e}>" for e in EPILOGUES]
+                exprs.append(f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, 128, {cl}>")
+            exprs += [f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {e}>" for e in EPILOGUES]
             if dt != torch.float32:
-                exprs += [f"gemm_wgmma_single<{T}, {tf(n_major)}, 64, {e}>" for e in EPILOGUES]
+                exprs += [f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {e}>" for e in EPILOGUES]
     exprs += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS for cl in tables.WG_CLUSTERS for e in EPILOGUES
               if cl * 64 <= bn]
     return {SM90A: exprs}

@@ -1,33 +1,5 @@
-"""``cupy_ops.op``: one declaration turns a kernel launch into a torch op.
-
-    scale_kernel = cupy_ops.Kernel(SOURCE, "scale")
-
-    @cupy_ops.op("mylib::scale", output=cupy_ops.like("x"))
-    def scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
-        scale_kernel(x, out, s, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
-
-    @scale.backward(save=("s",))
-    def _(ctx, grad):
-        return scale(grad, ctx.s), None            # a backward of ops: differentiable again
-
-    y = scale(x, 2.0)                               # eager: straight to the launch
-    torch.ops.mylib.scale(x, 2.0)                   # the registered torch op
-
-From the declaration the op layer derives: the schema (from the launcher's annotations:
-``Tensor``, ``Optional[Tensor]``, ``float``, ``int``, ``bool``, ``str``, with defaults), a
-custom op in the chosen namespace, its fake implementation (the ``output`` rule: it allocates
-the real output and the fake one alike), autograd from the declared backward (to any order
-when the backward is built of differentiable ops), forward-mode AD from a declared ``jvp`` and
-``torch.func.vmap`` from a declared ``vmap`` (a clear error naming the op where none is), the
-autocast policy, and the ``out=`` and in-place forms as mutating ops (``name_out``), which
-torch.compile functionalizes.
-
-One eager path: a call on plain CUDA tensors with nothing to record goes straight to the
-launcher; with autograd, forward AD or a torch.func transform it runs as an
-``autograd.Function`` (no dispatcher, no ``torch._dynamo`` import); under torch.compile, a
-dispatch mode (fake tensors) or tensor subclasses it calls the registered op, which carries the
-same rules (docs/design.md#the-op-layer).
-"""
+"""``Op``: one declaration's torch op (schema, fake, autograd, forward AD, vmap, autocast,
+``out=`` and in place) and its eager path."""
 from __future__ import annotations
 
 import inspect
@@ -37,135 +9,10 @@ import warnings
 
 import torch
 
-from . import checks
-
-__all__ = ["op", "like", "Op", "Context"]
-
-_Tensor = torch.Tensor
-# nn.Parameter is a plain tensor to torch's dispatch (its __torch_function__ is disabled): the
-# eager path takes it as one, or every call with a module's weights would go through the
-# dispatcher (2x the host time of a layer under autograd)
-_Parameter = torch.nn.Parameter
-_is_compiling = torch.compiler.is_compiling
-_grad_enabled = torch.is_grad_enabled
-_functorch_active = torch._C._are_functorch_transforms_active
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_fwd_ad = torch.autograd.forward_ad
-_bump_version = getattr(torch.autograd.graph, "increment_version", None) or torch._C._increment_version
-_AUTOCAST_POLICIES = (None, "lower", "fp32", "promote")
-_FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
-
-def bump_version(t: torch.Tensor) -> None:
-    """Mark ``t`` as written, as torch's in-place and ``out=`` ops do (autograd refuses a
-    backward that saved its old values)."""
-    _bump_version(t)
-
-
-def plain_eager(tensors) -> bool:
-    """Whether a call on ``tensors`` (None and non-tensors allowed) can launch directly: plain
-    tensors, no dispatch mode (fake tensors, tracing), no torch.func transform, no forward-AD
-    level. Autograd is the caller's question."""
-    for t in tensors:
-        if isinstance(t, _Tensor) and type(t) is not _Tensor and type(t) is not _Parameter:
-            return False
-    return not (_dispatch_modes() or _functorch_active() or _fwd_ad._current_level >= 0 or _is_compiling())
-
-
-def needs_grad(values) -> bool:
-    """Grad mode is on and one of ``values`` is a tensor that requires grad: autograd records."""
-    return _grad_enabled() and any(isinstance(t, _Tensor) and t.requires_grad for t in values)
-
-
-def _autocast_on() -> bool:
-    try:
-        return torch.is_autocast_enabled("cuda")
-    except TypeError:   # torch < 2.4: no device argument
-        return torch.is_autocast_enabled()
-
-
-def _autocast_dtype() -> torch.dtype:
-    get = getattr(torch, "get_autocast_dtype", None)
-    return get("cuda") if get is not None else torch.get_autocast_gpu_dtype()
-
-
-# --- output rules ------------------------------------------------------------------------------
-
-class like:
-    """Output rule: a tensor like input ``name`` (``torch.empty_like``: its shape, dtype and
-    device; the strides torch gives a dense input, contiguous otherwise), or of ``dtype``."""
-
-    def __init__(self, name: str, *, dtype: torch.dtype | None = None):
-        if not isinstance(name, str):
-            raise TypeError(f"like() takes the name of an input, got {name!r}")
-        self.name = name
-        self.dtype = dtype
-        self.index = None   # bound by the op
-
-    def __call__(self, *args):
-        t = args[self.index]
-        return torch.empty_like(t) if self.dtype is None else torch.empty_like(t, dtype=self.dtype)
-
-    def __repr__(self) -> str:
-        return f"like({self.name!r}{'' if self.dtype is None else f', dtype={self.dtype}'})"
-
-
-# --- schema ------------------------------------------------------------------------------------
-
-_TYPES = {_Tensor: "Tensor", float: "float", int: "SymInt", bool: "bool", str: "str"}
-
-
-def _schema_type(op_name: str, pname: str, ann) -> tuple[str, bool]:
-    """The schema type of a launcher parameter's annotation, and whether it is a tensor."""
-    if isinstance(ann, str):
-        raise TypeError(f"op {op_name}: parameter {pname!r} is annotated by a string ({ann!r}); annotate with "
-                        f"the type itself (no `from __future__ import annotations` in the launcher's module)")
-    if ann in _TYPES:
-        return _TYPES[ann], ann is _Tensor
-    args = typing.get_args(ann)
-    if len(args) == 2 and type(None) in args:
-        inner = args[0] if args[1] is type(None) else args[1]
-        if inner in _TYPES:
-            return _TYPES[inner] + "?", inner is _Tensor
-    raise TypeError(f"op {op_name}: parameter {pname!r} has annotation {ann!r}; an op takes torch.Tensor, "
-                    f"Optional[torch.Tensor], float, int, bool or str")
-
-
-def _default_text(v) -> str:
-    if v is None:
-        return "None"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(v)
-
-
-class _Param:
-    __slots__ = ("name", "type", "tensor", "default", "index")
-
-    def __init__(self, name, type_, tensor, default, index):
-        self.name, self.type, self.tensor, self.default, self.index = name, type_, tensor, default, index
-
-    def text(self, mutable: str | None = None) -> str:
-        t = self.type if mutable is None else f"Tensor({mutable}!)"
-        d = "" if self.default is inspect.Parameter.empty else "=" + _default_text(self.default)
-        return f"{t} {self.name}{d}"
-
-
-# --- what a rule receives -----------------------------------------------------------------------
-
-class Context:
-    """What a ``backward`` or ``jvp`` rule receives: the saved inputs (and ``out``, the output)
-    as attributes by name, and ``needs_grad(name)``: whether autograd wants that input's gradient."""
-
-    def __init__(self, values: dict, needs: dict):
-        self.__dict__.update(values)
-        self._needs = needs
-
-    def needs_grad(self, name: str) -> bool:
-        return self._needs.get(name, False)
-
+from .. import checks
+from .eager import (AUTOCAST_POLICIES, FLOATING, Parameter, Tensor, autocast_dtype, autocast_on, dispatch_modes, functorch_active, fwd_ad, grad_enabled, increment_version, is_compiling)
+from .functions import functions
+from .schema import Context, Param, schema_type, like
 
 _libraries: dict[str, torch.library.Library] = {}
 _lib_lock = threading.Lock()
@@ -196,8 +43,8 @@ class Op:
         ns, name = qualname.split("::")
         if not ns.isidentifier() or not name.isidentifier():
             raise ValueError(f"an op's namespace and name must be identifiers, got {qualname!r}")
-        if autocast not in _AUTOCAST_POLICIES:
-            raise ValueError(f"autocast must be one of {_AUTOCAST_POLICIES}, got {autocast!r}")
+        if autocast not in AUTOCAST_POLICIES:
+            raise ValueError(f"autocast must be one of {AUTOCAST_POLICIES}, got {autocast!r}")
         self.qualname, self.name, self.namespace = qualname, name, ns
         self.launch = launch
         self.autocast = autocast
@@ -220,7 +67,7 @@ class Op:
         self._backward = self._jvp = self._vmap = None
         self._save: tuple = ()
         self._register()
-        self._eager_fn, self._dispatch_fn = _functions(self)
+        self._eager_fn, self._dispatch_fn = functions(self)
         self._eager_apply = super(torch.autograd.Function, self._eager_fn).apply
         self.__doc__ = doc or launch.__doc__
         self.__name__ = self.__qualname__ = name
@@ -249,8 +96,8 @@ class Op:
             ann = hints.get(p.name, p.annotation)
             if ann is inspect.Parameter.empty:
                 raise TypeError(f"op {self.qualname}: parameter {p.name!r} of the launcher has no type annotation")
-            type_, tensor = _schema_type(self.qualname, p.name, ann)
-            params.append(_Param(p.name, type_, tensor, p.default, len(params)))
+            type_, tensor = schema_type(self.qualname, p.name, ann)
+            params.append(Param(p.name, type_, tensor, p.default, len(params)))
         if not seen_out:
             raise TypeError(f"op {self.qualname}: the launcher takes its output as a keyword-only parameter `out` "
                             f"(def launch(x: torch.Tensor, ..., *, out: torch.Tensor) -> None)")
@@ -300,7 +147,7 @@ class Op:
     def __call__(self, *args, out=None, **kwargs):
         if kwargs or len(args) != self._n:
             args = self._bind(args, kwargs)
-        if _is_compiling():
+        if is_compiling():
             if out is not None:
                 self.out_overload(out, *args)
                 return out
@@ -312,20 +159,20 @@ class Op:
     def _call(self, args):
         """The functional form on bound ``args``: the eager hot path (a handful of C calls before
         the launch when nothing needs recording)."""
-        if self.autocast is not None and _autocast_on():
+        if self.autocast is not None and autocast_on():
             args = self._cast(args)
         grad = False
         for i in self._tensor_idx:
             t = args[i]
-            if type(t) is not _Tensor and type(t) is not _Parameter:
+            if type(t) is not Tensor and type(t) is not Parameter:
                 if t is None and i in self._optional:
                     continue
                 return self._call_special(args, i)
             if t.requires_grad:
                 grad = True
-        if _dispatch_modes() or _functorch_active() or _fwd_ad._current_level >= 0:
+        if dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0:
             return self._call_special(args, None)
-        if grad and _grad_enabled():
+        if grad and grad_enabled():
             return self._eager_apply(*args)
         return self.impl(*args)
 
@@ -333,11 +180,11 @@ class Op:
         """``_call`` off the hot path: a non-tensor where a tensor goes (``TypeError``), a
         tensor subclass or a dispatch mode (the registered op), a torch.func transform or
         forward AD (the autograd.Function, whose rules they use)."""
-        if i is not None and not isinstance(args[i], _Tensor):
+        if i is not None and not isinstance(args[i], Tensor):
             raise TypeError(f"{self._params[i].name} must be a torch.Tensor, got {type(args[i]).__name__}")
-        if i is not None or _dispatch_modes():
+        if i is not None or dispatch_modes():
             return self.overload(*args)
-        if _functorch_active():
+        if functorch_active():
             return self._eager_fn.apply(*args)
         return self._eager_apply(*args)
 
@@ -387,7 +234,7 @@ class Op:
             if t is None:
                 continue
             name = self._params[i].name
-            if not isinstance(t, _Tensor):
+            if not isinstance(t, Tensor):
                 raise TypeError(f"{self.qualname}: {name} must be a torch.Tensor, got {type(t).__name__}")
             if not t.is_cuda:
                 raise ValueError(f"{self.qualname}: {name} must be a CUDA tensor, got a tensor on {t.device}; move it "
@@ -400,29 +247,29 @@ class Op:
 
     def _cast(self, args):
         """The autocast policy applied to ``args`` (CUDA floating tensors only, as torch's)."""
-        tensors = [args[i] for i in self._tensor_idx if isinstance(args[i], _Tensor)]
+        tensors = [args[i] for i in self._tensor_idx if isinstance(args[i], Tensor)]
         if self.autocast == "lower":
-            dtype = _autocast_dtype()
+            dtype = autocast_dtype()
         elif self.autocast == "fp32":
             dtype = torch.float32
         else:   # promote: the widest floating dtype among the inputs
-            floats = [t.dtype for t in tensors if t.dtype in _FLOATING and t.is_cuda]
+            floats = [t.dtype for t in tensors if t.dtype in FLOATING and t.is_cuda]
             if not floats:
                 return args
             dtype = floats[0]
             for d in floats[1:]:
                 dtype = torch.promote_types(dtype, d)
-        return tuple(a.to(dtype) if i in self._tensor_idx and isinstance(a, _Tensor) and a.is_cuda
-                     and a.dtype in _FLOATING and a.dtype != torch.float64 else a for i, a in enumerate(args))
+        return tuple(a.to(dtype) if i in self._tensor_idx and isinstance(a, Tensor) and a.is_cuda
+                     and a.dtype in FLOATING and a.dtype != torch.float64 else a for i, a in enumerate(args))
 
     # -- out= and in place ------------------------------------------------------------------------
 
     def call_out(self, args, out):
         """``out=``: torch's rules (checks.out: type, dtype, shape, device, overlap, autograd;
         a wrongly shaped ``out`` is resized, with torch's warning when it had elements)."""
-        if not isinstance(out, _Tensor):
+        if not isinstance(out, Tensor):
             raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
-        if (type(out) is not _Tensor and type(out) is not _Parameter) or _dispatch_modes() or _functorch_active():
+        if (type(out) is not Tensor and type(out) is not Parameter) or dispatch_modes() or functorch_active():
             self.out_overload(out, *args)
             return out
         self._out_impl(out, *args)
@@ -432,24 +279,24 @@ class Op:
         """The in-place form: overwrite and return input ``self.inplace``. On a tensor autograd
         tracks it is recorded as torch records an in-place op (the functional op, then copy_);
         on a leaf that requires grad it raises torch's error."""
-        if self.autocast is not None and _autocast_on():
+        if self.autocast is not None and autocast_on():
             args = self._cast(args)
         x = args[self._by_name[self.inplace].index]
-        if _is_compiling():
+        if is_compiling():
             self.out_overload(x, *args)
             return x
-        if not isinstance(x, _Tensor):
+        if not isinstance(x, Tensor):
             raise TypeError(f"{self.inplace} must be a torch.Tensor, got {type(x).__name__}")
-        tracked = _grad_enabled() and any(isinstance(args[i], _Tensor) and args[i].requires_grad
+        tracked = grad_enabled() and any(isinstance(args[i], Tensor) and args[i].requires_grad
                                           for i in self._tensor_idx)
-        if tracked or (type(x) is not _Tensor and type(x) is not _Parameter) or _functorch_active() or _fwd_ad._current_level >= 0:
-            if x.requires_grad and x.is_leaf and _grad_enabled():
+        if tracked or (type(x) is not Tensor and type(x) is not Parameter) or functorch_active() or fwd_ad._current_level >= 0:
+            if x.requires_grad and x.is_leaf and grad_enabled():
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             return x.copy_(self._call(args))
         ref = self._meta(args)
         if ref.shape != x.shape:
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(ref.shape)}")
-        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], _Tensor) and args[i] is not x)
+        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor) and args[i] is not x)
         checks.out(x, ref, self._device((x,) + inputs), self.name, inputs)
         self._launch_into(args, x, ref)
         return x
@@ -481,13 +328,13 @@ class Op:
         # pytorch#13892)
         aside = not (self.any_out_layout or (out.is_contiguous() and ref.is_contiguous())
                      or out.stride() == ref.stride()) or \
-            (not self.elementwise and any(isinstance(args[i], _Tensor) and checks.shares_memory(out, args[i])
+            (not self.elementwise and any(isinstance(args[i], Tensor) and checks.shares_memory(out, args[i])
                                           for i in self._tensor_idx))
         if aside:
             out.copy_(self.impl(*args))
         else:
             self.launch(*(self._contiguous(args) if self.contiguous else args), out=out)
-            _bump_version(out)
+            increment_version(out)
 
     # -- registration -----------------------------------------------------------------------------
 
@@ -519,7 +366,7 @@ class Op:
         ref = self._meta(args)
         if out.shape != ref.shape:
             _resize_out(out, ref.shape)
-        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], _Tensor))
+        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor))
         checks.out(out, ref, self._device(inputs), self.name, inputs)
         self._launch_into(args, out, ref)
 
@@ -532,14 +379,14 @@ class Op:
 
     def _autograd_kernel(self, *args, **kwargs):
         args = self._full(args, kwargs)
-        if _grad_enabled() and any(isinstance(args[i], _Tensor) and args[i].requires_grad for i in self._tensor_idx):
+        if grad_enabled() and any(isinstance(args[i], Tensor) and args[i].requires_grad for i in self._tensor_idx):
             return self._dispatch_fn.apply(*args)
         with torch._C._AutoDispatchBelowAutograd():
             return self.overload(*args)
 
     def _out_autograd_kernel(self, out, *args, **kwargs):
         args = (out,) + self._full(args, kwargs)
-        if _grad_enabled() and any(isinstance(a, _Tensor) and a.requires_grad for a in args):
+        if grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
             raise RuntimeError(f"{self.name}(): functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")
         with torch._C._AutoDispatchBelowAutograd():
@@ -548,7 +395,7 @@ class Op:
     def _inplace_or_view_kernel(self, keyset, out, *args, **kwargs):
         args = (out,) + self._full(args, kwargs)
         self.out_overload.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, *args)
-        _bump_version(args[0])
+        increment_version(args[0])
 
     def _autocast_kernel(self, keyset, *args, **kwargs):
         args = self._full(args, kwargs)
@@ -566,7 +413,7 @@ class Op:
         values, tensors, slots = {}, [], {}
         for n in self._save:
             v = output if n == "out" else inputs[self._by_name[n].index]
-            if isinstance(v, _Tensor):
+            if isinstance(v, Tensor):
                 slots[n] = len(tensors)
                 tensors.append(v)
             else:
@@ -574,7 +421,7 @@ class Op:
         ctx.cupy_ops_values, ctx.cupy_ops_slots = values, slots
         if tensors:
             ctx.save_for_backward(*tensors)
-            if self._jvp is not None and (_fwd_ad._current_level >= 0 or _functorch_active()):
+            if self._jvp is not None and (fwd_ad._current_level >= 0 or functorch_active()):
                 ctx.save_for_forward(*tensors)   # only forward AD reads them (and it costs a call)
 
     def _context(self, ctx, needs) -> Context:
@@ -624,77 +471,3 @@ def _resize_out(out: torch.Tensor, shape) -> None:
                       f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
                       UserWarning, stacklevel=5)   # the caller of Op.__call__ (__call__, call_out, _out_impl)
     out.resize_(shape)
-
-
-def _functions(op: Op):
-    """The op's two ``autograd.Function`` classes: ``Eager`` (forward = the launch, for the eager
-    path) and ``Dispatch`` (forward = the op below autograd, for the registered Autograd kernel)."""
-
-    class Base(torch.autograd.Function):
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            op._setup(ctx, inputs, output)
-
-        @staticmethod
-        def backward(ctx, *grads):
-            return op._run_backward(ctx, grads)
-
-        @staticmethod
-        def jvp(ctx, *tangents):
-            return op._run_jvp(ctx, tangents)
-
-        @staticmethod
-        def vmap(info, in_dims, *args):
-            return op._run_vmap(info, in_dims, args)
-
-    class Eager(Base):
-        @staticmethod
-        def forward(*args):
-            return op.impl(*args)
-
-    class Dispatch(Base):
-        @staticmethod
-        def forward(*args):
-            with torch._C._AutoDispatchBelowAutograd():
-                return op.overload(*args)
-
-    Eager.__name__ = Eager.__qualname__ = f"{op.name}_eager"
-    Dispatch.__name__ = Dispatch.__qualname__ = f"{op.name}_dispatch"
-    return Eager, Dispatch
-
-
-def op(qualname: str, *, output, autocast: str | None = None, inplace: str | None = None, contiguous: bool = True,
-       any_out_layout: bool = False, elementwise: bool = False, check_devices: bool = True):
-    """Declare a torch op from its launcher (a decorator; see the module's docstring).
-
-    Args:
-        qualname: ``"namespace::name"``; the op is ``torch.ops.namespace.name``, its mutating
-            form (``out=``, in place) ``torch.ops.namespace.name_out``.
-        output: ``cupy_ops.like("x")`` or a function of the inputs returning the empty output
-            (``lambda a, b: a.new_empty(a.shape[0], b.shape[1])``): it allocates the real
-            output and, on fake tensors, is the fake implementation; it may raise for bad
-            arguments (it sees every call, eager and traced).
-        autocast: under ``torch.autocast("cuda")``: None (the op runs in its inputs' dtypes, as
-            torch's elementwise ops), ``"lower"`` (floating inputs cast to the autocast dtype, as
-            matmul), ``"fp32"`` or ``"promote"`` (to the widest floating input dtype).
-        inplace: the input that the in-place form (``Op.call_inplace``) overwrites, or None.
-        contiguous: tensor inputs reach the launcher contiguous (kernels see raw memory).
-        any_out_layout: the launcher writes an ``out`` of any strides (else ``out=`` with other
-            strides than the rule's is written through a temporary).
-        elementwise: each output element is computed from the inputs' elements at its own
-            index only, so ``out=`` (or in place) over an input launches directly; otherwise an
-            ``out`` sharing memory with an input is written through a temporary.
-        check_devices: tensor inputs must be CUDA tensors on one device (``ValueError`` naming
-            the argument); False where the output rule checks them itself.
-    The launcher: ``def launch(inputs..., *, out) -> None``, inputs annotated ``torch.Tensor``,
-    ``Optional[torch.Tensor]``, ``float``, ``int``, ``bool`` or ``str``.
-    Returns:
-        An ``Op``: call it as the launcher without ``out`` (``out=`` optional); declare its
-        ``backward``, ``jvp`` and ``vmap`` with its decorators.
-    Raises:
-        ValueError / TypeError: a malformed name, annotation or rule.
-    """
-    def declare(launch) -> Op:
-        return Op(qualname, launch, output=output, autocast=autocast, inplace=inplace, contiguous=contiguous,
-                  any_out_layout=any_out_layout, elementwise=elementwise, checks_devices=check_devices)
-    return declare
