@@ -15,6 +15,8 @@ import torch
 
 import cupy_ops
 from cupy_ops import autotuning as at
+from cupy_ops.autotuning import tuner
+from cupy_ops import device
 from cupy_ops.compiler import OfflineResult, cache
 
 pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
@@ -41,7 +43,7 @@ __global__ void scale(const T* x, T* y, float s, long long n) {
 #endif
 }
 """
-ENV = at.Environment("Fake GPU", "13000", "13.0", "sm_90", at.LIMITS["sm_90"])
+ENV = at.Environment("Fake GPU", "13000", "13.0", "sm_90", device.LIMITS["sm_90"])
 
 
 def grid(cfg, x, y, s, n):
@@ -65,9 +67,9 @@ def fake_gpu(monkeypatch):
         asked.append(sorted(fns))
         return {i: times.get(i, 5.0) for i in fns}
 
-    monkeypatch.setattr(at, "_environment", lambda device: ENV)
-    monkeypatch.setattr(at, "_time", time_fns)
-    monkeypatch.setattr(at, "_first_launch", lambda fn: None)
+    monkeypatch.setattr(tuner, "_environment", lambda device: ENV)
+    monkeypatch.setattr(tuner, "_time", time_fns)
+    monkeypatch.setattr(tuner, "_first_launch", lambda fn: None)
     return asked, times
 
 
@@ -134,7 +136,7 @@ def test_the_shape_key_counts_shapes_dtypes_and_ints_not_floats():
     (200, 320, 0, 0),         # 10 warps counted as 12 x 6400 registers: more than a block may have
 ])
 def test_the_occupancy_estimate_matches_the_occupancy_calculator(registers, threads, smem, blocks):
-    assert at.estimated_blocks_per_sm(registers, threads, smem, at.LIMITS["sm_90"]) == blocks
+    assert device.estimated_blocks_per_sm(registers, threads, smem, device.LIMITS["sm_90"]) == blocks
 
 
 def report(**kw):
@@ -152,7 +154,7 @@ def report(**kw):
     (report(), {"block": 256}, ""),
 ])
 def test_prune_reasons_from_the_compile_report(result, config, reason):
-    why, _ = at.prune_reason(result, cupy_ops.Config(**config), at.LIMITS["sm_90"], 1 / 16)
+    why, _ = at.prune_reason(result, cupy_ops.Config(**config), device.LIMITS["sm_90"], 1 / 16)
     if reason:
         assert why and re.search(reason, why), why
     else:
@@ -160,7 +162,7 @@ def test_prune_reasons_from_the_compile_report(result, config, reason):
 
 
 def test_without_a_ptxas_report_nothing_is_pruned():
-    why, occ = at.prune_reason(report(registers=None), cupy_ops.Config(block=1024), at.LIMITS["sm_90"], 0.5)
+    why, occ = at.prune_reason(report(registers=None), cupy_ops.Config(block=1024), device.LIMITS["sm_90"], 0.5)
     assert (why, occ) == ("", None)
 
 
@@ -256,13 +258,13 @@ def test_a_corrupt_entry_is_tuned_again(cache_dir, fake_gpu):
 
 NEW_PROCESS = """
 import sys, torch, cupy_ops
-from cupy_ops import autotuning as at
+from cupy_ops.autotuning import tuner
 sys.path.insert(0, {tests!r})
 from test_autotune import ENV, SOURCE, grid
-at._environment = lambda device: ENV
+tuner._environment = lambda device: ENV
 def refuse(*a):
     raise SystemExit("timed in the new process")
-at._time = at._first_launch = refuse
+tuner._time = tuner._first_launch = refuse
 t = cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=[128, 256, 512], ITEMS=1), grid=grid)
 x = torch.randn(1000)
 c = t.tune(x, torch.empty_like(x), 2.0, 1000)
@@ -353,11 +355,11 @@ def test_cache_entries_are_json_a_reader_can_check(cache_dir, fake_gpu):
 def test_check_prunes_offline_with_no_gpu_and_nothing_timed(arch, monkeypatch):
     """``Autotuned.check(arch)``: what tuning does before timing, with no GPU (its timer and
     environment are never asked)."""
-    monkeypatch.setattr(at, "_time", lambda *a: pytest.fail("check timed something"))
-    monkeypatch.setattr(at, "_environment", lambda *a: pytest.fail("check asked for a GPU"))
+    monkeypatch.setattr(tuner, "_time", lambda *a: pytest.fail("check timed something"))
+    monkeypatch.setattr(tuner, "_environment", lambda *a: pytest.fail("check asked for a GPU"))
     cs = [cupy_ops.Config(block=256, defines={"ITEMS": 4}),
           cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),
-          cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=at.LIMITS[arch].smem_per_block + 1)]
+          cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=device.LIMITS[arch].smem_per_block + 1)]
     t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid)
     trials = t.check(arch, torch.bfloat16)
     assert [bool(x.pruned) for x in trials] == [False, True, True]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import cupy_ops
-from cupy_ops import autotuning
+from cupy_ops import autotuning, device
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,12 +57,12 @@ def cache_dir(tmp_path, monkeypatch):
 
 NEW_PROCESS = """
 import sys, torch, cupy_ops
-from cupy_ops import autotuning
+from cupy_ops.autotuning import tuner
 sys.path.insert(0, {tests!r})
 from test_autotune_gpu import planted
 def refuse(*a, **k):
     raise SystemExit("a configuration was timed in the new process")
-autotuning._time = refuse
+tuner._time = refuse
 t = planted()
 x = torch.randn(1 << 22, device="cuda")
 y = torch.empty_like(x)
@@ -101,7 +101,7 @@ def test_autotune_picks_the_planted_fastest_and_a_new_process_reuses_it(cuda, ca
 def test_the_estimate_prunes_what_the_driver_would_not_run(cuda, cache_dir):
     """A configuration with more dynamic shared memory than a block may have is pruned, never
     launched; the one left is timed and chosen."""
-    limit = autotuning.device_limits(0).smem_per_block
+    limit = device.device_limits(0).smem_per_block
     cs = [cupy_ops.Config(block=256, defines={"REPEAT": 1}, shared_mem=limit + 1024),
           cupy_ops.Config(block=256, defines={"REPEAT": 1})]
     t = cupy_ops.autotune(PLANTED, "planted", cs, grid=grid, runs=3, progress=False)

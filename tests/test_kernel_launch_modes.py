@@ -281,8 +281,6 @@ def driver_blocks_per_sm(func: int, threads: int, smem: int) -> int:
                                                      (COPY, "copy", 128, 100 * 1024), (SMEM, "smem40k", 128, 0),
                                                      (SMEM, "smem40k", 256, 60 * 1024)])
 def test_occupancy_is_the_drivers(cuda, code, name, block, smem):
-    from cupy_ops import autotuning
-
     k = cupy_ops.Kernel(code, name)
     occ = k.occupancy(block, smem)
     h = k.handle(None, 0)
@@ -295,8 +293,8 @@ def test_occupancy_is_the_drivers(cuda, code, name, block, smem):
     assert (occ.suggested_block, occ.min_grid) == (suggested, min_grid)
     # the estimate autotune prunes with, from the offline report, agrees here
     r = k.compile_offline(device.arch(0))[0]
-    estimate = autotuning.estimated_blocks_per_sm(r.registers, block, (r.shared_bytes or 0) + smem,
-                                                  autotuning.device_limits(0))
+    estimate = device.estimated_blocks_per_sm(r.registers, block, (r.shared_bytes or 0) + smem,
+                                                  device.device_limits(0))
     assert estimate == occ.blocks_per_sm, (r.registers, r.shared_bytes)
 
 
