@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import cupy_ops
+
 from conftest import HOPPER, assert_bitwise_equal
 
 pytestmark = pytest.mark.gpu

@@ -1,0 +1,156 @@
+"""In-place and out=: each behaviour side by side with torch's own (torch.clamp_min(x, 0, out=)
+is torch's relu with an out= form; x.div_(d) its in-place divide)."""
+import warnings
+
+import pytest
+import torch
+
+import cupy_ops
+
+from conftest import assert_bitwise_equal
+
+pytestmark = pytest.mark.gpu
+PARTIAL = "some elements of the input tensor and the written-to tensor refer to a single memory location"
+REPEATED = "more than one element of the written-to tensor refers to a single memory location"
+NO_AUTOGRAD = r"functions with out=\.\.\. arguments don't support automatic differentiation"
+
+
+def raises_like_torch(match, ours, theirs):
+    with pytest.raises(RuntimeError, match=match):
+        theirs()
+    with pytest.raises(RuntimeError, match=match):
+        ours()
+
+
+@pytest.mark.parametrize("inplace", ["relu_", "relu_div_", "relu out=", "relu_div out="])
+def test_an_inplace_write_bumps_the_version_counter(inplace, cuda):
+    """Autograd saved w for x's gradient; overwriting w in place must make backward refuse,
+    as it does after torch's own in-place ops."""
+    x = torch.randn(1000, device=cuda, requires_grad=True)
+    w = torch.randn(1000, device=cuda)
+    write = {"relu_": lambda: cupy_ops.relu_(w), "relu_div_": lambda: cupy_ops.relu_div_(w, 2.0),
+             "relu out=": lambda: cupy_ops.relu(w.detach().clone(), out=w),
+             "relu_div out=": lambda: cupy_ops.relu_div(w.detach().clone(), 3.0, out=w)}[inplace]
+    torch_y = (x * w).sum()
+    w.relu_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch_y.backward()
+    y = (x * w).sum()
+    before = w._version
+    write()
+    assert w._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_out_partially_overlapping_the_input_is_refused(cuda):
+    buf = torch.randn(1 << 20, device=cuda)
+    raises_like_torch(PARTIAL, lambda: cupy_ops.relu(buf[:-1], out=buf[1:]),
+                      lambda: torch.clamp_min(buf[:-1], 0, out=buf[1:]))
+    raises_like_torch(PARTIAL, lambda: cupy_ops.relu_div(buf[:-1], 2.0, out=buf[1:]),
+                      lambda: torch.div(buf[:-1], 2.0, out=buf[1:]))
+    # full overlap (the same elements, the same order) is in place, as for torch
+    expected = torch.relu(buf)
+    assert cupy_ops.relu(buf, out=buf.view(-1)) is not None
+    assert_bitwise_equal(buf, expected)
+
+
+def test_out_with_repeated_elements_is_refused(cuda):
+    x = torch.randn(64, device=cuda)
+    out = torch.empty(1, device=cuda).expand(64)
+    raises_like_torch(REPEATED, lambda: cupy_ops.relu(x, out=out), lambda: torch.clamp_min(x, 0, out=out))
+
+
+def test_a_gpu_divisor_inside_x_in_place_is_refused_as_torch_refuses_it(cuda):
+    x = torch.randn(1 << 24, device=cuda)
+    t = x.clone()
+    raises_like_torch(PARTIAL, lambda: cupy_ops.relu_div_(x, x[0]), lambda: t.div_(t[0]))
+    # out of place it is read, not written: exact, as torch
+    assert_bitwise_equal(cupy_ops.relu_div(x, x[5]), torch.relu(x) / x[5])
+
+
+def test_out_with_an_input_that_requires_grad_is_refused(cuda):
+    x = torch.randn(100, device=cuda, requires_grad=True)
+    y = torch.empty(100, device=cuda)
+    raises_like_torch(NO_AUTOGRAD, lambda: cupy_ops.relu(x, out=y), lambda: torch.clamp_min(x, 0, out=y))
+    raises_like_torch(NO_AUTOGRAD, lambda: cupy_ops.relu_div(x, 2.0, out=y), lambda: torch.div(x, 2.0, out=y))
+    with torch.no_grad():
+        cupy_ops.relu(x, out=y)
+    assert_bitwise_equal(y, torch.relu(x.detach()))
+
+
+def test_inplace_on_a_leaf_that_requires_grad_is_refused_with_torchs_message(cuda):
+    leaf = torch.randn(10, device=cuda, requires_grad=True)
+    raises_like_torch("a leaf Variable that requires grad is being used in an in-place operation",
+                      lambda: cupy_ops.relu_(leaf), lambda: torch.relu_(leaf))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtype, cuda):
+    """The GEMM ops' out= (the Op's ``out=``, ``torch.ops.cupy_ops.*_out``) and an ``out`` that is
+    one of their inputs: the product bit for bit as the functional call gives it. torch's mm out=
+    over an input gives other values once the GEMM spans several tiles (pytorch#13892); a GEMM
+    cannot run over its own input, so the op computes aside and copies."""
+    from cupy_ops.ops.linear_relu_div import LINEAR_RELU_DIV
+    from cupy_ops.ops.matmul import MATMUL
+    torch.manual_seed(0)
+    for shape in ((384, 384), (3, 192, 192)):
+        a, b = torch.randn(shape, device=cuda, dtype=dtype), torch.randn(shape, device=cuda, dtype=dtype)
+        want = cupy_ops.matmul(a, b)
+        for target in (0, 1):
+            x, y = a.clone(), b.clone()
+            out = (x, y)[target]
+            assert MATMUL(x, y, out=out) is out
+            assert_bitwise_equal(out, want)
+            x, y = a.clone(), b.clone()
+            out = (x, y)[target]
+            torch.ops.cupy_ops.matmul_out(out, x, y, "auto")
+            assert_bitwise_equal(out, want)
+        x = a.clone()
+        torch.ops.cupy_ops.matmul_out(x, x, x, "auto")
+        assert_bitwise_equal(x, cupy_ops.matmul(a, a))
+    x, w, bias = (torch.randn(256, 256, device=cuda, dtype=dtype), torch.randn(256, 256, device=cuda, dtype=dtype),
+                  torch.randn(256, device=cuda, dtype=dtype))
+    want = cupy_ops.linear_relu_div(x, w, bias, 2.0)
+    for target in ("x", "weight"):
+        xx, ww = x.clone(), w.clone()
+        out = xx if target == "x" else ww
+        assert LINEAR_RELU_DIV(xx, ww, bias, 2.0, out=out) is out
+        assert_bitwise_equal(out, want)
+
+
+@pytest.mark.parametrize("sa, sb", [((3, 17, 9), (3, 9, 11)), ((2, 1, 17, 9), (3, 9, 11)), ((4, 17, 9), (9, 11)),
+                                    ((17, 9), (4, 9, 11)), ((9,), (4, 9, 11)), ((3, 17, 9), (9,)), ((9,), (9,))])
+def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
+    """matmul's out= over torch.matmul's batched, broadcast and 1-D shapes, side by side with
+    torch.matmul(out=): an empty ``out``, one of another shape (resized, warned as torch warns),
+    one of the right shape but other strides; torch's shape, our functional call's values bit
+    for bit. Where torch raises (2.11: its folded path, a batched ``a`` with a 2-D or 1-D ``b``,
+    with the strided ``out``: "The size of tensor a (17) must match the size of tensor b (68)")
+    ours still writes the product."""
+    from cupy_ops.ops.matmul import MATMUL
+    torch.manual_seed(1)
+    a, b = torch.randn(sa, device=cuda), torch.randn(sb, device=cuda)
+    want, ref = cupy_ops.matmul(a, b), torch.matmul(a, b)
+    outs = [("empty", lambda: torch.empty(0, device=cuda)), ("wrong", lambda: torch.empty(5, device=cuda))]
+    if ref.dim() >= 2:
+        back = tuple(range(ref.dim() - 1, -1, -1))   # the right shape, the strides reversed
+        outs.append(("strided", lambda: torch.empty(ref.shape[::-1], device=cuda).permute(*back)))
+    for name, make in outs:
+        ours, theirs = make(), make()
+        with warnings.catch_warnings(record=True) as seen_ours:
+            warnings.simplefilter("always")
+            assert MATMUL(a, b, out=ours) is ours
+        with warnings.catch_warnings(record=True) as seen_theirs:
+            warnings.simplefilter("always")
+            try:
+                torch.matmul(a, b, out=theirs)
+            except RuntimeError as exc:   # its copy back from a reshaped copy of out, not out's shape
+                assert name == "strided" and a.dim() > 2 and b.dim() <= 2, (name, exc)
+                theirs = None
+        if theirs is not None:
+            resized = [sum("was resized" in str(w.message) for w in seen) for seen in (seen_ours, seen_theirs)]
+            assert resized[0] == resized[1], (name, resized)
+            assert theirs.shape == ref.shape, name
+        assert ours.shape == ref.shape, name
+        assert_bitwise_equal(ours.contiguous(), want)
