@@ -6,23 +6,25 @@
       Says what is missing (no GPU, no CuPy) instead of failing.
 
   python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL ...] [--jobs N]
-                             [--emit ptx|cubin] [--out DIR]
+                             [--emit ptx|cubin] [--out DIR] [--source NAME ...]
       compiles kernels with NVRTC as their first launch would (same options), without a GPU,
       in N processes, and prints one line per kernel variant: registers, spill bytes, shared
-      memory (the same report for any N). With no
-      PATH: every built-in variant. With PATH.cu: your file's kernels (``--name``, repeatable:
-      only those; a name expression such as 'tp<float, 4>' names one instantiation of a
+      memory (the same report for any N). With no PATH: every built-in variant (``--source
+      gemm.cu``, repeatable: only that file's). With PATH.cu: your file's kernels (``--name``,
+      repeatable: only those; a name expression such as 'tp<float, 4>' names one instantiation of a
       template; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
       ``cupy_ops.Kernel`` would). ``--emit ptx`` (or ``cubin``) then writes each kernel's
       compiled code, one file per kernel and architecture named KERNEL.ARCH.ptx, next to its
-      PATH.cu (``--out``: into DIR), and prints where. Default architectures: sm_80 and
-      sm_90. Exits 1 if any variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC
-      is missing.
+      PATH.cu (``--out``: into DIR, made if missing), and prints where. Default architectures:
+      sm_80 and sm_90 (the built-in kernels need sm_80 or newer: an older one is named first).
+      Each built-in variant's result is its own, whatever ``--jobs``. Exits 1 if any variant
+      fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
 
   python -m cupy_ops warm [--capability 9.0 ...] [--jobs N]
       compiles every built-in kernel variant this machine's GPUs (or the compute capabilities
       given) would launch into the kernel cache, in N processes, so no first call waits for
-      NVRTC. Shows its progress, prints what it compiled and what was cached already; exits 1
+      NVRTC. Without a GPU, ``--capability`` is needed (a cache made for another machine's
+      GPUs). Shows its progress, prints what it compiled and what was cached already; exits 1
       if a variant fails.
 
   python -m cupy_ops warm --tune FILE.py [FILE.py ...]
@@ -32,7 +34,7 @@
       one line per shape key (the winner, timed now or cached already); exits 1 if a shape
       key has no configuration left, 2 without a GPU.
 
---jobs defaults to the CPU count, at most 8 (compile PATH.cu: 1).
+--jobs defaults to the CPU count, at most 8 (compile PATH.cu: 1). ``--version``: cupy_ops's.
 """
 from __future__ import annotations
 
@@ -50,6 +52,23 @@ restore()   # a folder named cupy_ops in the current directory hides the package
 
 DEFAULT_JOBS = min(8, os.cpu_count() or 1)
 _NO_NVRTC = "install cupy_ops with the cuda12 or cuda13 extra (pip install -e \".[cuda13]\")"
+# The oldest architecture the built-in kernels are written for: the tensor-core GEMMs use
+# cp.async and bf16 / tf32 mma.sync (sm_80); for sm_75, 9 of gemm.cu's 43 variants fail
+MIN_ARCH = 80
+# Lines of NVRTC's log shown for a failed built-in variant, its repeated messages shown once
+LOG_LINES = 20
+
+
+def _old_archs(archs) -> list[str]:
+    return [a for a in archs if int(re.sub(r"\D", "", a)) < MIN_ARCH]
+
+
+def _note_old_archs(archs) -> None:
+    old = _old_archs(archs)
+    if old:
+        print(f"note: cupy_ops kernels need sm_80 or newer: {', '.join(old)} lack{'s' if len(old) == 1 else ''} the "
+              "cp.async and bf16 / tf32 mma.sync instructions of the tensor-core GEMMs (algo=\"tc\"), which fail there",
+              file=sys.stderr, flush=True)
 
 
 def _nvrtc_version():
@@ -106,6 +125,7 @@ def _emit(kernels, archs, fmt: str, out: Path | None) -> int:
             except compiler.KernelCompileError:
                 failed += 1
                 continue
+            folder.mkdir(parents=True, exist_ok=True)
             target = folder / f"{_file_stem(name)}.{arch}.{fmt}"
             if fmt == "ptx":
                 target.write_text(e.image)
@@ -121,20 +141,28 @@ def _compile(args) -> int:
     if version is None:
         return 2
     from . import compiler
-    from .warm import builtin_compile_tasks, compile_tasks
+    from .warm import builtin_compile_tasks, builtin_source_names, compile_tasks
 
     kernels = []
+    if args.paths and args.source:
+        raise SystemExit("error: --source picks built-in sources; it does not go with PATH.cu")
     if args.paths:
         args.jobs = args.jobs or 1
-        if args.out is not None and not Path(args.out).is_dir():
-            raise SystemExit(f"error: --out {args.out} is not a folder")
+        if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+            raise SystemExit(f"error: --out {args.out} is a file, not a folder")
         tasks, kernels = _user_tasks(args.paths, args.name, args.arch)
     else:
         for flag, value in (("--name", args.name), ("--emit", args.emit), ("--out", args.out)):
             if value:
                 raise SystemExit(f"error: {flag} needs a PATH.cu")
+        known = builtin_source_names()
+        for name in args.source or ():
+            if name not in known:
+                raise SystemExit(f"error: --source {name}: no built-in source of that name; they are "
+                                 f"{', '.join(known)}")
         args.jobs = args.jobs or DEFAULT_JOBS
-        tasks = builtin_compile_tasks(args.arch, args.jobs)
+        _note_old_archs(args.arch)
+        tasks = builtin_compile_tasks(args.arch, args.jobs, args.source)
     print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
           f"+ each source's -D defines")
     header = (f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
@@ -142,7 +170,7 @@ def _compile(args) -> int:
     print(header)
     print("-" * len(header), flush=True)
     failures = total = 0
-    shown: set[str] = set()
+    shown: set = set()
     t0 = time.perf_counter()
     for task, results in zip(tasks, compile_tasks(tasks, args.jobs)):
         arch = task.arch
@@ -159,9 +187,12 @@ def _compile(args) -> int:
             else:
                 failures += 1
                 print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} FAILED")
-                if r.log not in shown:  # one NVRTC log per failed compile, not per variant
-                    shown.add(r.log)
-                    print(f"{r.source} ({arch}):\n  " + r.log.strip().replace("\n", "\n  "), file=sys.stderr)
+                if args.paths:   # one program of the file's kernel: its log may be another instantiation's
+                    _show_log(f"{r.source} ({arch})", r.log.strip().splitlines(), shown, r.log)
+                else:   # the variant's own log, shown once for the same errors in other PTX lines
+                    lines = _condensed(r.log)
+                    key = tuple(re.sub(r"\d+", "#", line) for line in lines)
+                    _show_log(f"{r.source} {r.expr} ({arch})", lines, shown, key, LOG_LINES)
         sys.stdout.flush()
     dt = time.perf_counter() - t0
     print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s "
@@ -169,6 +200,26 @@ def _compile(args) -> int:
     if args.emit:
         failures += _emit(kernels, args.arch, args.emit, args.out)
     return 1 if failures else 0
+
+
+def _condensed(log: str) -> list[str]:
+    """The lines of ``log``, each message once (ptxas repeats one error at every use, its PTX
+    line number the only difference), with how many more like it there were."""
+    first: dict[str, list] = {}
+    for line in log.strip().splitlines():
+        first.setdefault(re.sub(r"\d+", "#", line), [line, 0])[1] += 1
+    return [line + (f" (and {n - 1} more like it)" if n > 1 else "") for line, n in first.values()]
+
+
+def _show_log(title: str, lines: list[str], shown: set, key, cap: int | None = None) -> None:
+    """NVRTC's log ``lines`` of a failed compile on stderr under ``title``, once per ``key``;
+    ``cap``: at most that many lines."""
+    if key in shown:
+        return
+    shown.add(key)
+    if cap is not None and len(lines) > cap:
+        lines = [*lines[:cap], f"... ({len(lines) - cap} more lines)"]
+    print(f"{title}:\n  " + "\n  ".join(lines), file=sys.stderr)
 
 
 def _processes(n: int) -> str:
@@ -283,8 +334,9 @@ def _warm(args) -> int:
 
         if not torch.cuda.is_available():
             raise SystemExit("error: no CUDA GPU here to read the compute capability from; pass --capability, "
-                             "e.g. --capability 9.0")
+                             "e.g. --capability 9.0 (an H100 or H200) to fill the cache for such a GPU")
         caps = [tuple(torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())]
+    _note_old_archs(f"sm_{major}{minor}" for major, minor in caps)
     t0 = time.perf_counter()
     results = warm(caps, args.jobs, progress=_progress(sys.stderr))
     failed = [r for r in results if r.error]
@@ -292,7 +344,8 @@ def _warm(args) -> int:
         print(f"FAILED {r.source} {r.expr} ({r.arch}): {r.error}", file=sys.stderr)
     fresh = sum(1 for r in results if not r.cached and not r.error)
     cpu = sum(r.seconds for r in results if not r.cached)
-    print(f"{len(results)} kernel variants for compute capability {', '.join('%d.%d' % c for c in dict.fromkeys(caps))}: "
+    capabilities = ", ".join(f"{major}.{minor}" for major, minor in dict.fromkeys(caps))
+    print(f"{len(results)} kernel variants for compute capability {capabilities}: "
           f"{fresh} compiled ({cpu:.0f} s of NVRTC), {len(results) - fresh - len(failed)} already cached, "
           f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {_processes(args.jobs)}")
     return 1 if failed else 0
@@ -318,8 +371,11 @@ def _arch(value: str) -> str:
 
 
 def main(argv=None) -> int:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="python -m cupy_ops", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"cupy_ops {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, GPUs, the kernel cache: what a bug report needs")
     p = sub.add_parser("compile", help="compile kernel variants offline with NVRTC (no GPU needed)")
@@ -327,6 +383,9 @@ def main(argv=None) -> int:
     p.add_argument("--name", action="append",
                    help="a __global__ kernel of PATH.cu to build, or a name expression of one instantiation of a "
                         "template ('tp<float, 4>'); repeatable (default: every kernel in the file)")
+    p.add_argument("--source", action="append", metavar="NAME",
+                   help="only this built-in source (a file of cuda_src/: gemm.cu, relu.cu, ...); repeatable "
+                        "(default: every one)")
     p.add_argument("--arch", action="append", type=_arch,
                    help="target architecture, repeatable (default: sm_80 and sm_90)")
     p.add_argument("--jobs", type=_jobs, default=None,
@@ -335,7 +394,8 @@ def main(argv=None) -> int:
     p.add_argument("--emit", choices=("ptx", "cubin"),
                    help="also write each kernel of PATH.cu as PTX or a cubin, one file per kernel and architecture "
                         "(KERNEL.ARCH.ptx), next to PATH.cu")
-    p.add_argument("--out", metavar="DIR", help="the folder --emit writes into (default: the folder of PATH.cu)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the folder --emit writes into, made if missing (default: the folder of PATH.cu)")
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
     p.add_argument("--capability", action="append", type=_capability,
                    help="compute capability to build for, repeatable (default: this machine's GPUs)")

@@ -96,7 +96,9 @@ class CompileTask:
 
 
 def run_compile_task(task: CompileTask):
-    """``compile_offline``'s results of one task."""
+    """``compile_offline``'s results of one task; a built-in source's variants each their own
+    (``each_alone``). A user's kernel is one task whatever ``--jobs``: its instantiations are
+    compiled together, as ``Kernel.compile_offline`` does."""
     if task.kernel is not None:
         from .kernel import Kernel
 
@@ -104,19 +106,44 @@ def run_compile_task(task: CompileTask):
     from . import compiler, ops  # noqa: F401
 
     src = next(s for s in compiler.sources() if s.name == task.source)
-    return compiler.compile_offline(src, task.arch, task.exprs)
+    return each_alone(src, task.arch, compiler.compile_offline(src, task.arch, task.exprs))
 
 
-def builtin_compile_tasks(archs, jobs: int) -> list[CompileTask]:
-    """Every built-in variant for each of ``archs``, each source's in up to ``jobs`` programs
-    of consecutive variants: NVRTC compiles each kernel on its own either way, so the report is
-    the same, and one program per source would leave the Hopper GEMMs (34 of the 46 s for
-    sm_90 on a 2-core CPU) to one process."""
+def each_alone(src, arch: str, results: list) -> list:
+    """``results`` of one program of ``src``'s variants, or, where that program failed as a
+    whole (NVRTC and ptxas stop a program at any kernel's error: gemm.cu's cp.async kernels for
+    sm_75 failed the naive ones beside them), each variant's result compiled alone. So a
+    variant's result does not depend on the variants compiled with it, and ``compile``'s
+    count of variants compiled is the same for every ``--jobs``."""
+    from . import compiler
+
+    whole = len(results) > 1 and all(not r.ok and not r.skipped and r.registers is None for r in results) \
+        and len({r.log for r in results}) == 1
+    if not whole:
+        return results
+    return [compiler.compile_offline(src, arch, [r.expr])[0] for r in results]
+
+
+def builtin_source_names() -> list[str]:
+    """The file names of the built-in sources (``gemm.cu``, ``relu.cu``, ...), in registration order."""
+    from . import compiler, ops  # noqa: F401
+
+    return list(dict.fromkeys(s.name for s in compiler.sources()))
+
+
+def builtin_compile_tasks(archs, jobs: int, names=None) -> list[CompileTask]:
+    """Every built-in variant (of the sources called ``names``, default all) for each of
+    ``archs``, each source's in up to ``jobs`` programs of consecutive variants: NVRTC compiles
+    each kernel on its own either way, so the report is the same (``each_alone``), and one
+    program per source would leave the Hopper GEMMs (34 of the 46 s for sm_90 on a 2-core CPU)
+    to one process."""
     from . import compiler, ops  # noqa: F401
 
     tasks = []
     for arch in archs:
         for src in compiler.sources():
+            if names and src.name not in names:
+                continue
             exprs = list(src.variants)
             parts = min(jobs, len(exprs))
             if parts <= 1:

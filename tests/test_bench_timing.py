@@ -1,11 +1,11 @@
-"""The benchmark's timing (cupy_ops.bench.timing, suite): interleaved rounds give every
+"""The benchmark's timing (cupy_ops.bench.timing, running): interleaved rounds give every
 function its runs and order functions by their GPU time; a slow function sits out the rounds
 past its time budget; a variant that fails while being timed is reported as an error and the
 other variants of the row keep their times."""
 import pytest
 import torch
 
-from cupy_ops.bench import suite
+from cupy_ops.bench import cases, running
 from cupy_ops.bench.timing import time_cuda_interleaved
 
 pytestmark = pytest.mark.gpu
@@ -42,8 +42,8 @@ def test_a_variant_failing_while_timed_is_an_error_and_the_others_keep_their_tim
             raise RuntimeError("broke while timed")
         return torch.relu(x)
 
-    row = suite.Row("relu", "float32", "1000", 8000, 0, None)
-    suite._time_variants(row, {"flaky": flaky, "good": lambda: torch.relu(x)}, lambda: torch.relu(x),
+    row = cases.Row("relu", "float32", "1000", 8000, 0, None)
+    running.time_variants(row, {"flaky": flaky, "good": lambda: torch.relu(x)}, lambda: torch.relu(x),
                          lambda: x.clone(), compile_too=False, runs=10, max_seconds=1.0)
     by_name = {v.name: v for v in row.variants}
     assert by_name["flaky"].stats is None and "broke while timed" in by_name["flaky"].error

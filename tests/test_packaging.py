@@ -108,3 +108,28 @@ def test_the_package_parses_as_python_3_9_and_defers_new_annotations():
             if union and (declared or not future):
                 wrong.append(f"{path.relative_to(root.parent)}:{fn.lineno} {fn.name}")
     assert not wrong, "annotations Python 3.9 cannot evaluate:\n" + "\n".join(wrong)
+
+
+# setuptools installs this layout editable (pip install -e) through a finder placed after the
+# path-based import, since setup.cfg's package_dir maps cupy_ops._cuda_src to cuda_src: a folder
+# named cupy_ops in the current directory (a clone's root, seen from its parent) then stands in
+# for the package. A layout setuptools calls simple (package_dir "= ." alone) gets a path entry,
+# found after the folder, which no longer hides it.
+EDITABLE_FINDER = any(getattr(f, "__module__", "").startswith("__editable___cupy_ops") for f in sys.meta_path)
+
+
+@pytest.mark.xfail(EDITABLE_FINDER, strict=True,
+                   reason="installed editable through setuptools' finder (setup.cfg's package_dir mapping)")
+def test_import_from_the_folder_holding_a_clone_named_cupy_ops(tmp_path):
+    """``import cupy_ops`` run from the parent of a folder named ``cupy_ops`` (a clone's root: no
+    ``__init__.py``) gets the installed package, not that folder as an empty namespace package."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = [sys.executable, "-c", "import cupy_ops; print(cupy_ops.__file__); print(cupy_ops.relu.__name__)"]
+    if subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, timeout=120).returncode != 0:
+        pytest.skip("cupy_ops is not installed here (only put on PYTHONPATH), so nothing can hide it")
+    (tmp_path / "cupy_ops").mkdir()
+    (tmp_path / "cupy_ops" / "README.md").write_text("a clone\n")
+    proc = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
+    where, name = proc.stdout.split()
+    assert Path(where).parent.name == "cupy_ops" and tmp_path not in Path(where).parents and name == "relu"

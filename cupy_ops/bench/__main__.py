@@ -2,8 +2,10 @@
 
 Prints a table (and the eager host overhead per call); ``--json`` writes every figure as JSON
 lines, one measurement a line with the commit, date, GPU and versions; ``--markdown`` writes
-README's table; ``--plot`` draws speedup vs size (needs matplotlib: the bench extra).
-``--from-json`` reads a ``--json`` file back and measures nothing (no GPU needed).
+README's table; ``--plot`` draws speedup vs size (needs matplotlib: the bench extra); each says
+where it wrote. ``--from-json`` reads a ``--json`` file back and measures nothing (no GPU
+needed). The cases: ``cases``; running them: ``running``; the tables: ``report``; the plot:
+``plot``.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import json
 import os
 import sys
 
-from . import results, suite
+from . import cases, report, results, running
+from .env import describe, environment
 from .timing import gpu_problem
 
 PROBLEMS = ["relu", "relu_div", "linear_relu_div", "matmul"]
@@ -41,9 +44,13 @@ def _output_problem(args) -> str | None:
 def _write_outputs(args, rows, env) -> None:
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(suite.format_markdown(rows, env) + "\n")
+            f.write(report.format_markdown(rows, env) + "\n")
+        print(f"wrote {args.markdown} (README's table)")
     if args.plot:
-        suite.plot(rows, args.plot, f"cupy_ops vs torch eager on {env.get('gpu')}")
+        from .plot import plot
+
+        plot(rows, args.plot, f"cupy_ops vs torch eager on {env.get('gpu')}")
+        print(f"wrote {args.plot} (speedup vs size)")
 
 
 def _from_json(args) -> int:
@@ -60,8 +67,8 @@ def _from_json(args) -> int:
             and (not args.dtype or r.dtype in args.dtype)]
     if not rows:
         return _error(f"--from-json {args.from_json}: no case of the problems and dtypes asked for")
-    print(f"{args.from_json}: {suite.describe(env)}")
-    print(suite.format_rows(rows))
+    print(f"{args.from_json}: {describe(env)}")
+    print(report.format_rows(rows))
     _write_outputs(args, rows, env)
     return 0
 
@@ -69,7 +76,7 @@ def _from_json(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m cupy_ops.bench", description=__doc__)
     p.add_argument("--problem", action="append", choices=PROBLEMS, help="repeatable (default: all)")
-    p.add_argument("--dtype", action="append", choices=list(suite.DTYPES), help="repeatable (default: all)")
+    p.add_argument("--dtype", action="append", choices=list(cases.DTYPES), help="repeatable (default: all)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and runs: about a minute")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile (its compiles take time)")
     p.add_argument("--runs", type=int, default=None, help="timed runs per variant (default 100, quick 30)")
@@ -94,13 +101,13 @@ def main(argv=None) -> int:
     if problem_text:
         print(problem_text, file=sys.stderr)
         return 1
-    env = suite.environment()
+    env = environment()
     runs = args.runs or (30 if args.quick else 100)
     max_seconds = args.max_seconds or (1.0 if args.quick else 3.0)
-    print(f"{suite.describe(env)}; median of up to {runs} runs, L2 flushed before each", flush=True)
-    rows = suite.run(args.problem or PROBLEMS, args.dtype or list(suite.DTYPES), quick=args.quick,
-                     compile_too=not args.no_compile, runs=runs, max_seconds=max_seconds, log=suite.log_stderr)
-    print(suite.format_rows(rows))
+    print(f"{describe(env)}; median of up to {runs} runs, L2 flushed before each", flush=True)
+    rows = running.run(args.problem or PROBLEMS, args.dtype or list(cases.DTYPES), quick=args.quick,
+                       compile_too=not args.no_compile, runs=runs, max_seconds=max_seconds, log=running.log_stderr)
+    print(report.format_rows(rows))
     host = None
     if not args.no_host:
         import subprocess
@@ -118,6 +125,7 @@ def main(argv=None) -> int:
             print(f"host-overhead measurement failed: {proc.stderr.strip()[-500:]}", file=sys.stderr)
     if args.json:
         results.write(args.json, results.to_records(rows, env, host, runs=runs, max_seconds=max_seconds))
+        print(f"wrote {args.json} (every measurement, JSON lines)")
     _write_outputs(args, rows, env)
     bad = [f"{r.problem} {r.dtype} {r.shape} {v.name}" for r in rows for v in r.variants if v.error]
     if bad:

@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     env = environment()
     print(f"first call of each op in a fresh process; {describe(env)}", flush=True)
     rows = []
-    head = f"{'op':<16} {'dtype':<9} {'empty cache s':>13} {'warm cache s':>12} {'2nd call ms':>11}  ok   kernels compiled"
+    head = (f"{'op':<16} {'dtype':<9} {'empty cache s':>13} {'warm cache s':>12} {'2nd call ms':>11}  ok   "
+            "kernels compiled")
     print(head + "\n" + "-" * len(head))
     for case in CASES:
         with tempfile.TemporaryDirectory(prefix="cupy_ops_first_call_") as cache_dir:
@@ -171,8 +172,10 @@ def main(argv=None) -> int:
     if args.results:
         from .results import FIRST_CALL, append, record
 
-        recs = [record(env, FIRST_CALL, r["dtype"], r["op"], variant, r[key] * 1e3, error=None if r["correct"] else "wrong")
-                for r in rows for variant, key in (("cupy_ops empty cache", "cold_s"), ("cupy_ops warm cache", "warm_s"))]
+        states = (("cupy_ops empty cache", "cold_s"), ("cupy_ops warm cache", "warm_s"))
+        recs = [record(env, FIRST_CALL, r["dtype"], r["op"], variant, r[key] * 1e3,
+                       error=None if r["correct"] else "wrong")
+                for r in rows for variant, key in states]
         recs += [record(env, FIRST_CALL, "float32", "relu kernel build", name, got.get("first_s", 0) * 1e3 or None,
                         error=got.get("error") or (None if got["correct"] else "wrong")) for name, got in peers.items()]
         append(args.results, recs)

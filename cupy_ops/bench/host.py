@@ -128,7 +128,8 @@ def format_table(us: dict[str, float]) -> str:
             t = us.get(f"{row}: torch")
             lines.append(f"  {row:<46} {v:11.2f} {t:9.2f} {v / t:5.2f}x" if t else f"  {row:<46} {v:11.2f}")
         elif key.startswith("first call"):
-            lines.append(f"  {key:<46} " + (f"{v / 1e6:10.3f} s" if "imports" not in key else f"{'yes' if v else 'no':>11}"))
+            shown = f"{v / 1e6:10.3f} s" if "imports" not in key else f"{'yes' if v else 'no':>11}"
+            lines.append(f"  {key:<46} {shown}")
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@
 Every line is one (problem, dtype, shape, variant) time of one run and carries where it was
 measured (commit, date, GPU, driver, torch, CuPy, NVRTC, ...), so a line quoted alone still
 says so. ``ratio`` is torch eager's median over this one's, timed in the same run (above 1:
-faster than torch); ``spread`` marks a time whose 80th percentile exceeds ``suite.SPREAD_FLAG``
+faster than torch); ``spread`` marks a time whose 80th percentile exceeds ``report.SPREAD_FLAG``
 x its 20th, ``ratio_spread`` a ratio built on such a time (the tables' ``~``). The copy
 baseline of a bandwidth-bound case is the variant ``"d2d copy"``; the host overhead per eager
 call, the problem ``"host_overhead"``; the first calls of fresh processes
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 
-from .suite import Row, Variant, spread
+from .cases import Row, Variant
+from .report import spread
 from .timing import Stats
 
 # The environment fields of every line, in this order.

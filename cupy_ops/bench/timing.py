@@ -14,14 +14,14 @@ OFFLINE = ("`python -m cupy_ops compile --arch sm_90 [YOUR.cu]` (in Python `Kern
 
 
 def gpu_problem(offline: str = OFFLINE) -> str | None:
-    """None when a CUDA GPU and CuPy are usable, else one sentence saying what is missing
-    (and, without a GPU, ``offline``: what still works)."""
+    """None when a CUDA GPU and CuPy are usable, else the line to print: "error: " and one
+    sentence saying what is missing (and, without a GPU, ``offline``: what still works)."""
     if not torch.cuda.is_available():
-        return ("No usable CUDA GPU: torch.cuda.is_available() is False on this machine, "
+        return ("error: no usable CUDA GPU: torch.cuda.is_available() is False on this machine, "
                 f"and cupy_ops kernels run only on NVIDIA GPUs; without one, {offline}.")
     try:
         import cupy  # noqa: F401
     except ImportError as exc:
-        return (f"CuPy is not importable ({exc}); install cupy_ops with the extra matching your CUDA, "
+        return (f"error: CuPy is not importable ({exc}); install cupy_ops with the extra matching your CUDA, "
                 "e.g. pip install -e \".[cuda12]\" or \".[cuda13]\".")
     return None
