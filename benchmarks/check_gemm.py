@@ -4,6 +4,7 @@ A development probe to run before the full test suite (which carries the real bo
 
     python benchmarks/check_gemm.py [algo ...]     (default: every tensor-core family this GPU has)
 """
+
 import sys
 
 import torch
@@ -26,9 +27,12 @@ def main(algos):
             for M, K, N in SHAPES:
                 a = torch.randn(M, K, device="cuda", dtype=dt)
                 for layout in ("row-major", "transposed"):
-                    b = torch.randn(K, N, device="cuda", dtype=dt) if layout == "row-major" else \
-                        torch.randn(N, K, device="cuda", dtype=dt).t()
-                    ref = (a.double() @ b.double())
+                    b = (
+                        torch.randn(K, N, device="cuda", dtype=dt)
+                        if layout == "row-major"
+                        else torch.randn(N, K, device="cuda", dtype=dt).t()
+                    )
+                    ref = a.double() @ b.double()
                     got = cupy_ops.matmul(a, b, algo=algo).double()
                     e1 = ((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
                     w = b.t()
@@ -49,6 +53,6 @@ if __name__ == "__main__":
         try:
             cupy_ops.gemm_plan(probe, probe, algo=algo)
             default.append(algo)
-        except ValueError:   # not on this GPU
+        except ValueError:  # not on this GPU
             pass
     main(sys.argv[1:] or default)

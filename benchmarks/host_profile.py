@@ -5,6 +5,7 @@ small problem, the GPU idle), for the GEMM ops and relu_div.
 
 (``algo``: the GEMM ops' algo argument, "auto" unless given: e.g. float32 fp16x3.)
 """
+
 import cProfile
 import pstats
 import sys
@@ -17,7 +18,7 @@ import cupy_ops
 what = sys.argv[1] if len(sys.argv) > 1 else "matmul"
 dtype = getattr(torch, sys.argv[2] if len(sys.argv) > 2 else "bfloat16")
 algo = sys.argv[3] if len(sys.argv) > 3 else "auto"
-size = int(sys.argv[4]) if len(sys.argv) > 4 else 1024   # matmul's n (n x n x n)
+size = int(sys.argv[4]) if len(sys.argv) > 4 else 1024  # matmul's n (n x n x n)
 torch.manual_seed(0)
 if what == "matmul":
     a, b = torch.randn(size, size, device="cuda", dtype=dtype), torch.randn(size, size, device="cuda", dtype=dtype)
@@ -37,7 +38,10 @@ t0 = time.perf_counter()
 for _ in range(n):
     fn()
 torch.cuda.synchronize()
-print(f"{what} {dtype} algo={algo} n={size}: {(time.perf_counter() - t0) / n * 1e6:.1f} us per call (wall, incl. GPU if slower)")
+print(
+    f"{what} {dtype} algo={algo} n={size}: {(time.perf_counter() - t0) / n * 1e6:.1f} us per call "
+    "(wall, incl. GPU if slower)"
+)
 prof = cProfile.Profile()
 prof.enable()
 for _ in range(n):

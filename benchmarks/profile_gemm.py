@@ -5,6 +5,7 @@
 
 (cuBLAS's own kernels run too, as the reference: profile them with -k regex:'gemm|xmma'.)
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -27,5 +28,11 @@ for dtype, tf32 in ((torch.float32, False), (torch.bfloat16, False), (torch.floa
         cupy_ops.matmul(a, a, algo="tf32x3")
         cupy_ops.linear_relu_div(x, w, bias, 2.0, algo="tf32x3")
     torch.cuda.synchronize()
-    print(dtype, "tf32" if tf32 else "", "matmul:", cupy_ops.gemm_plan(a, a), "| linear:",
-          cupy_ops.gemm_plan(x, w.t(), bias_relu_scale=True))
+    print(
+        dtype,
+        "tf32" if tf32 else "",
+        "matmul:",
+        cupy_ops.gemm_plan(a, a),
+        "| linear:",
+        cupy_ops.gemm_plan(x, w.t(), bias_relu_scale=True),
+    )

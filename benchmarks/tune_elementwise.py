@@ -8,6 +8,7 @@ The kernels are built with CuPy's RawModule directly (an experiment outside the 
 
     python benchmarks/tune_elementwise.py | tee tune_elementwise.log
 """
+
 import sys
 
 import cupy
@@ -19,7 +20,9 @@ from cupy_ops.bench.timing import time_cuda
 
 print(describe(environment()))
 
-SRC = compiler.assemble("common.cuh") + r"""
+SRC = (
+    compiler.assemble("common.cuh")
+    + r"""
 struct alignas(16) V16 { u32 w[4]; };
 template <bool CS> __device__ __forceinline__ V16 ld(const V16* p) {
   V16 v;
@@ -61,6 +64,7 @@ __global__ void chunked(const V16* x, V16* y, i64 nvec) {
   for (int u = 0; u < U; ++u) { const i64 i = base + (i64)u * blockDim.x; if (i < nvec) st<CS>(y + i, op<T>(v[u])); }
 }
 """
+)
 
 TYPES = {torch.float32: "float", torch.float16: "f16"}
 VARIANTS = []
@@ -80,8 +84,10 @@ for shape in [(1024, 8192), (4096, 65536)]:
         y = torch.empty_like(x)
         nvec = x.numel() * x.element_size() // 16
         ref = torch.relu(x)
-        res = {"torch.relu": time_cuda(lambda: torch.relu(x), runs=60).median,
-               "copy": time_cuda(lambda: y.copy_(x), runs=60).median}
+        res = {
+            "torch.relu": time_cuda(lambda: torch.relu(x), runs=60).median,
+            "copy": time_cuda(lambda: y.copy_(x), runs=60).median,
+        }
         for v in VARIANTS:
             if not v.startswith(("grid_stride<" + tname + ",", "chunked<" + tname + ",")):
                 continue
@@ -103,8 +109,8 @@ for shape in [(1024, 8192), (4096, 65536)]:
                 res[name] = time_cuda(fn, runs=60).median
         copy = res["copy"]
         best = sorted(res.items(), key=lambda kv: kv[1])
-        print(f"\n{shape} {dtype}: copy {copy*1e3:.1f} us, torch.relu {res['torch.relu']*1e3:.1f} us")
+        print(f"\n{shape} {dtype}: copy {copy * 1e3:.1f} us, torch.relu {res['torch.relu'] * 1e3:.1f} us")
         for name, ms in best[:8]:
-            print(f"  {name:<40} {ms*1e3:8.1f} us  {100*copy/ms:5.1f}% of copy")
+            print(f"  {name:<40} {ms * 1e3:8.1f} us  {100 * copy / ms:5.1f}% of copy")
         cur = [kv for kv in res.items() if kv[0].startswith(f"grid_stride<{tname}, 4, false> bps=8")]
-        print(f"  current design: {cur[0][0]} {cur[0][1]*1e3:.1f} us {100*copy/cur[0][1]:.1f}%")
+        print(f"  current design: {cur[0][0]} {cur[0][1] * 1e3:.1f} us {100 * copy / cur[0][1]:.1f}%")

@@ -5,6 +5,7 @@ cupy_ops.Kernel API with different register caps (blocks per SM), timed against 
 
     python benchmarks/tune_simt.py | tee tune_simt.log
 """
+
 import torch
 
 import cupy_ops
@@ -12,7 +13,9 @@ from cupy_ops.bench.env import describe, environment
 from cupy_ops.bench.timing import time_cuda
 from cupy_ops.ops.gemm.geometry import DEFINES
 
-SRC = "".join(f"#define {k} {v}\n" for k, v in DEFINES.items()) + """
+SRC = (
+    "".join(f"#define {k} {v}\n" for k, v in DEFINES.items())
+    + """
 #include "gemm_simt.cuh"
 #include "gemm_epilogue.cuh"
 __global__ void __launch_bounds__(SG_THREADS, {mb}) mm(const float* a, long long lda, const float* b,
@@ -20,6 +23,7 @@ __global__ void __launch_bounds__(SG_THREADS, {mb}) mm(const float* a, long long
   gemm_simt_block<true, {bkm}, SG_BK, false>(a, lda, b, ldb, c, N, M, N, K, vec, Epilogue<float, EpiNone>(nullptr, 1.0));
 }}
 """
+)
 
 torch.backends.cuda.matmul.allow_tf32 = False
 print(describe(environment()))
@@ -35,9 +39,22 @@ for M, K, N in [(4096, 4096, 4096), (1024, 8192, 8192)]:
     line = f"{M}x{K}x{N}: torch {flops / t_ref / 1e9:.1f} TF"
     bt = b.t().contiguous()
     for (mb, bkm), k in variants.items():
+
         def run():
-            k(a, K, bt if bkm else b, K if bkm else N, c, M, N, K, 3, grid=(cupy_ops.cdiv(N, 128), cupy_ops.cdiv(M, 128)),
-              block=256)
+            k(
+                a,
+                K,
+                bt if bkm else b,
+                K if bkm else N,
+                c,
+                M,
+                N,
+                K,
+                3,
+                grid=(cupy_ops.cdiv(N, 128), cupy_ops.cdiv(M, 128)),
+                block=256,
+            )
+
         run()
         ok = torch.allclose(c, a @ b, atol=1e-2, rtol=1e-3)
         t = time_cuda(run, runs=40).median

@@ -6,21 +6,31 @@ overrides (``cupy_ops.ops.gemm.plan_for(..., tile_n=, split_k=False)``); "auto" 
 
     python benchmarks/tune_wgmma.py | tee tune_wgmma.log        (docs/gemm.md#tile-width)
 """
+
 import torch
 import torch.nn.functional as F
 
+from cupy_ops import cdiv
 from cupy_ops.bench.env import describe, environment
 from cupy_ops.bench.timing import time_cuda
-from cupy_ops import cdiv
 from cupy_ops.ops import gemm
 
-SHAPES = [(256, 1024, 1024), (1024, 1024, 1024), (2048, 2048, 2048), (1024, 8192, 8192), (2048, 8192, 8192),
-          (4096, 4096, 4096), (8192, 8192, 8192)]
+SHAPES = [
+    (256, 1024, 1024),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (1024, 8192, 8192),
+    (2048, 8192, 8192),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+]
 sms = gemm.device_info(0).sm_count
 print(describe(environment()))
-print(f"{'dtype':<5} {'M x K x N':<16} {'waves@256':>9} {'torch mm':>9} {'bn=128':>14} {'bn=256':>14} {'auto':>14} "
-      f"{'torch lin':>9} {'bn=128':>14} {'bn=256':>14} {'auto':>14}  (TFLOP/s, ratio to torch; auto: the "
-      f"shape table, with split-K)")
+print(
+    f"{'dtype':<5} {'M x K x N':<16} {'waves@256':>9} {'torch mm':>9} {'bn=128':>14} {'bn=256':>14} {'auto':>14} "
+    f"{'torch lin':>9} {'bn=128':>14} {'bn=256':>14} {'auto':>14}  (TFLOP/s, ratio to torch; auto: the "
+    f"shape table, with split-K)"
+)
 for dname, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
     torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
     for M, K, N in SHAPES:
@@ -38,8 +48,9 @@ for dname, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
             plans = [gemm.plan_for(a, bb, epi, "wgmma", tile_n=bn, split_k=False) for bn in (128, 256)]
             plans.append(gemm.plan_for(a, bb, epi, "wgmma"))
             for p in plans:
-                t = time_cuda(lambda p=p: gemm.run(p, a, bb, c, bias if epi != "EpiNone" else None, 0.5),
-                              runs=30).median
+                t = time_cuda(
+                    lambda p=p: gemm.run(p, a, bb, c, bias if epi != "EpiNone" else None, 0.5), runs=30
+                ).median
                 row.append(f"{fl / t:>7.0f} ({t_ref / t:.2f}x)")
             cells += row
         waves = cdiv(M, 128) * cdiv(N, 256) / sms

@@ -8,6 +8,7 @@ A CPU tensor is an error, never a silent copy to the GPU. The rules live here an
 else: the ops' launchers call them, and so do the public functions (api.py) on the autograd
 paths that compose our ops with torch's division.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -108,8 +109,10 @@ def broadcast_batch(a_batch: tuple, b_batch: tuple) -> tuple:
     out = []
     for i, (p, q) in enumerate(zip(a_batch, b_batch)):
         if p != q and p != 1 and q != 1:
-            raise ShapeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at non-singleton "
-                             f"dimension {i}: the batch dimensions of a {a_batch} and b {b_batch} do not broadcast")
+            raise ShapeError(
+                f"The size of tensor a ({p}) must match the size of tensor b ({q}) at non-singleton "
+                f"dimension {i}: the batch dimensions of a {a_batch} and b {b_batch} do not broadcast"
+            )
         out.append(q if p == 1 else p)
     return tuple(out)
 
@@ -118,18 +121,20 @@ def matmul_shape(a: torch.Tensor, b: torch.Tensor) -> tuple:
     """The shape of ``torch.matmul(a, b)`` (both at least 1-D): a 1-D ``a`` is a row (its
     dimension removed from the result), a 1-D ``b`` a column (likewise); the dimensions before
     the last two are batch dimensions, broadcast. ``ShapeError`` as torch words it otherwise."""
-    if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:   # the eager hot path
+    if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:  # the eager hot path
         return a.shape[0], b.shape[1]
-    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:   # torch.bmm's
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:  # torch.bmm's
         return a.shape[0], a.shape[1], b.shape[2]
     if a.dim() == 0 or b.dim() == 0:
         raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
     M, K = (1, a.shape[0]) if a.dim() == 1 else tuple(a.shape[-2:])
     K2, N = (b.shape[0], 1) if b.dim() == 1 else tuple(b.shape[-2:])
     if K != K2:
-        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_dims((M, K))} and {_dims((K2, N))}): "
-                         f"a is {tuple(a.shape)} and b is {tuple(b.shape)} (inner dimensions differ: a's last "
-                         f"must equal b's {'only' if b.dim() == 1 else 'second-to-last'})")
+        raise ShapeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({_dims((M, K))} and {_dims((K2, N))}): "
+            f"a is {tuple(a.shape)} and b is {tuple(b.shape)} (inner dimensions differ: a's last "
+            f"must equal b's {'only' if b.dim() == 1 else 'second-to-last'})"
+        )
     batch = broadcast_batch(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     return batch + ((M,) if a.dim() > 1 else ()) + ((N,) if b.dim() > 1 else ())
 
@@ -161,13 +166,17 @@ def linear_args(x, weight, bias, algo, algos) -> tuple:
     if x.dim() == 0:
         raise ShapeError(f"both arguments to linear need to be at least 1D, but they are 0D and {weight.dim()}D")
     if weight.dim() != 2:
-        raise ShapeError(f"weight must be a 2-D tensor (out_features, in_features), got {weight.dim()}-D with shape "
-                         f"{tuple(weight.shape)}")
+        raise ShapeError(
+            f"weight must be a 2-D tensor (out_features, in_features), got {weight.dim()}-D with shape "
+            f"{tuple(weight.shape)}"
+        )
     if x.shape[-1] != weight.shape[1]:
         rows = prod(x.shape[:-1])
-        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and "
-                         f"{weight.shape[1]}x{weight.shape[0]}): in_features differ: x is {tuple(x.shape)} and weight "
-                         f"is {tuple(weight.shape)} (x.shape[-1] must equal weight.shape[1])")
+        raise ShapeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and "
+            f"{weight.shape[1]}x{weight.shape[0]}): in_features differ: x is {tuple(x.shape)} and weight "
+            f"is {tuple(weight.shape)} (x.shape[-1] must equal weight.shape[1])"
+        )
     n = weight.shape[0]
     if bias is not None:
         tensor("bias", bias)
@@ -213,8 +222,10 @@ def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     ranges (views that interleave without a common element count too: the cautious answer)."""
     if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
         return False
-    (a0, a1), (b0, b1) = ((t.data_ptr(), t.data_ptr() + t.element_size() * (
-        1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))) for t in (a, b))
+    (a0, a1), (b0, b1) = (
+        (t.data_ptr(), t.data_ptr() + t.element_size() * (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))))
+        for t in (a, b)
+    )
     return a0 < b1 and b0 < a1
 
 
@@ -258,18 +269,26 @@ def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = 
         if out is x and (x.requires_grad or any(t.requires_grad for t in inputs)):
             if x.requires_grad and x.is_leaf:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            raise RuntimeError(f"cupy_ops.ops.{op_name}_ does not record in-place ops in the autograd graph; "
-                               f"cupy_ops.{op_name}_ does (as torch records them)")
+            raise RuntimeError(
+                f"cupy_ops.ops.{op_name}_ does not record in-place ops in the autograd graph; "
+                f"cupy_ops.{op_name}_ does (as torch records them)"
+            )
         if out is not x and (out.requires_grad or any(t.requires_grad for t in (x, *inputs))):
-            raise RuntimeError(f"{op_name}(): functions with out=... arguments don't support automatic "
-                               "differentiation, but one of the arguments requires grad.")
+            raise RuntimeError(
+                f"{op_name}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad."
+            )
     if not dense(out) and any(sz > 1 and st == 0 for sz, st in zip(out.shape, out.stride())):
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           f"single memory location. {_CLONE}")
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            f"single memory location. {_CLONE}"
+        )
     for t in (x, *inputs):
         if _partial_overlap(out, t):
-            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
-                               f"refer to a single memory location. {_CLONE}")
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor "
+                f"refer to a single memory location. {_CLONE}"
+            )
 
 
 def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
@@ -278,7 +297,9 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
     device ``device``. ``context`` says why a CUDA tensor is refused."""
     if isinstance(d, torch.Tensor):
         if d.numel() != 1:
-            raise ValueError(f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(d.shape)}")
+            raise ValueError(
+                f"divisor must be a number or a one-element tensor, got a tensor of shape {tuple(d.shape)}"
+            )
         if d.is_complex():
             raise TypeError(f"divisor must be a real number, got a tensor of dtype {d.dtype}")
         if d.is_cuda:
@@ -288,10 +309,12 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
                 raise ValueError(f"divisor must be on the same device as x (cuda:{device}), got {d.device}")
         elif d.dim() != 0:
             # torch: "Expected all tensors to be on the same device" (only 0-dim CPU tensors mix)
-            raise ValueError(f"divisor on the CPU must be a 0-dim tensor (as torch requires with a CUDA x), got "
-                             f"shape {tuple(d.shape)}; use divisor.reshape(()) or move it to x's device")
+            raise ValueError(
+                f"divisor on the CPU must be a 0-dim tensor (as torch requires with a CUDA x), got "
+                f"shape {tuple(d.shape)}; use divisor.reshape(()) or move it to x's device"
+            )
         return
-    if not isinstance(d, numbers.Real):   # (a bool is one: torch divides by 0 or 1)
+    if not isinstance(d, numbers.Real):  # (a bool is one: torch divides by 0 or 1)
         raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(d).__name__}")
     if isinstance(d, numbers.Integral) and not -(2**63) <= d < 2**63:
         raise ValueError(f"divisor must fit in int64 as torch requires of an int, got {d}")

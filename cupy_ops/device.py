@@ -5,6 +5,7 @@ limits CUDA sets for every device.
 The launch layer, ``Kernel``, the autotuner and the GEMM plans all ask here; nothing else
 queries the driver for a device's facts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,15 +31,15 @@ BLOCK_THREADS = 1024
 class Attr(enum.IntEnum):
     """The ``cudaDeviceAttr`` values cupy_ops reads (driver_types.h)."""
 
-    REGS_PER_BLOCK = 12                 # cudaDevAttrMaxRegistersPerBlock
-    MULTIPROCESSORS = 16                # cudaDevAttrMultiProcessorCount
-    THREADS_PER_SM = 39                 # cudaDevAttrMaxThreadsPerMultiProcessor
-    SMEM_PER_SM = 81                    # cudaDevAttrMaxSharedMemoryPerMultiprocessor
-    REGS_PER_SM = 82                    # cudaDevAttrMaxRegistersPerMultiprocessor
-    COOPERATIVE_LAUNCH = 95             # cudaDevAttrCooperativeLaunch
-    SMEM_PER_BLOCK_OPTIN = 97           # cudaDevAttrMaxSharedMemoryPerBlockOptin
-    BLOCKS_PER_SM = 106                 # cudaDevAttrMaxBlocksPerMultiprocessor
-    SMEM_RESERVED_PER_BLOCK = 111       # cudaDevAttrReservedSharedMemoryPerBlock
+    REGS_PER_BLOCK = 12  # cudaDevAttrMaxRegistersPerBlock
+    MULTIPROCESSORS = 16  # cudaDevAttrMultiProcessorCount
+    THREADS_PER_SM = 39  # cudaDevAttrMaxThreadsPerMultiProcessor
+    SMEM_PER_SM = 81  # cudaDevAttrMaxSharedMemoryPerMultiprocessor
+    REGS_PER_SM = 82  # cudaDevAttrMaxRegistersPerMultiprocessor
+    COOPERATIVE_LAUNCH = 95  # cudaDevAttrCooperativeLaunch
+    SMEM_PER_BLOCK_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+    BLOCKS_PER_SM = 106  # cudaDevAttrMaxBlocksPerMultiprocessor
+    SMEM_RESERVED_PER_BLOCK = 111  # cudaDevAttrReservedSharedMemoryPerBlock
 
 
 class MemoryType(enum.IntEnum):
@@ -73,7 +74,8 @@ def capability(device: int) -> tuple[int, int]:
 
 def arch(device: int) -> str:
     """``"sm_XY"`` of CUDA device ``device``."""
-    return "sm_%d%d" % capability(device)
+    major, minor = capability(device)
+    return f"sm_{major}{minor}"
 
 
 def sm_count(device: int) -> int:
@@ -87,6 +89,7 @@ def smem_optin(device: int) -> int:
 
 
 # --- occupancy -------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
@@ -105,17 +108,30 @@ class Limits:
 
 # The CUDA occupancy calculator's figures, for estimates without a GPU (the device's own
 # figures are read when there is one).
-LIMITS = {"sm_80": Limits(65536, 2048, 32, 167936, 166912, 1024),
-          "sm_86": Limits(65536, 1536, 16, 102400, 101376, 1024),
-          "sm_89": Limits(65536, 1536, 24, 102400, 101376, 1024),
-          "sm_90": Limits(65536, 2048, 32, 233472, 232448, 1024)}
+LIMITS = {
+    "sm_80": Limits(65536, 2048, 32, 167936, 166912, 1024),
+    "sm_86": Limits(65536, 1536, 16, 102400, 101376, 1024),
+    "sm_89": Limits(65536, 1536, 24, 102400, 101376, 1024),
+    "sm_90": Limits(65536, 2048, 32, 233472, 232448, 1024),
+}
 
 
 def device_limits(device: int) -> Limits:
     """The ``Limits`` of CUDA device ``device``, from the driver."""
-    return Limits(*(attribute(device, a) for a in (
-        Attr.REGS_PER_SM, Attr.THREADS_PER_SM, Attr.BLOCKS_PER_SM, Attr.SMEM_PER_SM, Attr.SMEM_PER_BLOCK_OPTIN,
-        Attr.SMEM_RESERVED_PER_BLOCK, Attr.REGS_PER_BLOCK)))
+    return Limits(
+        *(
+            attribute(device, a)
+            for a in (
+                Attr.REGS_PER_SM,
+                Attr.THREADS_PER_SM,
+                Attr.BLOCKS_PER_SM,
+                Attr.SMEM_PER_SM,
+                Attr.SMEM_PER_BLOCK_OPTIN,
+                Attr.SMEM_RESERVED_PER_BLOCK,
+                Attr.REGS_PER_BLOCK,
+            )
+        )
+    )
 
 
 def estimated_blocks_per_sm(registers: int, threads: int, shared_bytes: int, limits: Limits) -> int:

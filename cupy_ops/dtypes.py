@@ -1,5 +1,6 @@
 """The element types the kernels take: torch dtype -> the type name of the kernels' templates
 (cuda_src/common.cuh), and the type their arithmetic runs in."""
+
 from __future__ import annotations
 
 import torch

@@ -12,6 +12,7 @@ array, which the design notes measured as the cheapest zero-copy path. Arguments
 by ``struct`` into a per-thread buffer of slots: CuPy's own ``Function.__call__`` builds a
 Python object per argument on every call.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -49,15 +50,29 @@ class KernelHandle:
     ``"tmap"`` (128 bytes).
     """
 
-    __slots__ = ("fn", "ptr", "device", "pack", "nargs", "name", "_tls", "smem_limit", "offsets", "nbytes",
-                 "pinned", "resident", "non_portable", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_tls",
+        "device",
+        "fn",
+        "name",
+        "nargs",
+        "nbytes",
+        "non_portable",
+        "offsets",
+        "pack",
+        "pinned",
+        "ptr",
+        "resident",
+        "smem_limit",
+    )
 
     def __init__(self, fn, device: int, signature, name: str):
         for kind in signature:
             if kind not in SLOTS:
                 raise ValueError(f"signature entries must be one of {sorted(SLOTS)}, got {kind!r}")
-        self.fn = fn                      # holds the CUDA module: it stays loaded while the handle lives
-        self.ptr = fn.ptr                 # the CUfunction
+        self.fn = fn  # holds the CUDA module: it stays loaded while the handle lives
+        self.ptr = fn.ptr  # the CUfunction
         self.device = device
         self.name = name
         self.nargs = len(signature)
@@ -65,11 +80,11 @@ class KernelHandle:
         sizes = [struct.calcsize("<" + SLOTS[k]) for k in signature]
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
         self.nbytes = sum(sizes)
-        self._tls = threading.local()     # argument buffers are per thread: launches may race
+        self._tls = threading.local()  # argument buffers are per thread: launches may race
         self.smem_limit = SHARED_DEFAULT  # dynamic shared memory a launch may use without opt-in
-        self.pinned = False               # launched into a CUDA graph: never unloaded (see retire)
-        self.resident: dict[tuple, int] = {}   # occupancy answers (resident_clusters, blocks_per_sm)
-        self.non_portable = False         # clusters of more than 8 CTAs allowed (allow_non_portable_clusters)
+        self.pinned = False  # launched into a CUDA graph: never unloaded (see retire)
+        self.resident: dict[tuple, int] = {}  # occupancy answers (resident_clusters, blocks_per_sm)
+        self.non_portable = False  # clusters of more than 8 CTAs allowed (allow_non_portable_clusters)
 
     def allow_shared_memory(self, nbytes: int) -> None:
         """Let launches use ``nbytes`` of dynamic shared memory (above the 48 KB default)."""
@@ -103,10 +118,10 @@ class KernelHandle:
 # dictionary lookup; ``handle`` fills it.
 handles: dict[tuple, KernelHandle] = {}
 _lock = threading.RLock()
-_driver = None              # cupy_backends' driver binding, bound with the first handle
+_driver = None  # cupy_backends' driver binding, bound with the first handle
 _driver_launch = None
 _DriverError = Exception
-_several_devices = True     # with one GPU every tensor is on the current device: skip the check
+_several_devices = True  # with one GPU every tensor is on the current device: skip the check
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
@@ -172,7 +187,7 @@ def unload_retired() -> int:
     for device in {h.device for h in batch if not h.pinned}:
         torch.cuda.synchronize(device)
     released = len(batch) - len(keep)
-    del batch, keep   # the last references: CuPy unloads each module as its Function goes
+    del batch, keep  # the last references: CuPy unloads each module as its Function goes
     return released
 
 
@@ -189,7 +204,7 @@ def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHan
         if target is None:
             raise RuntimeError(f"{src.name} is built for {src.arch} only; cuda:{device} is {arch}")
         if src.arch is None:
-            target = compiler.arch_for(*capability(device))   # the device's own, or PTX if NVRTC is older
+            target = compiler.arch_for(*capability(device))  # the device's own, or PTX if NVRTC is older
         b = compiler.binary(variant, target)
         try:
             fn = _load_image(b, device)
@@ -198,8 +213,12 @@ def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHan
                 raise RuntimeError(f"loading {variant.expr} of {src.name} on cuda:{device} failed: {exc}") from None
             # a checked cache entry that still does not load (e.g. another driver): build it
             # again; a failed load is never kept
-            warnings.warn(f"cupy_ops: the cached binary of {variant.expr} ({src.name}) did not load on "
-                          f"cuda:{device} ({exc}); compiling it again", RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"cupy_ops: the cached binary of {variant.expr} ({src.name}) did not load on "
+                f"cuda:{device} ({exc}); compiling it again",
+                RuntimeWarning,
+                stacklevel=4,
+            )
             compiler.forget(variant, target)
             b = compiler.binary(variant, target, rebuild=True)
             try:
@@ -215,7 +234,7 @@ def _load_image(b: compiler.Binary, device: int):
     cupy = compiler.import_cupy()
     image = b.image
     if b.arch.startswith("compute_") and not image.endswith(b"\0"):
-        image += b"\0"   # the driver reads PTX as a C string
+        image += b"\0"  # the driver reads PTX as a C string
     with cupy.cuda.Device(device):
         module = cupy.cuda.function.Module()
         module.load(image)
@@ -230,12 +249,21 @@ def _context_was_missing() -> bool:
         return False
     from cupy.cuda import runtime
 
-    runtime.free(0)   # the runtime's first call on this thread makes the device's context current
+    runtime.free(0)  # the runtime's first call on this thread makes the device's context current
     return True
 
 
-def launch(h: KernelHandle, grid, block, args, shared_mem: int = 0, cluster=1, *, stream: int | None = None,
-           cooperative: bool = False) -> None:
+def launch(
+    h: KernelHandle,
+    grid,
+    block,
+    args,
+    shared_mem: int = 0,
+    cluster=1,
+    *,
+    stream: int | None = None,
+    cooperative: bool = False,
+) -> None:
     """Launch ``h`` with ``args`` on torch's current stream of the handle's device (``stream``:
     that raw CUDA stream handle instead, which must belong to the handle's device).
 
@@ -276,12 +304,18 @@ class _LaunchAttribute(ctypes.Structure):
     whose clusterDim member is three unsigned ints and whose cooperative member is one int
     (``x`` here)."""
 
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_int), ("x", ctypes.c_uint), ("y", ctypes.c_uint),
-                ("z", ctypes.c_uint), ("rest", ctypes.c_char * 52)]
+    _fields_ = [
+        ("id", ctypes.c_int),
+        ("pad", ctypes.c_int),
+        ("x", ctypes.c_uint),
+        ("y", ctypes.c_uint),
+        ("z", ctypes.c_uint),
+        ("rest", ctypes.c_char * 52),
+    ]
 
 
-_COOPERATIVE = 2         # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-_CLUSTER_DIMENSION = 4   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+_COOPERATIVE = 2  # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+_CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 _libcuda = None
 
 
@@ -318,11 +352,12 @@ def _cluster_attribute(cluster) -> _LaunchAttribute:
 
 
 _launch_kernel_ex = None
-_NON_PORTABLE_CLUSTER = 14   # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+_NON_PORTABLE_CLUSTER = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 
 
-def _launch_ex(h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster,
-               cooperative: bool) -> None:
+def _launch_ex(
+    h: KernelHandle, grid, block, shared_mem: int, stream: int, params: int, cluster, cooperative: bool
+) -> None:
     """``launch``'s path for clusters and cooperative launches: cuLaunchKernelEx with them as
     attributes. The Hopper kernels carry no ``__cluster_dims__``: compiled with clusters of 1, the
     K-splitting kernel ran up to 19 % and the swapped TF32 one 10 % slower than with none, and
@@ -330,40 +365,55 @@ def _launch_ex(h: KernelHandle, grid, block, shared_mem: int, stream: int, param
     Raises ``RuntimeError`` with the driver's code if the launch fails."""
     global _launch_kernel_ex
     if _launch_kernel_ex is None:
-        _launch_kernel_ex = cuda_fn("cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p,
-                                                         ctypes.c_void_p, ctypes.c_void_p])
+        _launch_kernel_ex = cuda_fn(
+            "cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        )
     if cluster != 1 and not h.non_portable:
         c = cluster_dims(cluster)
         if c[0] * c[1] * c[2] > PORTABLE_CLUSTER:
             h.allow_non_portable_clusters()
     attrs, n = _attributes(cluster, cooperative)
-    cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
-                        ctypes.addressof(attrs), n)
+    cfg = _LaunchConfig(
+        grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, ctypes.addressof(attrs), n
+    )
     rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0 and _context_was_missing():
         rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0:
-        how = ", ".join(([f"clusters of {cluster_dims(cluster)}"] if cluster != 1 else [])
-                        + (["cooperative"] if cooperative else []))
-        raise RuntimeError(f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
-                           f"{tuple(grid)}, {how}, block {tuple(block)}, {shared_mem} bytes of shared memory)")
+        how = ", ".join(
+            ([f"clusters of {cluster_dims(cluster)}"] if cluster != 1 else [])
+            + (["cooperative"] if cooperative else [])
+        )
+        raise RuntimeError(
+            f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
+            f"{tuple(grid)}, {how}, block {tuple(block)}, {shared_mem} bytes of shared memory)"
+        )
 
 
 class _LaunchConfig(ctypes.Structure):
     """CUlaunchConfig (cuda.h): a launch of cuLaunchKernelEx, or the one that
     cuOccupancyMaxActiveClusters asks about."""
 
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
-                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
-                ("numAttrs", ctypes.c_uint)]
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("numAttrs", ctypes.c_uint),
+    ]
 
 
 _max_active_clusters = None
 
 
 def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> int:
-    """How many clusters of ``cluster`` CTAs (an int along x, or ``(x, y, z)``) of ``h`` (launched as ``launch(..., cluster=)``
+    """How many clusters of ``cluster`` CTAs (an int along x, or ``(x, y, z)``) of ``h`` (launched
+    as ``launch(..., cluster=)``
     does), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic shared memory, run
     on its device at once (cuOccupancyMaxActiveClusters; cached on the handle). A persistent
     grid larger than this would run its last clusters after the first ones finished: twice
@@ -376,8 +426,10 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
     if shared_mem > h.smem_limit:
         h.allow_shared_memory(shared_mem)
     if _max_active_clusters is None:
-        _max_active_clusters = cuda_fn("cuOccupancyMaxActiveClusters",
-                                       [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)])
+        _max_active_clusters = cuda_fn(
+            "cuOccupancyMaxActiveClusters",
+            [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)],
+        )
     attr = _cluster_attribute(cluster)
     c = cluster_dims(cluster)
     cfg = _LaunchConfig(c[0], c[1], c[2], block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
@@ -385,8 +437,10 @@ def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> 
     with torch.cuda.device(h.device):
         rc = _max_active_clusters(ctypes.byref(out), h.ptr, ctypes.byref(cfg))
     if rc != 0:
-        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed (CUresult {rc}) for {h.name} on cuda:{h.device} "
-                           f"(cluster {cluster}, block {tuple(block)}, {shared_mem} bytes of shared memory)")
+        raise RuntimeError(
+            f"cuOccupancyMaxActiveClusters failed (CUresult {rc}) for {h.name} on cuda:{h.device} "
+            f"(cluster {cluster}, block {tuple(block)}, {shared_mem} bytes of shared memory)"
+        )
     h.resident[key] = n = out.value
     return n
 
@@ -402,8 +456,9 @@ def blocks_per_sm(h: KernelHandle, block, shared_mem: int = 0) -> int:
         if shared_mem > h.smem_limit:
             h.allow_shared_memory(shared_mem)
         with torch.cuda.device(h.device):
-            n = int(_driver.occupancyMaxActiveBlocksPerMultiprocessor(h.ptr, block[0] * block[1] * block[2],
-                                                                       shared_mem))
+            n = int(
+                _driver.occupancyMaxActiveBlocksPerMultiprocessor(h.ptr, block[0] * block[1] * block[2], shared_mem)
+            )
         h.resident[key] = n
     return n
 

@@ -2,6 +2,7 @@
 
 In the core package so that autotuning (``cupy_ops.autotune``) and the benchmarks time alike;
 ``cupy_ops.bench.timing`` gives these to the bench."""
+
 from __future__ import annotations
 
 import statistics
@@ -67,8 +68,16 @@ def _flush_buffer(flush_l2: bool, device):
     return device, (torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if flush_l2 else None)
 
 
-def time_cuda(fn, *, warmup: int = 3, runs: int = 100, flush_l2: bool = True,
-              max_seconds: float | None = None, min_runs: int = 5, device=None) -> Stats:
+def time_cuda(
+    fn,
+    *,
+    warmup: int = 3,
+    runs: int = 100,
+    flush_l2: bool = True,
+    max_seconds: float | None = None,
+    min_runs: int = 5,
+    device=None,
+) -> Stats:
     """Time ``fn()`` on the current CUDA stream with events, one event pair per run.
 
     ``warmup`` untimed calls first (compiles, autotunes, allocates). Before each timed run the
@@ -82,8 +91,17 @@ def time_cuda(fn, *, warmup: int = 3, runs: int = 100, flush_l2: bool = True,
     return _stats(_timed_runs(fn, runs, flush, stop_after=max_seconds, min_runs=min_runs))
 
 
-def time_cuda_interleaved(fns: dict, *, warmup: int = 3, runs: int = 100, rounds: int = 5, flush_l2: bool = True,
-                          max_seconds: float | None = None, min_runs: int = 5, device=None) -> dict:
+def time_cuda_interleaved(
+    fns: dict,
+    *,
+    warmup: int = 3,
+    runs: int = 100,
+    rounds: int = 5,
+    flush_l2: bool = True,
+    max_seconds: float | None = None,
+    min_runs: int = 5,
+    device=None,
+) -> dict:
     """``time_cuda`` of several functions against each other: ``{name: Stats}``. The runs
     are taken in ``rounds`` rounds, each timing every function ``runs / rounds`` times in
     turn, so a drift of the GPU's clocks during the measurement falls on all of them alike;
@@ -105,7 +123,8 @@ def time_cuda_interleaved(fns: dict, *, warmup: int = 3, runs: int = 100, rounds
             if left is not None and left <= 0 and len(times[name]) >= min_runs:
                 continue
             start = time.perf_counter()
-            times[name] += _timed_runs(fn, per_round, flush, stop_after=left,
-                                       min_runs=max(1, min_runs - len(times[name])))
+            times[name] += _timed_runs(
+                fn, per_round, flush, stop_after=left, min_runs=max(1, min_runs - len(times[name]))
+            )
             spent[name] += time.perf_counter() - start
     return {name: _stats(t) for name, t in times.items()}

@@ -3,6 +3,7 @@
 GPU tests use the ``cuda`` fixture (or the ``gpu`` marker): without a usable CUDA GPU and
 CuPy they are skipped with the reason, never passed silently.
 """
+
 import math
 
 import pytest
@@ -12,8 +13,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 ALL_DTYPES = DTYPES + [torch.float64]
 
 # Unit roundoff per dtype (half an ulp at 1.0): the matmul tests bound their error with it.
-UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8,
-                 torch.float64: 2.0**-53}
+UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float64: 2.0**-53}
 
 
 def _gpu_reason():
@@ -78,9 +78,30 @@ def cuda():
 def special_values(dtype, device):
     """NaN, +-inf, +-0.0, +-denormals, +-tiny, +-huge and ordinary values, in ``dtype``."""
     info = torch.finfo(dtype)
-    vals = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5,
-            info.tiny, -info.tiny, info.max, -info.max, info.tiny / 4, -info.tiny / 4,  # denormals
-            info.smallest_normal * 1.5, -info.smallest_normal * 1.5, 1e-3, -1e-3, 3.0e4, -3.0e4]
+    vals = [
+        math.nan,
+        -math.nan,
+        math.inf,
+        -math.inf,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.5,
+        info.tiny,
+        -info.tiny,
+        info.max,
+        -info.max,
+        info.tiny / 4,
+        -info.tiny / 4,  # denormals
+        info.smallest_normal * 1.5,
+        -info.smallest_normal * 1.5,
+        1e-3,
+        -1e-3,
+        3.0e4,
+        -3.0e4,
+    ]
     return torch.tensor(vals, dtype=torch.float64).to(dtype).to(device)
 
 
@@ -158,8 +179,10 @@ def assert_of_torchs_error_order(got: torch.Tensor, expected: torch.Tensor, exac
         theirs = (expected.double() - exact).abs().max().item()
         slack = torch.finfo(got.dtype).eps / 2 * exact.abs().max().item()
         if not ours <= ERROR_ORDER * theirs + slack:
-            raise AssertionError(f"{what}: not of torch's error order against float64 (max error {ours:.3g}, "
-                                 f"torch's {theirs:.3g}); {close_failure}") from None
+            raise AssertionError(
+                f"{what}: not of torch's error order against float64 (max error {ours:.3g}, "
+                f"torch's {theirs:.3g}); {close_failure}"
+            ) from None
 
 
 def assert_bitwise_equal(got: torch.Tensor, expected: torch.Tensor):

@@ -1,4 +1,5 @@
 """Shared by the elementwise op tests: shapes and views that break kernels, and divisors of every magnitude."""
+
 import math
 
 import numpy as np
@@ -25,4 +26,17 @@ _rng = np.random.default_rng(11)
 
 
 MANY_DIVISORS = list(10.0 ** _rng.uniform(-30, 30, 60) * _rng.choice([-1.0, 1.0], 60)) + [
-    1e-3, 7e-4, 0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -3e-42, 1e-310, 5e-324, 3e38, 1e39]
+    1e-3,
+    7e-4,
+    0.0,
+    -0.0,
+    math.inf,
+    -math.inf,
+    math.nan,
+    1e-40,
+    -3e-42,
+    1e-310,
+    5e-324,
+    3e38,
+    1e39,
+]

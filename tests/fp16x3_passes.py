@@ -1,6 +1,7 @@
 """fp16x3's passes one at a time, as the tests check them against their definition: the pieces
 and exponents of A's rows (or of a row-major B's columns) and the shifts along K, in tensors of
 their own rather than in the one workspace a GEMM carves."""
+
 from __future__ import annotations
 
 import torch
@@ -10,8 +11,9 @@ from cupy_ops.ops.gemm.fp16x3 import column_keys, piece_ld, row_and_column_keys,
 from cupy_ops.ops.gemm.runtime import prepare
 
 
-def pieces(t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None,
-           kneg: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def pieces(
+    t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None, kneg: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pieces, exponents)``: ``t`` (rows, K) fp32 split by fp16x3_split into ``pieces``
     (2, rows, K rounded up to 8) fp16, hi then lo, of ``t``'s rows, value k times 2^tk[k]
     (``tk``: int8 (K,), or none; ``kneg``: 2^-tk[k]), scaled by 2^exponents[row] (int32,
@@ -19,13 +21,22 @@ def pieces(t: torch.Tensor, op: Operand, tk: torch.Tensor | None = None,
     t = prepare(t, op)
     out = torch.empty((2, t.shape[0], piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
     ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
-    split_rows(t, op, out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
-               0 if tk is None else tk.data_ptr(), kneg)
+    split_rows(
+        t,
+        op,
+        out[0].data_ptr(),
+        out[1].data_ptr(),
+        out.shape[2],
+        ex.data_ptr(),
+        0 if tk is None else tk.data_ptr(),
+        kneg,
+    )
     return out, ex
 
 
-def pieces_n(b: torch.Tensor, op: Operand,
-             tk: torch.Tensor | None | str = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def pieces_n(
+    b: torch.Tensor, op: Operand, tk: torch.Tensor | str | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``(pieces, exponents, tk)``: a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart, 16-byte
     aligned) split N-major by fp16x3_colmax_n and fp16x3_split_n into ``pieces`` (2, K, N
     rounded up to 8) fp16, hi then lo, of ``b``'s rows times 2^-tk[k] (``tk``: int8 (K,), or
@@ -40,8 +51,16 @@ def pieces_n(b: torch.Tensor, op: Operand,
         row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
     else:
         column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)
-    split_columns(b, op, key.data_ptr(), out[0].data_ptr(), out[1].data_ptr(), out.shape[2], ex.data_ptr(),
-                  0 if tk is None else tk.data_ptr())
+    split_columns(
+        b,
+        op,
+        key.data_ptr(),
+        out[0].data_ptr(),
+        out[1].data_ptr(),
+        out.shape[2],
+        ex.data_ptr(),
+        0 if tk is None else tk.data_ptr(),
+    )
     return out, ex, tk
 
 
@@ -52,7 +71,8 @@ def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
     if op.prep == "n-major split":
         row_shifts(b, op, tk.data_ptr())
     else:
-        scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)   # keys, then the count
-        column_keys(prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(),
-                    done=scratch.data_ptr() + 4 * b.shape[0])
+        scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)  # keys, then the count
+        column_keys(
+            prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(), done=scratch.data_ptr() + 4 * b.shape[0]
+        )
     return tk

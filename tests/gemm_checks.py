@@ -1,4 +1,5 @@
-"""Shared by the GEMM tests: the rigorous rounding-error bound a product is checked against, each algo's operand roundoff, the plan a call takes, and torch fp32's own error for comparison."""
+"""Shared by the GEMM tests: the rigorous rounding-error bound a product is checked against, each
+algo's operand roundoff, the plan a call takes, and torch fp32's own error for comparison."""
 
 import torch
 
@@ -22,10 +23,12 @@ def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
     ref = a.double() @ b.double()
     u = accumulation_roundoff(dtype)
     gamma = K * u / (1 - K * u)
+
     # rounding in the subnormal range is absolute, not relative: up to half the smallest
     # subnormal of the accumulator at each of the K steps, and of the dtype at the final rounding
     def half_subnormal(t):
         return torch.finfo(t).smallest_normal * torch.finfo(t).eps / 2
+
     acc = torch.float64 if dtype == torch.float64 else torch.float32
     tiny = K * half_subnormal(acc) + half_subnormal(dtype)
     absprod = a.double().abs() @ b.double().abs()
@@ -36,10 +39,12 @@ def assert_gemm_close(got, a, b, extra_abs=None, operand_roundoff=0.0):
     bad = ~(err <= bound)
     if bad.any():
         i = int((err / bound).nan_to_num(float("inf")).flatten().argmax())
-        raise AssertionError(f"{int(bad.sum())} of {got.numel()} outside the rounding bound; worst (relative to its "
-                             f"bound) at flat index {i}: error {err.flatten()[i].item():.3g}, bound "
-                             f"{bound.flatten()[i].item():.3g}, exact {ref.flatten()[i].item():.3g}, got "
-                             f"{got.flatten()[i].item():.3g}")
+        raise AssertionError(
+            f"{int(bad.sum())} of {got.numel()} outside the rounding bound; worst (relative to its "
+            f"bound) at flat index {i}: error {err.flatten()[i].item():.3g}, bound "
+            f"{bound.flatten()[i].item():.3g}, exact {ref.flatten()[i].item():.3g}, got "
+            f"{got.flatten()[i].item():.3g}"
+        )
 
 
 def matmul_planned(a, b, **plan_kw):
@@ -51,17 +56,25 @@ def matmul_planned(a, b, **plan_kw):
 def linear_planned(x, w, bias, d, **plan_kw):
     """linear_relu_div through a plan made with overrides."""
     y = torch.empty(x.shape[0], w.shape[0], dtype=x.dtype, device=x.device)
-    scale = float(torch.tensor(1.0 / d, dtype=torch.float32))   # d: a power of two here, exact
+    scale = float(torch.tensor(1.0 / d, dtype=torch.float32))  # d: a power of two here, exact
     return gemm.run(gemm.plan_for(x, w.t(), "EpiBiasReluScale", **plan_kw), x, w.t(), y, bias, scale)
 
 
 # (algo, dtype) pairs: every kernel family with every dtype it serves
-ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [("simt", torch.float32), ("auto", torch.float32),
-                                                       ("auto", torch.bfloat16), ("auto", torch.float16),
-                                                       ("tc", torch.bfloat16), ("tc", torch.float16),
-                                                       ("tc", torch.float32), ("wgmma", torch.bfloat16),
-                                                       ("wgmma", torch.float16), ("wgmma", torch.float32),
-                                                       ("tf32x3", torch.float32), ("fp16x3", torch.float32)]
+ALGO_DTYPES = [("naive", dt) for dt in ALL_DTYPES] + [
+    ("simt", torch.float32),
+    ("auto", torch.float32),
+    ("auto", torch.bfloat16),
+    ("auto", torch.float16),
+    ("tc", torch.bfloat16),
+    ("tc", torch.float16),
+    ("tc", torch.float32),
+    ("wgmma", torch.bfloat16),
+    ("wgmma", torch.float16),
+    ("wgmma", torch.float32),
+    ("tf32x3", torch.float32),
+    ("fp16x3", torch.float32),
+]
 
 
 def roundoff(algo, dtype):
@@ -93,10 +106,10 @@ def shifted(a, b):
     gemm.fp16x3.k_source says "a" (M < N), else of b's rows (a' = a 2^t, b' = b 2^-t; t the
     floor(log2) of each row's largest in [-126, 126], 0 for a row with none)."""
     a64, b64 = a.double(), b.double()
-    if a.numel() == 0 or b.numel() == 0:   # no K, or no row or column to take t from (t = 0)
+    if a.numel() == 0 or b.numel() == 0:  # no K, or no row or column to take t from (t = 0)
         return a64, b64
     from_a = gemm.fp16x3.k_source(a.shape[0], b.shape[1]) == "a"
-    src = a.t() if from_a else b   # (K, rows)
+    src = a.t() if from_a else b  # (K, rows)
     mag = torch.where(src.isfinite(), src.abs(), 0).amax(1).double()
     t = torch.exp2(torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).double())
     if from_a:
@@ -104,7 +117,7 @@ def shifted(a, b):
     return a64 * t, b64 / t[:, None]
 
 
-TF32_ROUNDOFF = 2.0**-11   # operands rounded to the nearest TF32 (mma.sync: cvt.rna; wgmma: the TMA load)
+TF32_ROUNDOFF = 2.0**-11  # operands rounded to the nearest TF32 (mma.sync: cvt.rna; wgmma: the TMA load)
 
 
 # 3xTF32: a = hi + lo with lo rounded to TF32 (< 2^-22 |a| lost per operand) and lo * lo

@@ -2,6 +2,7 @@
 for, the plan of a problem (``gplan``), and the branches of the plan, named: which kernel path a
 ``GemmPlan`` takes (``branch``) and whether its output is covered by whole tiles (``full_tiles``),
 so a CPU test can say which branch a shape reaches on a given device."""
+
 from dataclasses import dataclass
 
 import torch
@@ -10,7 +11,7 @@ from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Device, Matrix
 
 bf16, f16, f32, f64 = torch.bfloat16, torch.float16, torch.float32, torch.float64
-H100 = Device(0, 132, (9, 0))   # H100 SXM and H200 alike: 132 SMs, compute capability 9.0
+H100 = Device(0, 132, (9, 0))  # H100 SXM and H200 alike: 132 SMs, compute capability 9.0
 A100 = Device(0, 108, (8, 0))
 ES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
 
@@ -46,8 +47,9 @@ def branch(p) -> str:
     if p.family == "tf32x3":
         return "tf32x3" + (" split-K" if p.slices > 1 else "") + (" swapped" if p.swap else "")
     if p.family == "fp16x3":
-        return "fp16x3" + (" split-K" if p.slices > 1 else "") + (" N-major split" if p.b.prep == "n-major split"
-                                                                   else "")
+        return (
+            "fp16x3" + (" split-K" if p.slices > 1 else "") + (" N-major split" if p.b.prep == "n-major split" else "")
+        )
     raise AssertionError(f"unknown family in {p}")
 
 

@@ -10,43 +10,68 @@ X = torch.randn(4, 8)
 W = torch.randn(6, 8)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: cupy_ops.relu([1.0, 2.0]), TypeError, "x must be a torch.Tensor, got list"),
-    (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.int32)), TypeError, "x must have dtype.*got torch.int32"),
-    (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.bool)), TypeError, "x must have dtype"),
-    (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.complex64)), TypeError, "x must have dtype"),
-    (lambda: cupy_ops.relu(torch.randn(4)), ValueError, "x must be a CUDA tensor, got a tensor on cpu"),
-    (lambda: cupy_ops.relu_(torch.randn(4)), ValueError, "x must be a CUDA tensor"),
-    (lambda: cupy_ops.relu_div(torch.randn(4), 2.0), ValueError, "x must be a CUDA tensor"),
-    (lambda: cupy_ops.relu_div("x", 2.0), TypeError, "x must be a torch.Tensor, got str"),
-    (lambda: cupy_ops.relu_div_(torch.randn(4), 2.0), ValueError, "x must be a CUDA tensor"),
-    (lambda: cupy_ops.matmul(X, "b"), TypeError, "b must be a torch.Tensor, got str"),
-    (lambda: cupy_ops.matmul(X, W.t().half()), TypeError, "b must have the same dtype as a"),
-    (lambda: cupy_ops.matmul(torch.tensor(1.0), W.t()), ValueError, "both arguments to matmul need to be at least 1D"),
-    (lambda: cupy_ops.matmul(torch.randn(2, 4, 8), torch.randn(3, 8, 6)), ValueError,
-     r"The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0"),
-    (lambda: cupy_ops.matmul(X, W), ValueError, "inner dimensions differ"),
-    (lambda: cupy_ops.matmul(X, W.t()), ValueError, "a must be a CUDA tensor"),
-    (lambda: cupy_ops.matmul(X, W.t(), algo="fast"), ValueError, "algo must be one of"),
-    (lambda: cupy_ops.linear_relu_div(X, W, None, 2.0), ValueError, "x must be a CUDA tensor"),
-    (lambda: cupy_ops.linear_relu_div(X, W[:, :5], None, 2.0), ValueError, "in_features differ"),
-    (lambda: cupy_ops.linear_relu_div(X, W, torch.randn(5), 2.0), ValueError, r"bias must have shape \(6,\)"),
-    (lambda: cupy_ops.linear_relu_div(X, W, torch.randn(6).double(), 2.0), TypeError, "bias must have the same dtype"),
-    (lambda: cupy_ops.linear_relu_div(X, W, 3, 2.0), TypeError, "bias must be a torch.Tensor, got int"),
-    (lambda: cupy_ops.linear_relu_div(X, None, None, 2.0), TypeError, "weight must be a torch.Tensor, got NoneType"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: cupy_ops.relu([1.0, 2.0]), TypeError, "x must be a torch.Tensor, got list"),
+        (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.int32)), TypeError, "x must have dtype.*got torch.int32"),
+        (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.bool)), TypeError, "x must have dtype"),
+        (lambda: cupy_ops.relu(torch.ones(3, dtype=torch.complex64)), TypeError, "x must have dtype"),
+        (lambda: cupy_ops.relu(torch.randn(4)), ValueError, "x must be a CUDA tensor, got a tensor on cpu"),
+        (lambda: cupy_ops.relu_(torch.randn(4)), ValueError, "x must be a CUDA tensor"),
+        (lambda: cupy_ops.relu_div(torch.randn(4), 2.0), ValueError, "x must be a CUDA tensor"),
+        (lambda: cupy_ops.relu_div("x", 2.0), TypeError, "x must be a torch.Tensor, got str"),
+        (lambda: cupy_ops.relu_div_(torch.randn(4), 2.0), ValueError, "x must be a CUDA tensor"),
+        (lambda: cupy_ops.matmul(X, "b"), TypeError, "b must be a torch.Tensor, got str"),
+        (lambda: cupy_ops.matmul(X, W.t().half()), TypeError, "b must have the same dtype as a"),
+        (
+            lambda: cupy_ops.matmul(torch.tensor(1.0), W.t()),
+            ValueError,
+            "both arguments to matmul need to be at least 1D",
+        ),
+        (
+            lambda: cupy_ops.matmul(torch.randn(2, 4, 8), torch.randn(3, 8, 6)),
+            ValueError,
+            r"The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0",
+        ),
+        (lambda: cupy_ops.matmul(X, W), ValueError, "inner dimensions differ"),
+        (lambda: cupy_ops.matmul(X, W.t()), ValueError, "a must be a CUDA tensor"),
+        (lambda: cupy_ops.matmul(X, W.t(), algo="fast"), ValueError, "algo must be one of"),
+        (lambda: cupy_ops.linear_relu_div(X, W, None, 2.0), ValueError, "x must be a CUDA tensor"),
+        (lambda: cupy_ops.linear_relu_div(X, W[:, :5], None, 2.0), ValueError, "in_features differ"),
+        (lambda: cupy_ops.linear_relu_div(X, W, torch.randn(5), 2.0), ValueError, r"bias must have shape \(6,\)"),
+        (
+            lambda: cupy_ops.linear_relu_div(X, W, torch.randn(6).double(), 2.0),
+            TypeError,
+            "bias must have the same dtype",
+        ),
+        (lambda: cupy_ops.linear_relu_div(X, W, 3, 2.0), TypeError, "bias must be a torch.Tensor, got int"),
+        (
+            lambda: cupy_ops.linear_relu_div(X, None, None, 2.0),
+            TypeError,
+            "weight must be a torch.Tensor, got NoneType",
+        ),
+    ],
+)
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 
 
-@pytest.mark.parametrize("divisor, exc, match", [
-    ("2", TypeError, "divisor must be a real number or a one-element tensor, got str"),
-    (None, TypeError, "got NoneType"),
-    (1 + 2j, TypeError, "got complex"),
-    (torch.tensor([1.0, 2.0]), ValueError, r"divisor must be a number or a one-element tensor, got a tensor of shape \(2,\)"),
-    (torch.tensor(1 + 1j), TypeError, "divisor must be a real number, got a tensor of dtype torch.complex64"),
-])
+@pytest.mark.parametrize(
+    "divisor, exc, match",
+    [
+        ("2", TypeError, "divisor must be a real number or a one-element tensor, got str"),
+        (None, TypeError, "got NoneType"),
+        (1 + 2j, TypeError, "got complex"),
+        (
+            torch.tensor([1.0, 2.0]),
+            ValueError,
+            r"divisor must be a number or a one-element tensor, got a tensor of shape \(2,\)",
+        ),
+        (torch.tensor(1 + 1j), TypeError, "divisor must be a real number, got a tensor of dtype torch.complex64"),
+    ],
+)
 def test_bad_divisor(divisor, exc, match):
     from cupy_ops import checks
 

@@ -3,6 +3,7 @@ each promise, stays true to the tree (CPU): every test it names exists (its file
 function of that name), every benchmark row it names is a line of the results file (problem,
 dtype, shape and variant, at the commit named), and every claim names the files that make it and
 its evidence, or says "none"."""
+
 import ast
 import json
 import re
@@ -17,9 +18,9 @@ MAX_LINES = 400
 TEST_REF = re.compile(r"^(tests/[\w/]+\.py)::(\w+)(\[[^\]]*\])?$")
 # `h100.jsonl@ba22bcd :: problem :: dtype :: shape :: variant`
 ROW_REF = re.compile(r"^([\w.-]+\.jsonl)@([0-9a-f]{7,40}) :: (.+?) :: (.+?) :: (.+?) :: (.+)$")
-_CELL = re.compile(r"(?<!\\)\|")          # a cell boundary: a pipe not escaped as \|
+_CELL = re.compile(r"(?<!\\)\|")  # a cell boundary: a pipe not escaped as \|
 _CODE = re.compile(r"`([^`]+)`")
-_RULE = re.compile(r"^\|[\s|:-]+\|$")     # |---|---|
+_RULE = re.compile(r"^\|[\s|:-]+\|$")  # |---|---|
 
 
 def table_rows(text: str):
@@ -95,12 +96,14 @@ def check(text: str, root: Path = ROOT) -> dict:
                 elif key not in results[file]:
                     wrong["rows"].append(f"{at}: {ref}: no such row (problem, dtype, shape, variant) in {file}")
                 elif not any(c.startswith(commit) or commit.startswith(c) for c in results[file][key]):
-                    wrong["rows"].append(f"{at}: {ref}: the row is there at {sorted(results[file][key])}, "
-                                         f"not at {commit}")
+                    wrong["rows"].append(
+                        f"{at}: {ref}: the row is there at {sorted(results[file][key])}, not at {commit}"
+                    )
             else:
                 wrong["tests" if ref.startswith("tests/") else "rows"].append(
                     f"{at}: `{ref}` is neither `tests/<file>.py::<test>` nor "
-                    f"`<card>.jsonl@<commit> :: problem :: dtype :: shape :: variant`")
+                    f"`<card>.jsonl@<commit> :: problem :: dtype :: shape :: variant`"
+                )
     return wrong
 
 
@@ -132,21 +135,25 @@ def test_the_check_finds_each_kind_of_broken_reference():
     problem, dtype, shape, variant = next(iter(rows))
     commit = sorted(rows[(problem, dtype, shape, variant)])[0]
     good = f"`h100.jsonl@{commit} :: {problem} :: {dtype} :: {shape} :: {variant}`"
-    text = "\n".join([
-        "| claim | where | evidence |", "|---|---|---|",
-        "| fine | README.md, docs/*.md | `tests/test_claims.py::test_every_test_named_in_claims_md_exists`, "
-        + good + " |",
-        "| fine too, with a \\| in it | README.md | none (H200, no commit recorded) |",
-        "| a missing test | README.md | `tests/test_claims.py::test_that_does_not_exist[x]` |",
-        "| a missing file | README.md | `tests/test_nowhere.py::test_x` |",
-        "| a missing row | README.md | " + good.replace(f":: {variant}`", ":: no such variant`") + " |",
-        "| another commit | README.md | " + good.replace(f"@{commit}", "@0000000") + " |",
-        "| a missing card | README.md | " + good.replace("h100.jsonl", "h300.jsonl") + " |",
-        "| malformed | README.md | `tests/test_claims.py` |",
-        "| no evidence | README.md | a benchmark showed it |",
-        "| a missing source | docs/nowhere.md | none |",
-        "| two cells | README.md |",
-    ])
+    text = "\n".join(
+        [
+            "| claim | where | evidence |",
+            "|---|---|---|",
+            "| fine | README.md, docs/*.md | `tests/test_claims.py::test_every_test_named_in_claims_md_exists`, "
+            + good
+            + " |",
+            "| fine too, with a \\| in it | README.md | none (H200, no commit recorded) |",
+            "| a missing test | README.md | `tests/test_claims.py::test_that_does_not_exist[x]` |",
+            "| a missing file | README.md | `tests/test_nowhere.py::test_x` |",
+            "| a missing row | README.md | " + good.replace(f":: {variant}`", ":: no such variant`") + " |",
+            "| another commit | README.md | " + good.replace(f"@{commit}", "@0000000") + " |",
+            "| a missing card | README.md | " + good.replace("h100.jsonl", "h300.jsonl") + " |",
+            "| malformed | README.md | `tests/test_claims.py` |",
+            "| no evidence | README.md | a benchmark showed it |",
+            "| a missing source | docs/nowhere.md | none |",
+            "| two cells | README.md |",
+        ]
+    )
     found = check(text)
     assert [p.split(":")[0] for p in found["tests"]] == ["line 5", "line 6", "line 10"], found["tests"]
     assert [p.split(":")[0] for p in found["rows"]] == ["line 7", "line 8", "line 9"], found["rows"]
@@ -174,8 +181,11 @@ WITHOUT_EVIDENCE: set = set()
 
 def unevidenced(text: str) -> list:
     """The claims of a claims file whose evidence names no test and no results row."""
-    return [cells[0] for _, cells in table_rows(text) if len(cells) == 3 and not any(
-        s.startswith("tests/") or ".jsonl" in s for s in _CODE.findall(cells[2]))]
+    return [
+        cells[0]
+        for _, cells in table_rows(text)
+        if len(cells) == 3 and not any(s.startswith("tests/") or ".jsonl" in s for s in _CODE.findall(cells[2]))
+    ]
 
 
 def test_no_claim_without_evidence_beyond_the_known_ones():
@@ -184,5 +194,7 @@ def test_no_claim_without_evidence_beyond_the_known_ones():
     assert not new, "claims with no test and no results row (measure them or remove them):\n" + "\n".join(new)
     gone = WITHOUT_EVIDENCE - set(found)
     assert not gone, "these now have evidence or are gone: drop them from WITHOUT_EVIDENCE:\n" + "\n".join(gone)
-    assert unevidenced("| claim | where | evidence |\n|---|---|---|\n| a | README.md | none (measured once) |\n"
-                       "| b | README.md | `tests/test_claims.py::test_x` |") == ["a"]
+    assert unevidenced(
+        "| claim | where | evidence |\n|---|---|---|\n| a | README.md | none (measured once) |\n"
+        "| b | README.md | `tests/test_claims.py::test_x` |"
+    ) == ["a"]

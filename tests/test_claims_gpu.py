@@ -2,6 +2,7 @@
 divisor (nor anywhere in the eager ops), the divisor rule against torch over the 419-divisor
 sweep docs/numerics.md describes (and the fp32 reciprocal rule it replaced missing many of
 them), linear_relu's forward AD and vmap, and linear_relu under autocast."""
+
 import math
 
 import numpy as np
@@ -33,17 +34,21 @@ def test_a_gpu_divisor_takes_no_host_sync(cuda):
     dtype) read it on the GPU: no host sync (the debug mode raises at any); values torch's."""
     torch.manual_seed(0)
     x = torch.randn(1000, 33, device=cuda)
-    divisors = [torch.tensor(0.37, device=cuda), torch.tensor([3.0], device=cuda),
-                torch.tensor([[-2.5]], device=cuda, dtype=torch.float64), torch.tensor(7, device=cuda),
-                torch.tensor(0.0, device=cuda)]
-    for d in divisors:   # warm: compiles the variants, fills the caches
+    divisors = [
+        torch.tensor(0.37, device=cuda),
+        torch.tensor([3.0], device=cuda),
+        torch.tensor([[-2.5]], device=cuda, dtype=torch.float64),
+        torch.tensor(7, device=cuda),
+        torch.tensor(0.0, device=cuda),
+    ]
+    for d in divisors:  # warm: compiles the variants, fills the caches
         cupy_ops.relu_div(x, d)
         cupy_ops.relu_div(x.to(torch.bfloat16), d)
         if torch.result_type(x, d) == x.dtype and d.dim() <= x.dim():
             cupy_ops.relu_div_(x.clone(), d)
     x16 = x.to(torch.bfloat16)
     for d in divisors:
-        in_place = torch.result_type(x, d) == x.dtype and d.dim() <= x.dim()   # else torch refuses it too
+        in_place = torch.result_type(x, d) == x.dtype and d.dim() <= x.dim()  # else torch refuses it too
         y = x.clone()
         with no_sync():
             got = cupy_ops.relu_div(x, d)
@@ -67,9 +72,11 @@ def test_the_eager_ops_take_no_host_sync(cuda):
     algos = ["auto", "naive", "simt", "tc", "accurate"] + (["wgmma", "tf32x3", "fp16x3"] if HOPPER else [])
     calls = [lambda: cupy_ops.relu(x), lambda: cupy_ops.relu_div(x, 3.0), lambda: cupy_ops.relu_div(x[:, 1:], 0.1)]
     for algo in algos:
-        calls += [lambda algo=algo: cupy_ops.matmul(x, w.t(), algo=algo),
-                  lambda algo=algo: cupy_ops.matmul(x[:, 1:], w[:, 1:].t().contiguous(), algo=algo),
-                  lambda algo=algo: cupy_ops.linear_relu_div(x, w, bias, 2.0, algo=algo)]
+        calls += [
+            lambda algo=algo: cupy_ops.matmul(x, w.t(), algo=algo),
+            lambda algo=algo: cupy_ops.matmul(x[:, 1:], w[:, 1:].t().contiguous(), algo=algo),
+            lambda algo=algo: cupy_ops.linear_relu_div(x, w, bias, 2.0, algo=algo),
+        ]
     calls.append(lambda: cupy_ops.matmul(x[:256, :256].to(torch.bfloat16), x[:256, :256].to(torch.bfloat16)))
     warm = [c() for c in calls]
     with no_sync():
@@ -116,13 +123,25 @@ def test_linear_relu_forward_ad_and_vmap_match_torch(algo, cuda):
     (y1, dy1), (y2, dy2) = torch.func.jvp(ours, (x, w, b), tuple(t)), torch.func.jvp(ref, (x, w, b), tuple(t))
     torch.testing.assert_close(y1, y2, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(dy1, dy2, rtol=1e-12, atol=1e-12)
-    xs, ws = torch.randn(3, 6, 5, device=cuda, dtype=torch.float64), torch.randn(3, 4, 5, device=cuda,
-                                                                                  dtype=torch.float64)
-    torch.testing.assert_close(torch.func.vmap(ours, (0, None, None))(xs, w, b), torch.func.vmap(ref, (0, None, None))(xs, w, b),
-                               rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(torch.func.vmap(ours, (None, 0, None))(x, ws, b), torch.func.vmap(ref, (None, 0, None))(x, ws, b),
-                               rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(torch.func.jacfwd(ours)(x, w, b), torch.func.jacfwd(ref)(x, w, b), rtol=1e-12, atol=1e-12)
+    xs, ws = (
+        torch.randn(3, 6, 5, device=cuda, dtype=torch.float64),
+        torch.randn(3, 4, 5, device=cuda, dtype=torch.float64),
+    )
+    torch.testing.assert_close(
+        torch.func.vmap(ours, (0, None, None))(xs, w, b),
+        torch.func.vmap(ref, (0, None, None))(xs, w, b),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    torch.testing.assert_close(
+        torch.func.vmap(ours, (None, 0, None))(x, ws, b),
+        torch.func.vmap(ref, (None, 0, None))(x, ws, b),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    torch.testing.assert_close(
+        torch.func.jacfwd(ours)(x, w, b), torch.func.jacfwd(ref)(x, w, b), rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
@@ -152,8 +171,9 @@ def _add_output(a, b):
     return torch.empty_like(a, dtype=torch.promote_types(a.dtype, b.dtype))
 
 
-POLICIES = {p: cupy_ops.op(f"claimsgpu::add_{p}", output=_add_output, autocast=p)(_add)
-            for p in ("lower", "fp32", "promote")}
+POLICIES = {
+    p: cupy_ops.op(f"claimsgpu::add_{p}", output=_add_output, autocast=p)(_add) for p in ("lower", "fp32", "promote")
+}
 
 
 def test_a_declared_ops_autocast_policy(cuda):
@@ -168,9 +188,12 @@ def test_a_declared_ops_autocast_policy(cuda):
         got = {p: f(a, b) for p, f in POLICIES.items()}
         halves = POLICIES["promote"](a, a)
         doubles = POLICIES["lower"](b.double(), b.double())
-    assert {p: t.dtype for p, t in got.items()} == {"lower": torch.bfloat16, "fp32": torch.float32,
-                                                    "promote": torch.float32}
+    assert {p: t.dtype for p, t in got.items()} == {
+        "lower": torch.bfloat16,
+        "fp32": torch.float32,
+        "promote": torch.float32,
+    }
     assert halves.dtype == torch.float16 and doubles.dtype == torch.float64
     assert torch.equal(got["lower"], a.to(torch.bfloat16) + b.to(torch.bfloat16))
     assert torch.equal(got["fp32"], a.float() + b) and torch.equal(got["promote"], a.float() + b)
-    assert POLICIES["lower"](a, b).dtype == torch.float32   # no autocast: the inputs' promotion
+    assert POLICIES["lower"](a, b).dtype == torch.float32  # no autocast: the inputs' promotion

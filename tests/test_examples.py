@@ -1,4 +1,5 @@
 """The example scripts: a clear one-sentence exit without a GPU, a correct table with one."""
+
 import os
 import re
 import subprocess
@@ -17,8 +18,14 @@ OTHER = ["my_kernel.py"]
 
 
 def run(script, *args, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 @pytest.mark.parametrize("script", sorted(SMALL) + OTHER)
@@ -27,7 +34,7 @@ def test_without_gpu_one_clear_sentence(script):
     proc = run(script, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    lines = [s for s in proc.stderr.splitlines() if s.strip()]
     assert len(lines) == 1 and "GPU" in lines[0], proc.stderr
     # and what works without one: NVRTC compiles on the CPU
     assert "--arch sm_90" in lines[0] and "compile_offline" in lines[0] and " compiles " in lines[0], lines[0]
@@ -44,10 +51,10 @@ def test_user_kernel_example_compiles_without_a_gpu():
     proc = run("my_kernel.py", "--arch", "sm_90", env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert all(" sm_90: " in l and " registers, " in l for l in lines[:4]), proc.stdout
+    assert all(" sm_90: " in s and " registers, " in s for s in lines[:4]), proc.stdout
     # then autotune's configurations, pruned from ptxas' report with no GPU: the spilling one
     assert lines[4].startswith("autotune's configurations for sm_90") and lines[5].startswith("configuration")
-    assert [l.endswith("  kept") for l in lines[6:]] == [True] * 9 + [False], proc.stdout
+    assert [s.endswith("  kept") for s in lines[6:]] == [True] * 9 + [False], proc.stdout
     assert "pruned: spills registers" in lines[-1]
 
 
@@ -127,15 +134,42 @@ def test_notebook_runner_runs_shell_lines_and_keeps_machine_paths_out(tmp_path):
     import json
 
     notebook = tmp_path / "nb.ipynb"
-    cells = [["import os, tempfile", "folder = tempfile.mkdtemp()",
-              "!python -c \"import sys; print('argv', sys.argv[1:])\" {folder}", "print(os.getcwd())",
-              "print(os.path.expanduser('~/x'))"],
-             ["!python -c \"raise SystemExit(3)\""]]
-    notebook.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "\n".join(c)}
-        for c in cells]}))
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(notebook)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    cells = [
+        [
+            "import os, tempfile",
+            "folder = tempfile.mkdtemp()",
+            "!python -c \"import sys; print('argv', sys.argv[1:])\" {folder}",
+            "print(os.getcwd())",
+            "print(os.path.expanduser('~/x'))",
+        ],
+        ['!python -c "raise SystemExit(3)"'],
+    ]
+    notebook.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "execution_count": None,
+                        "metadata": {},
+                        "outputs": [],
+                        "source": "\n".join(c),
+                    }
+                    for c in cells
+                ],
+            }
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(notebook)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1 and "FAILED" in proc.stdout, proc.stdout + proc.stderr
     first, second = [c["outputs"] for c in json.loads(notebook.read_text())["cells"]]
     text = "".join(first[0]["text"])
@@ -147,6 +181,11 @@ def test_notebook_runner_runs_shell_lines_and_keeps_machine_paths_out(tmp_path):
 @pytest.mark.gpu
 def test_quickstart_notebook_runs_clean(tmp_path):
     out = os.environ.get("CUPY_OPS_NOTEBOOK_OUT") or str(tmp_path / "quickstart.ipynb")
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(NOTEBOOK), "--out", out],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run_notebook.py"), str(NOTEBOOK), "--out", out],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0 and "all clean" in proc.stdout, proc.stdout + proc.stderr

@@ -1,4 +1,5 @@
 """Faults: an unusable or corrupted kernel cache, memory over many calls, errors mid-stream."""
+
 import os
 import subprocess
 import sys
@@ -12,13 +13,21 @@ import cupy_ops
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.gpu
 
-WORKER = ("import torch, cupy_ops; x = torch.randn(10_001, device='cuda'); "
-          "assert torch.equal(cupy_ops.relu_div(x, 3.0), torch.relu(x) / 3.0); print('ok')")
+WORKER = (
+    "import torch, cupy_ops; x = torch.randn(10_001, device='cuda'); "
+    "assert torch.equal(cupy_ops.relu_div(x, 3.0), torch.relu(x) / 3.0); print('ok')"
+)
 
 
 def run(env):
-    return subprocess.run([sys.executable, "-c", WORKER], cwd=ROOT, env=dict(os.environ, **env),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", WORKER],
+        cwd=ROOT,
+        env=dict(os.environ, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_unusable_cache_dir_warns_and_still_computes(cuda, tmp_path):
@@ -63,7 +72,7 @@ def test_library_keeps_working_after_every_kind_of_error(cuda):
         lambda: cupy_ops.relu(x.cpu()),
         lambda: cupy_ops.relu(x.int()),
         lambda: cupy_ops.relu_div(x, "2"),
-        lambda: cupy_ops.matmul(x, x[:3]),   # sizes that do not match
+        lambda: cupy_ops.matmul(x, x[:3]),  # sizes that do not match
         lambda: cupy_ops.relu_(x.clone().requires_grad_()),
         lambda: cupy_ops.Kernel("__global__ void k(float* p) { nope; }", "k")(x, grid=1, block=1),
     ]

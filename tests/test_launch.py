@@ -1,4 +1,5 @@
 """Kernels run on torch's current stream of the tensor's device, with no extra sync."""
+
 import pytest
 import torch
 
@@ -14,9 +15,9 @@ def test_runs_on_the_current_stream(cuda):
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
         assert launch._raw_stream(0) == s.cuda_stream  # the handle every launch uses
-        torch.cuda._sleep(20_000_000)   # keep s busy, so a launch on another stream would run first
-        x.fill_(-1.0)                   # queued on s behind the sleep
-        y = cupy_ops.relu(x)            # must see the fill: all zeros
+        torch.cuda._sleep(20_000_000)  # keep s busy, so a launch on another stream would run first
+        x.fill_(-1.0)  # queued on s behind the sleep
+        y = cupy_ops.relu(x)  # must see the fill: all zeros
         z = cupy_ops.relu_div(x.neg(), 4.0)
     s.synchronize()
     assert torch.equal(y, torch.zeros_like(x))
@@ -38,7 +39,7 @@ def test_ops_follow_the_side_stream_in_order(cuda):
 def test_second_gpu(two_gpus):
     dev = torch.device("cuda", 1)
     x = torch.randn(10000, device=dev)
-    y = cupy_ops.relu(x)                 # current device stays cuda:0
+    y = cupy_ops.relu(x)  # current device stays cuda:0
     assert y.device == dev and torch.equal(y, torch.relu(x))
     assert torch.cuda.current_device() == 0
     a = torch.randn(65, 33, device=dev)

@@ -1,5 +1,6 @@
 """The package's structure: no import runs back up a layer, the two GEMM ops share the one
 plan, and generated CUDA matches its generator (CPU)."""
+
 import ast
 import importlib.util
 from pathlib import Path
@@ -137,5 +138,6 @@ def test_generated_wgmma_header_is_what_its_generator_writes():
     spec = importlib.util.spec_from_file_location("gen_wgmma", ROOT / "tools" / "gen_wgmma.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert (ROOT / "cuda_src" / "wgmma_ops.cuh").read_text() == gen.render(), \
+    assert (ROOT / "cuda_src" / "wgmma_ops.cuh").read_text() == gen.render(), (
         "cuda_src/wgmma_ops.cuh is stale: run python tools/gen_wgmma.py"
+    )

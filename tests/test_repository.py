@@ -1,6 +1,7 @@
 """The repository speaks of the product (CPU): no words about how the work was organised in
 tracked files or their names (provenance is a commit, a date, a GPU and versions), no
 experiment archive in the tree, and the front door and docs kept short."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -13,8 +14,17 @@ THIS_FILE = Path(__file__).resolve()
 # the word scan skips this file (and only this file).
 _WORDS = re.compile(r"\bsessions?\b|\bturn [0-9]+\b|\bruns? [0-9]+\b|\bagents?\b|\bdevice tool\b", re.I)
 _NAMES = re.compile(r"session|_run[0-9]", re.I)
-_SKIP_DIRS = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache",
-              "gpu-logs"}
+_SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+    "gpu-logs",
+}
 
 
 def tracked_files() -> list[Path]:
@@ -27,8 +37,11 @@ def tracked_files() -> list[Path]:
             return [f for f in files if f.exists()]
     except (OSError, subprocess.SubprocessError):
         pass
-    return [p for p in ROOT.rglob("*") if p.is_file() and not _SKIP_DIRS & set(p.relative_to(ROOT).parts)
-            and not p.name.endswith(".egg-info")]
+    return [
+        p
+        for p in ROOT.rglob("*")
+        if p.is_file() and not _SKIP_DIRS & set(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")
+    ]
 
 
 FILES = tracked_files()
@@ -50,7 +63,7 @@ def test_no_words_about_how_the_work_was_organised():
         try:
             text = f.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
-            continue   # binary (a plot)
+            continue  # binary (a plot)
         for i, line in enumerate(text.splitlines(), 1):
             m = _WORDS.search(line)
             if m:
@@ -59,11 +72,25 @@ def test_no_words_about_how_the_work_was_organised():
 
 
 def test_the_word_check_catches_each_word():
-    for line in ("see session 12", "Run 3 - tiles", "runs 8-9", "the device tool", "turn 2", "an agent wrote it",
-                 "Sessions"):
+    for line in (
+        "see session 12",
+        "Run 3 - tiles",
+        "runs 8-9",
+        "the device tool",
+        "turn 2",
+        "an agent wrote it",
+        "Sessions",
+    ):
         assert _WORDS.search(line), line
-    for line in ("returns 0", "the kernel runs at 0.98x", "turned", "run it twice", "warpgroups take turns",
-                 "a reagent", "the device's tools"):
+    for line in (
+        "returns 0",
+        "the kernel runs at 0.98x",
+        "turned",
+        "run it twice",
+        "warpgroups take turns",
+        "a reagent",
+        "the device's tools",
+    ):
         assert not _WORDS.search(line), line
     assert _NAMES.search("bench_h100_session18.json") and _NAMES.search("x_run2.log")
     assert not _NAMES.search("tools/run_notebook.py")
@@ -85,8 +112,9 @@ def test_benchmarks_hold_scripts_and_results_not_an_archive():
     assert not logs, logs
 
 
-@pytest.mark.parametrize("path, limit", [("README.md", 200)] + [(f"docs/{p.name}", 400)
-                                                                 for p in sorted((ROOT / "docs").glob("*.md"))])
+@pytest.mark.parametrize(
+    "path, limit", [("README.md", 200)] + [(f"docs/{p.name}", 400) for p in sorted((ROOT / "docs").glob("*.md"))]
+)
 def test_the_front_door_and_the_docs_stay_short(path, limit):
     lines = (ROOT / path).read_text(encoding="utf-8").count("\n")
     assert lines <= limit, f"{path} has {lines} lines (at most {limit})"

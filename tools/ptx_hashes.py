@@ -9,12 +9,14 @@ CPU only; the PTX of compute_80 and compute_90(a), in parallel processes.
     python tools/ptx_hashes.py before.json   # ... edit ...   python tools/ptx_hashes.py after.json
     python tools/ptx_hashes.py --compare before.json after.json
 """
+
 import hashlib
 import json
 import os
 import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -26,7 +28,7 @@ def _hash(job):
 
     src = next(s for s in registry.sources() if s.name == name)
     target = src.target(arch)
-    if target is None:   # an sm_90a source on sm_80
+    if target is None:  # an sm_90a source on sm_80
         return {}
     opts = [o.replace("-arch=sm_", "-arch=compute_") for o in src.options(target)]
     out = {}
@@ -41,7 +43,7 @@ def _hash(job):
 
 def main(argv) -> int:
     if len(argv) == 3 and argv[0] == "--compare":
-        a, b = (json.load(open(p)) for p in argv[1:3])
+        a, b = (json.loads(Path(p).read_text()) for p in argv[1:3])
         changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
         print(f"{len(a)} / {len(b)} kernels, {len(changed)} differ" + "".join(f"\n  {k}" for k in changed))
         return 1 if changed else 0
@@ -51,8 +53,12 @@ def main(argv) -> int:
     from cupy_ops import ops  # noqa: F401
     from cupy_ops.compiler import registry
 
-    jobs = [(s.name, arch, list(s.variants)[i:i + 8]) for s in registry.sources() for arch in ARCHS
-            for i in range(0, len(s.variants), 8)]
+    jobs = [
+        (s.name, arch, list(s.variants)[i : i + 8])
+        for s in registry.sources()
+        for arch in ARCHS
+        for i in range(0, len(s.variants), 8)
+    ]
     out = {}
     with ProcessPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
         for part in pool.map(_hash, jobs):

@@ -12,6 +12,7 @@ value; a leading ``python`` is this interpreter), except that a command exiting 
 fails its cell. The saved outputs carry no path of the machine that ran them: the working
 folder reads ``.``, the home folder ``~`` and the temporary folder ``$TMPDIR``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ def _figures() -> list[dict]:
     for num in plt.get_fignums():
         buf = io.BytesIO()
         plt.figure(num).savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        out.append({"output_type": "display_data", "metadata": {},
-                    "data": {"image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": ["<Figure>"]}})
+        out.append(
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": ["<Figure>"]},
+            }
+        )
     plt.close("all")
     return out
 
@@ -74,8 +80,12 @@ def _python(code: str) -> str:
 
 def _scrub(text: str) -> str:
     """``text`` with this machine's working, home and temporary folders written as ., ~ and $TMPDIR."""
-    for folder, name in ((os.getcwd(), "."), (os.path.expanduser("~"), "~"), (tempfile.gettempdir(), "$TMPDIR"),
-                         ("/tmp", "$TMPDIR")):
+    for folder, name in (
+        (os.getcwd(), "."),
+        (os.path.expanduser("~"), "~"),
+        (tempfile.gettempdir(), "$TMPDIR"),
+        ("/tmp", "$TMPDIR"),
+    ):
         if folder and folder != "/":
             text = re.sub(re.escape(folder.rstrip("/")) + r"(?=/|\b|$)", lambda _m: name, text)
     return text
@@ -118,24 +128,32 @@ def run_cell(code: str, namespace: dict) -> tuple[list[dict], bool]:
             outputs.append({"output_type": "stream", "name": name, "text": _lines(stream.getvalue())})
     outputs.extend(_figures())
     if not ok:
-        outputs.append({"output_type": "error", "ename": etype.__name__, "evalue": str(evalue),
-                        "traceback": tb.splitlines()})
+        outputs.append(
+            {"output_type": "error", "ename": etype.__name__, "evalue": str(evalue), "traceback": tb.splitlines()}
+        )
     elif value is not None:
-        outputs.append({"output_type": "execute_result", "metadata": {}, "execution_count": None,
-                        "data": {"text/plain": _lines(repr(value))}})
+        outputs.append(
+            {
+                "output_type": "execute_result",
+                "metadata": {},
+                "execution_count": None,
+                "data": {"text/plain": _lines(repr(value))},
+            }
+        )
     return _scrubbed(outputs), ok
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python tools/run_notebook.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python tools/run_notebook.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("notebook")
     p.add_argument("--out", help="where to write the executed notebook (default: in place)")
     args = p.parse_args(argv)
     try:
         import matplotlib
 
-        matplotlib.use("Agg")   # figures are drawn off-screen and stored in the notebook
+        matplotlib.use("Agg")  # figures are drawn off-screen and stored in the notebook
     except ImportError:
         pass
     with open(args.notebook) as f:
@@ -160,8 +178,10 @@ def main(argv=None) -> int:
     with open(args.out or args.notebook, "w") as f:
         json.dump(nb, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    print(f"{args.notebook}: {count} code cells run in {time.perf_counter() - t0:.1f} s, "
-          f"{'all clean' if ok else 'FAILED'}")
+    print(
+        f"{args.notebook}: {count} code cells run in {time.perf_counter() - t0:.1f} s, "
+        f"{'all clean' if ok else 'FAILED'}"
+    )
     return 0 if ok else 1
 
 

@@ -1,5 +1,6 @@
 """Calls every cupy_ops kernel variant on edge shapes; run under compute-sanitizer by
 tools/sanitize.sh (memcheck, racecheck, initcheck)."""
+
 import torch
 
 import cupy_ops
@@ -12,13 +13,13 @@ for dtype in DTYPES:
     for n in (1, 3, 129, 4097):
         base = torch.randn(n + 9, device="cuda").to(dtype)
         for off in (0, 1, 3):
-            x = base[off:off + n]
+            x = base[off : off + n]
             cupy_ops.relu(x)
             cupy_ops.relu_div(x, 3.0)
             cupy_ops.relu_(x.clone())
             cupy_ops.relu_div(x, torch.tensor(2.0, device="cuda"))
             g = x.clone().requires_grad_()
-            cupy_ops.relu_div(g, 2.0).sum().backward()      # relu_backward
+            cupy_ops.relu_div(g, 2.0).sum().backward()  # relu_backward
             calls += 5
     x2 = torch.randn(33, 65, device="cuda").to(dtype)
     cupy_ops.relu(x2.t())
@@ -26,7 +27,7 @@ for dtype in DTYPES:
     calls += 2
     probe = torch.ones(1, 1, device="cuda", dtype=dtype)
     algos = []
-    for algo in ("naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"):   # every family this GPU runs for the dtype
+    for algo in ("naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"):  # every family this GPU runs for the dtype
         try:
             cupy_ops.gemm_plan(probe, probe, algo=algo)
             algos.append(algo)
@@ -40,26 +41,44 @@ for dtype in DTYPES:
             bias = torch.randn(N, device="cuda").to(dtype)
             cupy_ops.matmul(a, b, algo=algo)
             cupy_ops.matmul(a.t().contiguous().t(), b.t().contiguous().t(), algo=algo)
-            cupy_ops.matmul(a, w.t(), algo=algo)                 # b K-major without the fused epilogue
-            cupy_ops.matmul(a.t().contiguous().t(), b, algo=algo)   # a M-major, b row-major
+            cupy_ops.matmul(a, w.t(), algo=algo)  # b K-major without the fused epilogue
+            cupy_ops.matmul(a.t().contiguous().t(), b, algo=algo)  # a M-major, b row-major
             cupy_ops.linear_relu_div(a, w, bias, 2.0, algo=algo)
             cupy_ops.linear_relu_div(a, w.t().contiguous().t(), None, -2.0, algo=algo)
             cupy_ops.linear_relu_div(a.t().contiguous().t(), w.t().contiguous().t(), bias, 2.0, algo=algo)
             calls += 7
-        if algo == "wgmma":   # every compiled variant: tile widths, clusters, persistent grids, split-K,
+        if algo == "wgmma":  # every compiled variant: tile widths, clusters, persistent grids, split-K,
             # both epilogue stores (the TMA's where C's rows allow it, and the threads'); float32
             # with a row-major b and TMA stores: the swapped kernel (C^T = B^T A^T)
-            for bn, cluster, persistent, split in [(64, 1, False, False), (64, 1, True, False), (128, 2, True, False),
-                                                   (128, 2, True, True), (128, 1, False, True), (256, 2, True, False),
-                                                   (256, 1, True, False), (256, 1, False, False)]:
+            for bn, cluster, persistent, split in [
+                (64, 1, False, False),
+                (64, 1, True, False),
+                (128, 2, True, False),
+                (128, 2, True, True),
+                (128, 1, False, True),
+                (256, 2, True, False),
+                (256, 1, True, False),
+                (256, 1, False, False),
+            ]:
                 for M, K, N in [(129, 65, 33), (300, 130, 520), (1, 600, 300)]:
                     a = torch.randn(M, K, device="cuda").to(dtype)
-                    for b in (torch.randn(K, N, device="cuda").to(dtype), torch.randn(N, K, device="cuda").to(dtype).t()):
+                    for b in (
+                        torch.randn(K, N, device="cuda").to(dtype),
+                        torch.randn(N, K, device="cuda").to(dtype).t(),
+                    ):
                         for store in (True, False):
                             try:
-                                p = gemm.plan_for(a, b, algo="wgmma", tile_n=bn, cluster=cluster,
-                                                  persistent=persistent, split_k=split, tma_store=store)
-                            except ValueError:   # no TMA store for this C (rows, split-K)
+                                p = gemm.plan_for(
+                                    a,
+                                    b,
+                                    algo="wgmma",
+                                    tile_n=bn,
+                                    cluster=cluster,
+                                    persistent=persistent,
+                                    split_k=split,
+                                    tma_store=store,
+                                )
+                            except ValueError:  # no TMA store for this C (rows, split-K)
                                 continue
                             gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype))
                             calls += 1
@@ -74,29 +93,29 @@ for dtype in DTYPES:
                         for force in forced:
                             try:
                                 p = gemm.plan_for(a, b, "EpiBiasReluScale", algo="wgmma", tma_store=store, **force)
-                            except ValueError:   # no TMA store for this C
+                            except ValueError:  # no TMA store for this C
                                 continue
                             gemm.run(p, a, b, torch.empty(M, N, device="cuda", dtype=dtype), bias, 0.5)
                             calls += 1
-        if algo == "tf32x3":   # the split's rare path: TF32-exact values, +-inf, NaN, subnormals
+        if algo == "tf32x3":  # the split's rare path: TF32-exact values, +-inf, NaN, subnormals
             a = torch.randn(129, 300, device="cuda")
             a[::3] = 1.0
             a[1, ::7], a[2, ::5], a[4, ::3] = float("inf"), float("nan"), 1e-40
             cupy_ops.matmul(a, a.t().contiguous(), algo=algo)
-            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)   # b's rows 16-byte aligned: C^T = B^T A^T
+            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)  # b's rows 16-byte aligned: C^T = B^T A^T
             calls += 2
-        if algo == "fp16x3":   # the split's special values: fp16-exact, +-inf, NaN, subnormal rows, lost values
+        if algo == "fp16x3":  # the split's special values: fp16-exact, +-inf, NaN, subnormal rows, lost values
             a = torch.randn(129, 301, device="cuda")
             a[::3] = 1.0
             a[1, ::7], a[2, ::5], a[4] = float("inf"), float("nan"), 1e-40
             a[5, 0] = 1e20
             cupy_ops.matmul(a, a.t(), algo=algo)
-            cupy_ops.matmul(a, a.t().contiguous(), algo=algo)   # b row-major, rows off 16 bytes: transposed
-            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)   # b row-major, aligned: split N-major
+            cupy_ops.matmul(a, a.t().contiguous(), algo=algo)  # b row-major, rows off 16 bytes: transposed
+            cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)  # b row-major, aligned: split N-major
             padded = torch.zeros(301, 132, device="cuda")
             padded[:, :129] = a.t()
-            cupy_ops.matmul(a, padded[:, :127], algo=algo)   # N-major, rows 132 apart, N % 4 = 3
-            held = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4   # rows past it: read twice
+            cupy_ops.matmul(a, padded[:, :127], algo=algo)  # N-major, rows 132 apart, N % 4 = 3
+            held = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4  # rows past it: read twice
             long_rows = torch.randn(5, held + 13, device="cuda")
             cupy_ops.matmul(long_rows, long_rows.t(), algo=algo)
             calls += 5
@@ -108,14 +127,20 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
             b = torch.randn(3, 72, 200, device="cuda", dtype=dtype)
             cupy_ops.matmul(a, b, algo=algo)
             cupy_ops.matmul(a, b[:1].expand(3, 72, 200), algo=algo)
-            cupy_ops.matmul(a[:, :, :64], b.mT[:, :, :64].mT, algo=algo)   # b K-major
-            cupy_ops.matmul(torch.randn(40, 64, 72, device="cuda", dtype=dtype),
-                            torch.randn(40, 72, 256, device="cuda", dtype=dtype), algo=algo)   # > a wave
+            cupy_ops.matmul(a[:, :, :64], b.mT[:, :, :64].mT, algo=algo)  # b K-major
+            cupy_ops.matmul(
+                torch.randn(40, 64, 72, device="cuda", dtype=dtype),
+                torch.randn(40, 72, 256, device="cuda", dtype=dtype),
+                algo=algo,
+            )  # > a wave
             calls += 4
-        except ValueError:   # the family does not take this dtype here
+        except ValueError:  # the family does not take this dtype here
             pass
-k = cupy_ops.Kernel("template <class T> __global__ void cp(const T* x, T* y, long long n) {"
-                    " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }", "cp")
+k = cupy_ops.Kernel(
+    "template <class T> __global__ void cp(const T* x, T* y, long long n) {"
+    " long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }",
+    "cp",
+)
 x = torch.randn(1000, device="cuda")
 k(x, torch.empty_like(x), x.numel(), grid=4, block=256)
 torch.cuda.synchronize()

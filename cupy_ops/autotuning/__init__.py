@@ -19,8 +19,20 @@ the driver and NVRTC: a new process takes it from there without timing anything.
 ``python -m cupy_ops warm --tune FILE.py`` tunes ahead of time every autotuned kernel FILE.py
 declares with ``examples=``.
 """
+
 from .configs import Config, Trial, configs, prune_reason, table
 from .tuner import Autotuned, Choice, Environment, autotune, declared, tuning_problem
 
-__all__ = ["Autotuned", "Choice", "Config", "Environment", "Trial", "autotune", "configs", "declared", "prune_reason",
-           "table", "tuning_problem"]
+__all__ = [
+    "Autotuned",
+    "Choice",
+    "Config",
+    "Environment",
+    "Trial",
+    "autotune",
+    "configs",
+    "declared",
+    "prune_reason",
+    "table",
+    "tuning_problem",
+]

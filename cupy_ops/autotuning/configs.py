@@ -1,6 +1,7 @@
 """An autotuning search space and its pruning: ``Config`` (defines, template arguments, block,
 shared memory, options, cluster), ``configs`` (their product), each trial's figures and why it
 was pruned, and the table of a tuning."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,8 +33,9 @@ class Config:
     def __post_init__(self):
         if not isinstance(self.defines, dict):
             raise TypeError(f"Config.defines must be a dict, got {type(self.defines).__name__}")
-        object.__setattr__(self, "template", tuple(self.template) if isinstance(self.template, (list, tuple))
-                           else (self.template,))
+        object.__setattr__(
+            self, "template", tuple(self.template) if isinstance(self.template, (list, tuple)) else (self.template,)
+        )
         object.__setattr__(self, "options", (self.options,) if isinstance(self.options, str) else tuple(self.options))
         launch_dims("block", self.block)
         shared_memory(self.shared_mem)
@@ -68,9 +70,17 @@ class Config:
 
     def canonical(self) -> str:
         """The configuration as stable text: part of the disk cache key."""
-        return json.dumps([self.block, sorted((k, repr(v)) for k, v in self.defines.items()),
-                           [template_arg(a) for a in self.template], self.shared_mem, list(self.options),
-                           self.cluster], default=list)
+        return json.dumps(
+            [
+                self.block,
+                sorted((k, repr(v)) for k, v in self.defines.items()),
+                [template_arg(a) for a in self.template],
+                self.shared_mem,
+                list(self.options),
+                self.cluster,
+            ],
+            default=list,
+        )
 
 
 def configs(**axes) -> list[Config]:
@@ -107,9 +117,16 @@ class Trial:
     ms: float | None = None
 
     def row(self) -> dict:
-        return {"config": self.config.label(), "registers": self.registers, "spills": list(self.spills or ()),
-                "shared_bytes": self.shared_bytes, "occupancy": self.occupancy, "pruned": self.pruned,
-                "error": self.error, "ms": self.ms}
+        return {
+            "config": self.config.label(),
+            "registers": self.registers,
+            "spills": list(self.spills or ()),
+            "shared_bytes": self.shared_bytes,
+            "occupancy": self.occupancy,
+            "pruned": self.pruned,
+            "error": self.error,
+            "ms": self.ms,
+        }
 
 
 def prune_reason(result, config: Config, limits: Limits | None, min_occupancy: float) -> tuple[str, float | None]:
@@ -130,8 +147,10 @@ def prune_reason(result, config: Config, limits: Limits | None, min_occupancy: f
     blocks = estimated_blocks_per_sm(result.registers, config.threads, shared, limits)
     occupancy = blocks * -(-config.threads // 32) * 32 / limits.threads_per_sm
     if blocks == 0:
-        return (f"no block fits on an SM ({result.registers} registers x {config.threads} threads, {shared} bytes of "
-                f"shared memory)"), 0.0
+        return (
+            f"no block fits on an SM ({result.registers} registers x {config.threads} threads, {shared} bytes of "
+            f"shared memory)"
+        ), 0.0
     if occupancy < min_occupancy:
         return f"occupancy {occupancy:.0%} below {min_occupancy:.0%}", occupancy
     return "", occupancy
@@ -142,13 +161,26 @@ def table(trials, best: int | None = None) -> str:
     rows = [("configuration", "regs", "spills", "smem", "occ.", "result")]
     for i, r in enumerate(trials):
         r = r.row() if isinstance(r, Trial) else r
-        result = (f"pruned: {r['pruned']}" if r["pruned"] else f"error: {r['error']}" if r["error"]
-                  else "kept" if r["ms"] is None else f"{r['ms']:.4f} ms")
+        result = (
+            f"pruned: {r['pruned']}"
+            if r["pruned"]
+            else f"error: {r['error']}"
+            if r["error"]
+            else "kept"
+            if r["ms"] is None
+            else f"{r['ms']:.4f} ms"
+        )
         if i == best:
             result += "  <- best"
-        rows.append((r["config"], "-" if r["registers"] is None else str(r["registers"]),
-                     "-" if not r["spills"] else "/".join(map(str, r["spills"])),
-                     "-" if r["shared_bytes"] is None else str(r["shared_bytes"]),
-                     "-" if r["occupancy"] is None else f"{r['occupancy']:.0%}", result))
+        rows.append(
+            (
+                r["config"],
+                "-" if r["registers"] is None else str(r["registers"]),
+                "-" if not r["spills"] else "/".join(map(str, r["spills"])),
+                "-" if r["shared_bytes"] is None else str(r["shared_bytes"]),
+                "-" if r["occupancy"] is None else f"{r['occupancy']:.0%}",
+                result,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows)

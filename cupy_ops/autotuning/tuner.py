@@ -1,5 +1,6 @@
 """The tuner: ``autotune`` and the ``Autotuned`` kernel it returns, the GPU environment a choice
 is cached under, timing, and the winner kept in memory and on disk."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +23,8 @@ from ..kernel.types import template_arg
 from .configs import Config, Trial, prune_reason, table
 
 log = logging.getLogger("cupy_ops")
-_declared: list = []   # weak references to the autotuned kernels with examples= (warm --tune)
+_declared: list = []  # weak references to the autotuned kernels with examples= (warm --tune)
+
 
 @dataclasses.dataclass(frozen=True)
 class Environment:
@@ -31,24 +33,37 @@ class Environment:
     gpu: str
     driver: str
     nvrtc: str
-    arch: str            # the -arch a launch compiles for (sm_90, or compute_XX past NVRTC)
+    arch: str  # the -arch a launch compiles for (sm_90, or compute_XX past NVRTC)
     limits: Limits | None
 
 
 def _environment(device: int) -> Environment:
     cupy = compiler.import_cupy()
     arch = compiler.arch_for(*capability(device))
-    return Environment(torch.cuda.get_device_name(device), str(cupy.cuda.runtime.driverGetVersion()),
-                       ".".join(map(str, compiler.nvrtc.version())), arch, device_limits(device))
+    return Environment(
+        torch.cuda.get_device_name(device),
+        str(cupy.cuda.runtime.driverGetVersion()),
+        ".".join(map(str, compiler.nvrtc.version())),
+        arch,
+        device_limits(device),
+    )
 
 
 def _time(fns: dict, device: int, runs: int) -> dict:
     """``{index: median ms}`` of the survivors, timed the bench's way, interleaved."""
     from ..timing import time_cuda_interleaved
 
-    with torch.cuda.device(device):   # the events go on the stream the kernels run on
-        stats = time_cuda_interleaved(fns, warmup=3, runs=runs, rounds=min(5, runs), flush_l2=True,
-                                      min_runs=min(5, runs), max_seconds=2.0, device=torch.device("cuda", device))
+    with torch.cuda.device(device):  # the events go on the stream the kernels run on
+        stats = time_cuda_interleaved(
+            fns,
+            warmup=3,
+            runs=runs,
+            rounds=min(5, runs),
+            flush_l2=True,
+            min_runs=min(5, runs),
+            max_seconds=2.0,
+            device=torch.device("cuda", device),
+        )
     return {i: s.median for i, s in stats.items()}
 
 
@@ -79,12 +94,14 @@ class Choice:
 def tuning_problem() -> str | None:
     """None when kernels can be timed here, else why not (tuning needs a CUDA GPU)."""
     if not torch.cuda.is_available():
-        return ("tuning times kernels on a CUDA GPU and torch.cuda.is_available() is False here; "
-                "`python -m cupy_ops compile --arch sm_90 FILE.cu` checks kernels without one")
+        return (
+            "tuning times kernels on a CUDA GPU and torch.cuda.is_available() is False here; "
+            "`python -m cupy_ops compile --arch sm_90 FILE.cu` checks kernels without one"
+        )
     return None
 
 
-def declared() -> list["Autotuned"]:
+def declared() -> list[Autotuned]:
     """The live autotuned kernels that declared ``examples`` (what ``warm --tune`` tunes)."""
     return [a for a in (r() for r in _declared) if a is not None]
 
@@ -93,16 +110,34 @@ class Autotuned:
     """A kernel tuned over configurations; made by ``autotune``. Called like a ``Kernel``
     without ``grid``/``block``/``shared_mem``/``cluster`` (the chosen configuration's)."""
 
-    def __init__(self, source, name: str, configs, *, grid, key=None, options=(), defines=None, include_dirs=(),
-                 signature=None, examples=None, min_occupancy: float = 1 / 16, runs: int = 20,
-                 progress: bool = True, verbose: bool = False):
+    def __init__(
+        self,
+        source,
+        name: str,
+        configs,
+        *,
+        grid,
+        key=None,
+        options=(),
+        defines=None,
+        include_dirs=(),
+        signature=None,
+        examples=None,
+        min_occupancy: float = 1 / 16,
+        runs: int = 20,
+        progress: bool = True,
+        verbose: bool = False,
+    ):
         configs = list(configs)
         if not configs or not all(isinstance(c, Config) for c in configs):
             raise TypeError("configs must be a non-empty list of cupy_ops.Config (cupy_ops.configs(...) makes one)")
         if not (callable(grid) or isinstance(grid, (int, tuple))):
             raise TypeError(f"grid must be a callable (config, *args) -> grid, an int or a tuple, got {grid!r}")
-        if key is not None and not callable(key) and not (
-                isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key)):
+        if (
+            key is not None
+            and not callable(key)
+            and not (isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key))
+        ):
             raise TypeError("key must be a list of parameter names or a callable (*args) -> hashable")
         if not 0.0 <= min_occupancy <= 1.0:
             raise ValueError(f"min_occupancy must be in [0, 1], got {min_occupancy}")
@@ -111,14 +146,19 @@ class Autotuned:
         self.name = name
         self.configs = configs
         self._grid, self._key_spec = grid, key
-        self._base = dict(source=source, options=(options,) if isinstance(options, str) else tuple(options),
-                          defines=dict(defines or {}), include_dirs=include_dirs, signature=signature)
+        self._base = dict(
+            source=source,
+            options=(options,) if isinstance(options, str) else tuple(options),
+            defines=dict(defines or {}),
+            include_dirs=include_dirs,
+            signature=signature,
+        )
         self._kernels: dict[int, Kernel] = {}
-        self._choices: dict[tuple, Choice] = {}   # by (shape key, device)
+        self._choices: dict[tuple, Choice] = {}  # by (shape key, device)
         self._lock = threading.Lock()
         self.min_occupancy, self.runs, self.progress, self.verbose = min_occupancy, runs, progress, verbose
-        self.timings = 0       # configurations timed by this object: 0 after a disk hit
-        self.kernel(0)         # the first configuration's kernel now: errors in the source show here
+        self.timings = 0  # configurations timed by this object: 0 after a disk hit
+        self.kernel(0)  # the first configuration's kernel now: errors in the source show here
         self.examples = examples
         if examples is not None:
             if not callable(examples):
@@ -133,9 +173,14 @@ class Autotuned:
             name = self.name
             if cfg.template:
                 name = f"{name}<{', '.join(template_arg(a) for a in cfg.template)}>"
-            k = self._kernels[index] = Kernel(b["source"], name, options=b["options"] + cfg.options,
-                                              defines={**b["defines"], **cfg.defines},
-                                              include_dirs=b["include_dirs"], signature=b["signature"])
+            k = self._kernels[index] = Kernel(
+                b["source"],
+                name,
+                options=b["options"] + cfg.options,
+                defines={**b["defines"], **cfg.defines},
+                include_dirs=b["include_dirs"],
+                signature=b["signature"],
+            )
         return k
 
     # --- the shape key ------------------------------------------------------------------
@@ -168,9 +213,18 @@ class Autotuned:
     def _cache_key(self, key: str, env: Environment) -> bytes:
         b = self._base
         text = self.kernel(0)._source.text()
-        return cache.key("autotune", hashlib.sha256(text.encode()).hexdigest(), self.name,
-                         json.dumps([list(b["options"]), sorted((k, repr(v)) for k, v in b["defines"].items())]),
-                         "\n".join(c.canonical() for c in self.configs), key, env.gpu, env.driver, env.nvrtc, env.arch)
+        return cache.key(
+            "autotune",
+            hashlib.sha256(text.encode()).hexdigest(),
+            self.name,
+            json.dumps([list(b["options"]), sorted((k, repr(v)) for k, v in b["defines"].items())]),
+            "\n".join(c.canonical() for c in self.configs),
+            key,
+            env.gpu,
+            env.driver,
+            env.nvrtc,
+            env.arch,
+        )
 
     # --- launching -----------------------------------------------------------------------
 
@@ -184,8 +238,14 @@ class Autotuned:
         if choice is None:
             choice = self.tune(*args)
         cfg = choice.config
-        self.kernel(choice.index)(*args, grid=self.grid_of(cfg, *args), block=cfg.block, shared_mem=cfg.shared_mem,
-                                  stream=stream, cluster=cfg.cluster)
+        self.kernel(choice.index)(
+            *args,
+            grid=self.grid_of(cfg, *args),
+            block=cfg.block,
+            shared_mem=cfg.shared_mem,
+            stream=stream,
+            cluster=cfg.cluster,
+        )
 
     def best(self, *args) -> Config:
         """The configuration a call with ``args`` launches (tuned now if not known yet)."""
@@ -209,7 +269,7 @@ class Autotuned:
         pruning and timing (the kernel runs on ``args`` many times: outputs are overwritten).
         Raises ``RuntimeError`` when every configuration was pruned or failed."""
         key, device = self.key(*args), _device_of(args)
-        with self._lock:   # kept per device too: one process may hold two kinds of GPU
+        with self._lock:  # kept per device too: one process may hold two kinds of GPU
             if not force and (key, device) in self._choices:
                 return self._choices[(key, device)]
             env = _environment(device)
@@ -244,7 +304,7 @@ class Autotuned:
             t.shared_bytes = None if r.registers is None else (r.shared_bytes or 0)
             t.pruned, t.occupancy = prune_reason(r, t.config, limits, self.min_occupancy)
             if progress:
-                progress(i + 1, 0, sum(1 for x in trials[:i + 1] if x.pruned))
+                progress(i + 1, 0, sum(1 for x in trials[: i + 1] if x.pruned))
         return trials
 
     def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
@@ -252,16 +312,17 @@ class Autotuned:
         show = _Progress(self.name, key, len(self.configs)) if self.progress else None
         if env.arch.startswith("sm_"):
             trials = self.check(env.arch, vkey, env.limits, show)
-        else:   # PTX for a GPU newer than NVRTC: no ptxas report to prune with
+        else:  # PTX for a GPU newer than NVRTC: no ptxas report to prune with
             trials = [Trial(c) for c in self.configs]
         alive = [i for i, t in enumerate(trials) if not t.pruned]
         fns = {}
         for i in alive:
             cfg, k = self.configs[i], self.kernel(i)
             g = self.grid_of(cfg, *args)
-            fns[i] = (lambda k=k, g=g, cfg=cfg: k(*args, grid=g, block=cfg.block, shared_mem=cfg.shared_mem,
-                                                   cluster=cfg.cluster))
-        for i in list(fns):           # one launch first: compile and load errors are the config's own
+            fns[i] = lambda k=k, g=g, cfg=cfg: k(
+                *args, grid=g, block=cfg.block, shared_mem=cfg.shared_mem, cluster=cfg.cluster
+            )
+        for i in list(fns):  # one launch first: compile and load errors are the config's own
             try:
                 _first_launch(fns[i])
             except (RuntimeError, ValueError) as exc:
@@ -319,15 +380,31 @@ class _Progress:
     def __call__(self, checked: int, timed: int, pruned: int, done: bool = False) -> None:
         if not (self.tty or done):
             return
-        text = (f"cupy_ops autotune {self.name} {self.key}: {checked}/{self.total} configurations checked, "
-                f"{pruned} pruned, {timed} timed ({time.perf_counter() - self.t0:.1f} s)")
+        text = (
+            f"cupy_ops autotune {self.name} {self.key}: {checked}/{self.total} configurations checked, "
+            f"{pruned} pruned, {timed} timed ({time.perf_counter() - self.t0:.1f} s)"
+        )
         sys.stderr.write(("\r" + text + ("\n" if done else "")) if self.tty else text + "\n")
         sys.stderr.flush()
 
 
-def autotune(source, name: str, configs, *, grid, key=None, options=(), defines=None, include_dirs=(),
-             signature=None, examples=None, min_occupancy: float = 1 / 16, runs: int = 20, progress: bool = True,
-             verbose: bool = False) -> Autotuned:
+def autotune(
+    source,
+    name: str,
+    configs,
+    *,
+    grid,
+    key=None,
+    options=(),
+    defines=None,
+    include_dirs=(),
+    signature=None,
+    examples=None,
+    min_occupancy: float = 1 / 16,
+    runs: int = 20,
+    progress: bool = True,
+    verbose: bool = False,
+) -> Autotuned:
     """A kernel that picks the fastest of ``configs`` per shape key (see the module's text).
 
     ``source``, ``name``, ``options``, ``defines``, ``include_dirs``, ``signature``: as for
@@ -342,6 +419,19 @@ def autotune(source, name: str, configs, *, grid, key=None, options=(), defines=
     ``verbose``: print the table of what was tried after tuning.
     Raises ``TypeError``/``ValueError`` for arguments that do not fit, as ``Kernel`` does.
     """
-    return Autotuned(source, name, configs, grid=grid, key=key, options=options, defines=defines,
-                     include_dirs=include_dirs, signature=signature, examples=examples, min_occupancy=min_occupancy,
-                     runs=runs, progress=progress, verbose=verbose)
+    return Autotuned(
+        source,
+        name,
+        configs,
+        grid=grid,
+        key=key,
+        options=options,
+        defines=defines,
+        include_dirs=include_dirs,
+        signature=signature,
+        examples=examples,
+        min_occupancy=min_occupancy,
+        runs=runs,
+        progress=progress,
+        verbose=verbose,
+    )

@@ -1,6 +1,7 @@
 """What the compile layer reads from a compiled image: a cubin's (an ELF file) sections by
 name and the ``.nv.info`` attribute records ptxas writes (registers, stack frame, static shared
 memory, kernel parameters), and a PTX entry's parameter list. All reading of cubins is here."""
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ def sections(cubin: bytes) -> dict[str, tuple]:
     """``{section name: ELF64 section header}`` (offset at [4], size at [5]); {} for no ELF."""
     if cubin[:4] != b"\x7fELF":
         return {}
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     headers = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
     names = headers[shstrndx][4]
@@ -24,7 +25,7 @@ def sections(cubin: bytes) -> dict[str, tuple]:
 
 
 def cstr(cubin: bytes, offset: int) -> str:
-    return cubin[offset:cubin.index(b"\0", offset)].decode()
+    return cubin[offset : cubin.index(b"\0", offset)].decode()
 
 
 def nv_info(cubin: bytes, header) -> list[tuple[int, int]]:
@@ -57,14 +58,16 @@ def _cubin_param_sizes(cubin: bytes, lowered: str) -> list[int] | None:
         return None
     sizes: dict[int, int] = {}
     for attr, at in nv_info(cubin, header):
-        if attr == EIATTR_KPARAM_INFO:   # index, ordinal, offset, flags (size << 18)
+        if attr == EIATTR_KPARAM_INFO:  # index, ordinal, offset, flags (size << 18)
             _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, at)
             sizes[ordinal] = flags >> 18
     return [sizes[k] for k in sorted(sizes)]
 
 
-_PTX_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
-                        r"(?:\.align\s+\d+\s+)?[\w$]+(?:\[(\d+)\])?")
+_PTX_PARAM = re.compile(
+    r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
+    r"(?:\.align\s+\d+\s+)?[\w$]+(?:\[(\d+)\])?"
+)
 
 
 def _ptx_param_sizes(ptx: str, lowered: str) -> list[int] | None:
@@ -96,11 +99,13 @@ def resources(cubin: bytes, target: str) -> dict[str, tuple[int, int, int]]:
     for attr, at in nv_info(cubin, secs[".nv.info"]):
         if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE):
             sym, value = struct.unpack_from("<II", cubin, at)
-            st_name, = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
+            (st_name,) = struct.unpack_from("<I", cubin, symtab[4] + sym * 24)
             (regs if attr == EIATTR_REGCOUNT else frames)[cstr(cubin, strtab + st_name)] = value
     reserved = _RESERVED_SMEM if int(re.sub(r"\D", "", target)) >= _RESERVED_FROM else 0
-    return {k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
-            for k, v in regs.items()}
+    return {
+        k: (v, frames.get(k, -1), secs[f".nv.shared.{k}"][5] - reserved if f".nv.shared.{k}" in secs else 0)
+        for k, v in regs.items()
+    }
 
 
 def check_layout(variant_expr: str, layout, sizes: list[int] | None) -> str | None:
@@ -108,15 +113,20 @@ def check_layout(variant_expr: str, layout, sizes: list[int] | None) -> str | No
     declaration promises) does not match the compiled kernel's parameter ``sizes``, or None."""
     if sizes is None:
         return None
+
     def show(entries):
         return ", ".join(f"{n or '?'}: {c}" for n, c, _, _ in entries)
 
     if len(sizes) != len(layout):
-        return (f"kernel {variant_expr} was read as taking {len(layout)} parameters ({show(layout)}) but NVRTC "
-                f"compiled it with {len(sizes)} (of {', '.join(map(str, sizes)) or 'no'} bytes)")
+        return (
+            f"kernel {variant_expr} was read as taking {len(layout)} parameters ({show(layout)}) but NVRTC "
+            f"compiled it with {len(sizes)} (of {', '.join(map(str, sizes)) or 'no'} bytes)"
+        )
     for k, ((name, ctype, exact, most), size) in enumerate(zip(layout, sizes)):
         if (exact is not None and size != exact) or size > most:
             want = f"{exact}" if exact is not None else f"at most {most}"
-            return (f"parameter {k} ({name or 'unnamed'}: {ctype}) of kernel {variant_expr} was read as {want} bytes "
-                    f"but NVRTC compiled it as {size}")
+            return (
+                f"parameter {k} ({name or 'unnamed'}: {ctype}) of kernel {variant_expr} was read as {want} bytes "
+                f"but NVRTC compiled it as {size}"
+            )
     return None

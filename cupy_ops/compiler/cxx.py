@@ -1,6 +1,7 @@
 """C++ source as the declaration reader sees it: one scan into tokens (comments, literals and
 preprocessor lines skipped as the compiler skips them), function and class bodies blanked, and
 tokens joined back into C text."""
+
 from __future__ import annotations
 
 import collections
@@ -10,7 +11,8 @@ import re
 # that no backslash continues and no block comment spans; whitespace stops at each newline, so
 # that the next line's `#` is seen at its start. `>>` is two tokens, as C++11 reads it closing
 # two template argument lists; a shift in an expression reads the same for what is read here.
-_SCAN = re.compile(r"""
+_SCAN = re.compile(
+    r"""
     (?P<directive>^[ \t]*\#(?:\\\n|/\*.*?\*/|//[^\n]*|[^\n])*)
   | (?P<space>[ \t\r\f\v]+|\n)
   | (?P<comment>//[^\n]*|/\*.*?\*/)
@@ -19,7 +21,9 @@ _SCAN = re.compile(r"""
   | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
   | (?P<ident>[A-Za-z_$][\w$]*)
   | (?P<punct>::|->|\.\.\.|<<=|<<|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%&|^!~=<>?:;,.(){}\[\]\#@\\])
-""", re.X | re.S | re.M)
+""",
+    re.X | re.S | re.M,
+)
 _SKIPPED = frozenset(("directive", "space", "comment"))
 
 # Words that are part of a type, never a parameter's name.
@@ -28,14 +32,17 @@ _SKIPPED = frozenset(("directive", "space", "comment"))
 # What outlines a source: braces and `;`, and what hides them (comments, literals, directives).
 # Every branch starts with a literal character, so that the regex engine skips the text between
 # them without trying each position (the directive branch starts at the newline before it).
-_OUTLINE = re.compile(r"""
+_OUTLINE = re.compile(
+    r"""
     \{ | \} | ;
   | /(?:/[^\n]*|\*.*?\*/)?
   | "(?:\\.|[^"\\\n])*"
   | '(?:\\.|[^'\\\n]){1,8}'
   | R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)"
   | \n[ \t]*\#(?:\\\n|/\*.*?\*/|//[^\n]*|[^\n])*
-""", re.X | re.S)
+""",
+    re.X | re.S,
+)
 _SCOPE_HEAD = re.compile(r'\s*(?:(?:inline\s+)?namespace\b[\w:\s]*|extern\s*"C(?:\+\+)?"\s*)')
 _UNSEEN = re.compile(r"//[^\n]*|/\*.*?\*/|^[ \t]*#(?:\\\n|[^\n])*", re.S | re.M)
 
@@ -45,9 +52,9 @@ def blank_bodies(code: str) -> str:
     block (function and class bodies, initializers) blanked, newlines kept: no kernel is
     declared there, and a large source then reads in a few milliseconds, not tens."""
     out, copied = [], 0
-    boundary = 0               # where the current declaration at namespace scope began
-    body, depth = None, 0      # the `{` of the body being skipped, and the braces open in it
-    code = "\n" + code         # (a directive on the first line follows a newline too)
+    boundary = 0  # where the current declaration at namespace scope began
+    body, depth = None, 0  # the `{` of the body being skipped, and the braces open in it
+    code = "\n" + code  # (a directive on the first line follows a newline too)
     for m in _OUTLINE.finditer(code):
         c = m.group()
         if c not in ("{", "}", ";"):
@@ -55,12 +62,12 @@ def blank_bodies(code: str) -> str:
         if body is not None:
             depth += (c == "{") - (c == "}")
             if depth == 0:
-                inside = code[body + 1:m.start()]
-                out.append(code[copied:body + 1])
+                inside = code[body + 1 : m.start()]
+                out.append(code[copied : body + 1])
                 out.append(re.sub(r"[^\n]+", lambda r: " " * len(r.group()), inside))
                 copied, body, boundary = m.start(), None, m.end()
             continue
-        if c == "{" and not _SCOPE_HEAD.fullmatch(_UNSEEN.sub(" ", code[boundary:m.start()])):
+        if c == "{" and not _SCOPE_HEAD.fullmatch(_UNSEEN.sub(" ", code[boundary : m.start()])):
             body, depth = m.start(), 1
             continue
         boundary = m.end()
@@ -75,11 +82,42 @@ Token = collections.namedtuple("Token", "kind text pos")
 def tokenize(code: str) -> list[Token]:
     """``code``'s C++ tokens, without whitespace, comments and preprocessor directives (a
     character no token starts with, such as a backtick, is skipped)."""
-    return [Token("string" if m.lastgroup == "delim" else m.lastgroup, m.group(), m.start())
-            for m in _SCAN.finditer(code) if m.lastgroup not in _SKIPPED]
+    return [
+        Token("string" if m.lastgroup == "delim" else m.lastgroup, m.group(), m.start())
+        for m in _SCAN.finditer(code)
+        if m.lastgroup not in _SKIPPED
+    ]
 
 
-_BEFORE_UNARY = frozenset("( [ { , < = ? : + - * / % & | ^ ! ~ == != <= >= && || return".split())
+_BEFORE_UNARY = frozenset(
+    [
+        "(",
+        "[",
+        "{",
+        ",",
+        "<",
+        "=",
+        "?",
+        ":",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "&",
+        "|",
+        "^",
+        "!",
+        "~",
+        "==",
+        "!=",
+        "<=",
+        ">=",
+        "&&",
+        "||",
+        "return",
+    ]
+)
 
 
 def join(tokens) -> str:
@@ -88,7 +126,7 @@ def join(tokens) -> str:
     prev = prev2 = None
     prev_opened = False
     parens = 0
-    lists = 0          # template argument lists open (a `<` right after a name)
+    lists = 0  # template argument lists open (a `<` right after a name)
     for t in tokens:
         s = t.text
         opens = s == "<" and prev is not None and (prev[-1:].isalnum() or prev[-1:] == "_")
@@ -96,15 +134,20 @@ def join(tokens) -> str:
         if prev is not None:
             # in parentheses (an attribute's or a default's expression) `*` and `&` are operators
             binary = parens > 0 and s in ("*", "&", "&&") and prev not in ("(", ",")
-            tight = (s in ("*", "&", "&&", ",", "[", "]", ")", "::", "...") and not binary or closes or opens
-                     or prev in ("(", "[", "::", "~") or prev_opened
-                     or (s == "(" and (prev[-1:].isalnum() or prev[-1:] in ("_", ">"))))
+            tight = (
+                (s in ("*", "&", "&&", ",", "[", "]", ")", "::", "...") and not binary)
+                or closes
+                or opens
+                or prev in ("(", "[", "::", "~")
+                or prev_opened
+                or (s == "(" and (prev[-1:].isalnum() or prev[-1:] in ("_", ">")))
+            )
             if prev == "," or (s == "..." and prev in ("class", "typename")):
                 tight = False
             if prev in ("*", "&", "&&") and parens > 0 and prev2 not in ("(", ","):
-                tight = False       # after a binary `*`: `BM * BN`
+                tight = False  # after a binary `*`: `BM * BN`
             if prev in ("-", "+", "!", "~") and (prev2 is None or prev2 in _BEFORE_UNARY):
-                tight = True        # a unary sign: `-1`, not `- 1`
+                tight = True  # a unary sign: `-1`, not `- 1`
             if not tight:
                 out += " "
         lists += opens - closes

@@ -15,6 +15,7 @@ whose declaration a macro writes) is not seen: ``cupy_ops.Kernel`` then takes
 ``signature=``. The parameter sizes a declaration implies are checked against the compiled
 kernel's own (``cubin.check_layout``), so a misread is an error, never a wrong launch.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,15 +24,74 @@ from dataclasses import dataclass, field
 
 from .cxx import Token, blank_bodies, join, tokenize
 
-_TYPE_WORDS = frozenset("""const volatile __restrict__ __restrict restrict __grid_constant__ unsigned signed long
-short int char float double bool void struct class enum typename union auto wchar_t char16_t char32_t
-char8_t __int128 register""".split())
-_QUALIFIERS = frozenset("const volatile __restrict__ __restrict restrict __grid_constant__ register".split())
+_TYPE_WORDS = frozenset(
+    [
+        "const",
+        "volatile",
+        "__restrict__",
+        "__restrict",
+        "restrict",
+        "__grid_constant__",
+        "unsigned",
+        "signed",
+        "long",
+        "short",
+        "int",
+        "char",
+        "float",
+        "double",
+        "bool",
+        "void",
+        "struct",
+        "class",
+        "enum",
+        "typename",
+        "union",
+        "auto",
+        "wchar_t",
+        "char16_t",
+        "char32_t",
+        "char8_t",
+        "__int128",
+        "register",
+    ]
+)
+_QUALIFIERS = frozenset(
+    ["const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "register"]
+)
 # Attribute keywords that take a parenthesized argument and may stand anywhere in the head.
-_ATTRIBUTES = frozenset("__launch_bounds__ __cluster_dims__ __maxnreg__ __attribute__ __declspec alignas __align__ "
-                        "__nv_register_params__ noexcept throw decltype".split())
-_SPECIFIERS = frozenset("static inline __inline__ __forceinline__ __noinline__ extern __global__ void constexpr "
-                        "__host__ __device__ __no_inline__".split())
+_ATTRIBUTES = frozenset(
+    [
+        "__launch_bounds__",
+        "__cluster_dims__",
+        "__maxnreg__",
+        "__attribute__",
+        "__declspec",
+        "alignas",
+        "__align__",
+        "__nv_register_params__",
+        "noexcept",
+        "throw",
+        "decltype",
+    ]
+)
+_SPECIFIERS = frozenset(
+    [
+        "static",
+        "inline",
+        "__inline__",
+        "__forceinline__",
+        "__noinline__",
+        "extern",
+        "__global__",
+        "void",
+        "constexpr",
+        "__host__",
+        "__device__",
+        "__no_inline__",
+    ]
+)
+
 
 @dataclass(frozen=True)
 class TemplateParam:
@@ -42,7 +102,7 @@ class TemplateParam:
     name: str
     default: str | None = None
     pack: bool = False
-    ctype: str = ""           # a value parameter's type
+    ctype: str = ""  # a value parameter's type
 
 
 @dataclass(frozen=True)
@@ -55,7 +115,7 @@ class Param:
     name: str
     pointer: bool
     default: str | None = None
-    tokens: tuple = field(default=(), repr=False, compare=False)   # the type's tokens
+    tokens: tuple = field(default=(), repr=False, compare=False)  # the type's tokens
 
 
 @dataclass(frozen=True)
@@ -106,7 +166,7 @@ class _Reader:
             if s in pairs:
                 stack.append(pairs[s])
             elif s in (")", "]", "}"):
-                while stack and stack[-1] != s:   # an unbalanced bracket of another kind
+                while stack and stack[-1] != s:  # an unbalanced bracket of another kind
                     stack.pop()
                 if stack:
                     stack.pop()
@@ -141,8 +201,8 @@ class _Reader:
     def declarations(self) -> list[Declaration]:
         out = []
         toks = self.toks
-        scopes: list[tuple[str, str, bool]] = []   # (kind, namespace name, extern "C")
-        start = 0                                 # first token of the current declaration
+        scopes: list[tuple[str, str, bool]] = []  # (kind, namespace name, extern "C")
+        start = 0  # first token of the current declaration
         i = 0
         while i < len(toks):
             s = toks[i].text
@@ -155,7 +215,7 @@ class _Reader:
             if s == "{":
                 kind, name = self.scope_kind(start, i)
                 if kind == "other":
-                    i = self.close(i)        # a body: nothing inside is at namespace scope
+                    i = self.close(i)  # a body: nothing inside is at namespace scope
                     start = i
                     if i < len(toks) and toks[i].text == ";":
                         i += 1
@@ -217,7 +277,7 @@ class _Reader:
                 template_head = (j + 2, close - 1)
                 j = close
                 continue
-            if s == "template":          # `template __global__ void k<float>(float*);`
+            if s == "template":  # `template __global__ void k<float>(float*);`
                 specialization = True
                 j += 1
                 continue
@@ -235,7 +295,7 @@ class _Reader:
                         j = close
                         continue
             j += 1
-        if name_at is None or name_at < at:     # the declarator follows `__global__`
+        if name_at is None or name_at < at:  # the declarator follows `__global__`
             return None, after
         name = toks[name_at].text
         quals = []
@@ -248,11 +308,12 @@ class _Reader:
         if params_at != name_at + 1:
             specialization = True
         if template_head is not None and template_head[0] > template_head[1]:
-            specialization = True      # `template <>`
+            specialization = True  # `template <>`
         params_end = self.close(params_at)
         params = tuple(self.params(params_at + 1, params_end - 1))
         extern_c = any(c for _, _, c in scopes) or any(
-            toks[m].text == "extern" and m + 1 < end and toks[m + 1].text == '"C"' for m in range(start, name_at))
+            toks[m].text == "extern" and m + 1 < end and toks[m + 1].text == '"C"' for m in range(start, name_at)
+        )
         attributes = []
         m = template_head[1] + 1 if template_head is not None else start
         while m < end:
@@ -260,8 +321,13 @@ class _Reader:
                 m = params_end
                 continue
             s = toks[m].text
-            if s in _ATTRIBUTES or (toks[m].kind == "ident" and s.startswith("__") and s.endswith("__")
-                                    and s not in _SPECIFIERS and s not in _TYPE_WORDS):
+            if s in _ATTRIBUTES or (
+                toks[m].kind == "ident"
+                and s.startswith("__")
+                and s.endswith("__")
+                and s not in _SPECIFIERS
+                and s not in _TYPE_WORDS
+            ):
                 if m + 1 < end and toks[m + 1].text == "(":
                     close = self.close(m + 1)
                     attributes.append(join(toks[m:close]))
@@ -277,8 +343,17 @@ class _Reader:
         template = None
         if template_head is not None and not specialization:
             template = tuple(self.template_params(*template_head))
-        return Declaration(name, qualified, template, params, extern_c, tuple(attributes), definition, specialization,
-                           self.line(toks[name_at].pos)), after
+        return Declaration(
+            name,
+            qualified,
+            template,
+            params,
+            extern_c,
+            tuple(attributes),
+            definition,
+            specialization,
+            self.line(toks[name_at].pos),
+        ), after
 
     def split(self, start: int, end: int) -> list[tuple[int, int]]:
         """``[start, end)`` split at the commas of depth 0 (brackets and template argument
@@ -308,7 +383,7 @@ class _Reader:
     def params(self, start: int, end: int) -> list[Param]:
         toks = self.toks
         out = []
-        if end - start == 1 and toks[start].text == "void":    # `k(void)`
+        if end - start == 1 and toks[start].text == "void":  # `k(void)`
             return out
         for decl, default in self.entries(start, end):
             out.append(self.param(decl, default))
@@ -323,7 +398,7 @@ class _Reader:
             if not part:
                 continue
             eq = next((k for k, t in enumerate(part) if t.text == "=" and self._depth0(part, k)), None)
-            yield (part[:eq], join(part[eq + 1:])) if eq is not None else (part, None)
+            yield (part[:eq], join(part[eq + 1 :])) if eq is not None else (part, None)
 
     @staticmethod
     def _depth0(part, k: int) -> bool:
@@ -364,7 +439,7 @@ class _Reader:
                         last = k
                         break
             if last > 0 and decl[last - 1].kind == "ident" and decl[last - 1].text not in _TYPE_WORDS:
-                before = [t for t in decl[:last - 1] if t.text not in _QUALIFIERS]
+                before = [t for t in decl[: last - 1] if t.text not in _QUALIFIERS]
                 if before and before[-1].text != "::":
                     name_idx = last - 1
         name = decl[name_idx].text if name_idx is not None else ""
@@ -378,8 +453,11 @@ class _Reader:
             pack = "..." in words
             names = [t.text for t in decl if t.kind == "ident"]
             if words[0] == "template":
-                out.append(TemplateParam("template", names[-1] if names[-1] not in ("class", "typename") else "",
-                                         default, pack))
+                out.append(
+                    TemplateParam(
+                        "template", names[-1] if names[-1] not in ("class", "typename") else "", default, pack
+                    )
+                )
             elif words[0] in ("class", "typename") and len([w for w in words[1:] if w != "..."]) <= 1:
                 name = next((w for w in words[1:] if w != "..."), "")
                 out.append(TemplateParam("type", name, default, pack))
@@ -439,6 +517,7 @@ def is_pointer(ctype: str) -> bool:
 
 # --- name expressions ---------------------------------------------------------------------
 
+
 def split_name(expr: str) -> tuple[str, list[str] | None]:
     """A name expression ``"ns::tp<float, 4>"`` -> ``("ns::tp", ["float", "4"])``; ``"k"`` ->
     ``("k", None)``. Raises ``ValueError`` when ``expr`` is not a (qualified) name with an
@@ -463,8 +542,10 @@ def split_name(expr: str) -> tuple[str, list[str] | None]:
         return base, None
     close = r.close_angle(i, len(toks))
     if close != len(toks):
-        raise ValueError(f"{expr!r} is not a kernel name or a name expression such as 'scale' or 'tp<float, 4>': "
-                         f"its template argument list does not close at its end")
+        raise ValueError(
+            f"{expr!r} is not a kernel name or a name expression such as 'scale' or 'tp<float, 4>': "
+            f"its template argument list does not close at its end"
+        )
     args = [join(toks[a:b]) for a, b in r.split(i + 1, close - 1)]
     if any(not a for a in args):
         raise ValueError(f"{expr!r}: an empty template argument")

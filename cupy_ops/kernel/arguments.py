@@ -2,6 +2,7 @@
 each scalar within its C type's range, each pointer a contiguous CUDA tensor (or another
 library's CUDA array, viewed without a copy: DLPack or ``__cuda_array_interface__``), the
 stream and the cluster shape. Errors are typed and name the argument and the kernel."""
+
 from __future__ import annotations
 
 import numbers
@@ -32,25 +33,40 @@ def launch_dims(what: str, v) -> tuple[int, int, int]:
     cls = v.__class__
     if cls is int and 0 < v <= (GRID_MAX[0] if what == "grid" else BLOCK_MAX[0]):
         return (v, 1, 1)
-    if cls is tuple and 1 <= len(v) <= 3:     # the common forms, checked without the slow path
+    if cls is tuple and 1 <= len(v) <= 3:  # the common forms, checked without the slow path
         x, y, z = v + (1,) * (3 - len(v))
-        if x.__class__ is int and y.__class__ is int and z.__class__ is int and (
-                (0 <= x <= GRID_MAX[0] and 0 <= y <= GRID_MAX[1] and 0 <= z <= GRID_MAX[2]) if what == "grid" else
-                (0 < x <= BLOCK_MAX[0] and 0 < y <= BLOCK_MAX[1] and 0 < z <= BLOCK_MAX[2]
-                 and x * y * z <= BLOCK_THREADS)):
+        if (
+            x.__class__ is int
+            and y.__class__ is int
+            and z.__class__ is int
+            and (
+                (0 <= x <= GRID_MAX[0] and 0 <= y <= GRID_MAX[1] and 0 <= z <= GRID_MAX[2])
+                if what == "grid"
+                else (
+                    0 < x <= BLOCK_MAX[0]
+                    and 0 < y <= BLOCK_MAX[1]
+                    and 0 < z <= BLOCK_MAX[2]
+                    and x * y * z <= BLOCK_THREADS
+                )
+            )
+        ):
             return (x, y, z)
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
         v = (v,)
-    if not isinstance(v, tuple) or not 1 <= len(v) <= 3 or not all(
-            isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in v):
+    if (
+        not isinstance(v, tuple)
+        or not 1 <= len(v) <= 3
+        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in v)
+    ):
         raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
     v = tuple(int(d) for d in v) + (1,) * (3 - len(v))
     limits = GRID_MAX if what == "grid" else BLOCK_MAX
     for axis, d, most in zip("xyz", v, limits):
         if d < 0 or d > most or (what == "block" and d == 0):
             low = 1 if what == "block" else 0
-            raise ValueError(f"{what} dimension {axis} (unsigned int {what}Dim.{axis}) must be in [{low}, {most}], "
-                             f"got {d}")
+            raise ValueError(
+                f"{what} dimension {axis} (unsigned int {what}Dim.{axis}) must be in [{low}, {most}], got {d}"
+            )
     if what == "block" and v[0] * v[1] * v[2] > BLOCK_THREADS:
         raise ValueError(f"block must have at most {BLOCK_THREADS} threads, got {v!r} ({v[0] * v[1] * v[2]})")
     return v
@@ -65,8 +81,10 @@ def shared_memory(v, limit: int | None = None) -> None:
     if not 0 <= v <= 2**32 - 1:
         raise ValueError(f"shared_mem (unsigned int sharedMemBytes) must be in [0, 4294967295], got {v}")
     if limit is not None and v > limit:
-        raise ValueError(f"shared_mem must be at most {limit} bytes, the dynamic shared memory a block may have on "
-                         f"this device, got {v}")
+        raise ValueError(
+            f"shared_mem must be at most {limit} bytes, the dynamic shared memory a block may have on "
+            f"this device, got {v}"
+        )
 
 
 def kernel_pointer(kernel: str, pname: str, ctype: str, a, foreign=None):
@@ -77,23 +95,37 @@ def kernel_pointer(kernel: str, pname: str, ctype: str, a, foreign=None):
         return None
     if not isinstance(a, torch.Tensor):
         if foreign is None or not (hasattr(a, "__dlpack__") or hasattr(a, "__cuda_array_interface__")):
-            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor, a CUDA array "
-                            f"(DLPack or __cuda_array_interface__) or None, got {type(a).__name__}")
+            raise TypeError(
+                f"argument {pname!r} of kernel {kernel} ({ctype}) must be a torch.Tensor, a CUDA array "
+                f"(DLPack or __cuda_array_interface__) or None, got {type(a).__name__}"
+            )
         a = foreign(kernel, pname, ctype, a)
         if a is None:
             return None
     if not a.is_cuda:
         raise ValueError(f"argument {pname!r} of kernel {kernel} must be a CUDA tensor, got a tensor on {a.device}")
     if not a.is_contiguous():
-        raise ValueError(f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
-                         f"strides); pass .contiguous()")
+        raise ValueError(
+            f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
+            f"strides); pass .contiguous()"
+        )
     return a
 
 
-_TYPESTRS = {"f2": torch.float16, "f4": torch.float32, "f8": torch.float64, "i1": torch.int8, "u1": torch.uint8,
-             "b1": torch.bool, "i2": torch.int16, "i4": torch.int32, "i8": torch.int64, "c8": torch.complex64,
-             "c16": torch.complex128}
-for _bits in (16, 32, 64):   # torch >= 2.3 has the unsigned types
+_TYPESTRS = {
+    "f2": torch.float16,
+    "f4": torch.float32,
+    "f8": torch.float64,
+    "i1": torch.int8,
+    "u1": torch.uint8,
+    "b1": torch.bool,
+    "i2": torch.int16,
+    "i4": torch.int32,
+    "i8": torch.int64,
+    "c8": torch.complex64,
+    "c16": torch.complex128,
+}
+for _bits in (16, 32, 64):  # torch >= 2.3 has the unsigned types
     if hasattr(torch, f"uint{_bits}"):
         _TYPESTRS[f"u{_bits // 8}"] = getattr(torch, f"uint{_bits}")
 
@@ -105,15 +137,18 @@ def cuda_array_interface(kernel: str, pname: str, ctype: str, iface) -> tuple[in
     orders other than the machine's, and stream 0 (which the interface forbids)."""
     where = f"argument {pname!r} of kernel {kernel} ({ctype})"
     if not isinstance(iface, dict) or "data" not in iface or "shape" not in iface or "typestr" not in iface:
-        raise TypeError(f"{where}: its __cuda_array_interface__ must be a dict with data, shape and typestr, got "
-                        f"{iface!r}")
+        raise TypeError(
+            f"{where}: its __cuda_array_interface__ must be a dict with data, shape and typestr, got {iface!r}"
+        )
     if iface.get("mask") is not None:
         raise ValueError(f"{where}: masked arrays are not supported (__cuda_array_interface__ has a mask)")
     typestr = str(iface["typestr"])
     dtype = _TYPESTRS.get(typestr[1:])
     if dtype is None or typestr[0] not in "<|=":
-        raise TypeError(f"{where}: element type {typestr!r} of its __cuda_array_interface__ has no torch dtype "
-                        f"(little-endian numbers only)")
+        raise TypeError(
+            f"{where}: element type {typestr!r} of its __cuda_array_interface__ has no torch dtype "
+            f"(little-endian numbers only)"
+        )
     shape = tuple(int(d) for d in iface["shape"])
     strides = iface.get("strides")
     if strides is not None:
@@ -122,25 +157,32 @@ def cuda_array_interface(kernel: str, pname: str, ctype: str, iface) -> tuple[in
             expected.insert(0, size)
             size *= d
         if any(n != 1 and st != ex for n, st, ex in zip(shape, strides, expected)) and 0 not in shape:
-            raise ValueError(f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
-                             f"strides), got strides {tuple(strides)} for shape {shape}")
+            raise ValueError(
+                f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
+                f"strides), got strides {tuple(strides)} for shape {shape}"
+            )
     ptr = int(iface["data"][0] or 0)
     stream = iface.get("stream")
     if stream is not None:
         if isinstance(stream, bool) or not isinstance(stream, int):
-            raise TypeError(f"{where}: the stream of its __cuda_array_interface__ must be an int or None, got "
-                            f"{stream!r}")
+            raise TypeError(
+                f"{where}: the stream of its __cuda_array_interface__ must be an int or None, got {stream!r}"
+            )
         if stream == 0:
-            raise ValueError(f"{where}: stream 0 in a __cuda_array_interface__ is ambiguous and the interface "
-                             f"forbids it (1: the legacy default stream, 2: the per-thread one)")
+            raise ValueError(
+                f"{where}: stream 0 in a __cuda_array_interface__ is ambiguous and the interface "
+                f"forbids it (1: the legacy default stream, 2: the per-thread one)"
+            )
     return ptr, dtype, stream
 
 
 def launch_devices(kernel: str, pname: str, device: int, first: str, first_device: int) -> None:
     """``ValueError``: argument ``pname`` is on ``device`` but ``first`` on ``first_device``."""
-    raise ValueError(f"argument {pname!r} of kernel {kernel} is on cuda:{device} but argument {first!r} is on "
-                     f"cuda:{first_device}: every array of one launch must be on one device (the launch runs "
-                     f"there)")
+    raise ValueError(
+        f"argument {pname!r} of kernel {kernel} is on cuda:{device} but argument {first!r} is on "
+        f"cuda:{first_device}: every array of one launch must be on one device (the launch runs "
+        f"there)"
+    )
 
 
 def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, limits=None):
@@ -152,41 +194,52 @@ def kernel_scalar(kernel: str, pname: str, ctype: str, kind: str, a, limits=None
     cls = a.__class__
     if kind in _FLOATS:
         if cls is not float and (cls is bool or not isinstance(a, numbers.Real)):
-            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be a real number, "
-                            f"got {type(a).__name__}")
+            raise TypeError(
+                f"argument {pname!r} of kernel {kernel} ({ctype}) must be a real number, got {type(a).__name__}"
+            )
         try:
             a = float(a)
         except OverflowError:
-            raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a "
-                             f"{'float' if kind == 'f32' else 'double'}, got {a}") from None
+            raise ValueError(
+                f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a "
+                f"{'float' if kind == 'f32' else 'double'}, got {a}"
+            ) from None
         if kind == "f32" and not -F32_OVERFLOW < a < F32_OVERFLOW and a == a and a != _INF and a != -_INF:
-            raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a float (magnitude below "
-                             f"{F32_OVERFLOW:.9g}, else it rounds to inf), got {a!r}")
+            raise ValueError(
+                f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a float (magnitude below "
+                f"{F32_OVERFLOW:.9g}, else it rounds to inf), got {a!r}"
+            )
         if kind == "f16":
             try:
                 struct.pack("<e", a)
             except OverflowError:
-                raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a half (magnitude "
-                                 f"below 65520, else it rounds to inf), got {a!r}") from None
+                raise ValueError(
+                    f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a half (magnitude "
+                    f"below 65520, else it rounds to inf), got {a!r}"
+                ) from None
         elif kind == "bf16":
             finite = a == a and a != _INF and a != -_INF
             bits = _bf16_bits(a) if not finite or abs(a) < F32_OVERFLOW else 0x7F80
             if finite and bits & 0x7FFF == 0x7F80:
-                raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a bfloat16 "
-                                 f"(magnitude below {BF16_OVERFLOW:.9g}, else it rounds to inf), got {a!r}")
+                raise ValueError(
+                    f"argument {pname!r} of kernel {kernel} ({ctype}) must fit in a bfloat16 "
+                    f"(magnitude below {BF16_OVERFLOW:.9g}, else it rounds to inf), got {a!r}"
+                )
             return bits
         return a
     if kind == "tmap":
         if not isinstance(a, (bytes, bytearray)) or len(a) != 128:
-            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be the 128 bytes of a TMA "
-                            f"tensor map, got {type(a).__name__}")
+            raise TypeError(
+                f"argument {pname!r} of kernel {kernel} ({ctype}) must be the 128 bytes of a TMA "
+                f"tensor map, got {type(a).__name__}"
+            )
         return bytes(a)
     lo, hi, takes_bool = limits if limits is not None else RANGES["int" if kind == "i32" else "long long"]
     if cls is not int:
-        if cls is bool or not isinstance(a, numbers.Integral):
-            if not (takes_bool and (cls is bool or type(a).__name__ in ("bool_", "bool"))):   # numpy's bool
-                raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got "
-                                f"{type(a).__name__}")
+        if (cls is bool or not isinstance(a, numbers.Integral)) and not (
+            takes_bool and (cls is bool or type(a).__name__ in ("bool_", "bool"))  # numpy's bool
+        ):
+            raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be an int, got {type(a).__name__}")
         a = int(a)
     if not lo <= a <= hi:
         raise ValueError(f"argument {pname!r} of kernel {kernel} ({ctype}) must be in [{lo}, {hi}], got {a}")
@@ -198,7 +251,7 @@ class ForeignArray:
     """A CUDA array of another library seen through its ``__cuda_array_interface__``: what a
     launch reads of a tensor (pointer, dtype, device), with no tensor made, hence no copy."""
 
-    __slots__ = ("ptr", "dtype", "index", "owner")
+    __slots__ = ("dtype", "index", "owner", "ptr")
     is_cuda = True
 
     def __init__(self, ptr: int, dtype: torch.dtype, index: int, owner):
@@ -214,7 +267,7 @@ class ForeignArray:
         return self.dtype.itemsize
 
     def is_contiguous(self) -> bool:
-        return True            # checked when it was read (cuda_array_interface)
+        return True  # checked when it was read (cuda_array_interface)
 
     @property
     def device(self) -> torch.device:
@@ -228,12 +281,16 @@ def pointer_device(kernel: str, pname: str, ptr: int) -> int:
     try:
         cupy = compiler.import_cupy()
         attrs = cupy.cuda.runtime.pointerGetAttributes(ptr)
-    except Exception as exc:   # noqa: BLE001  ImportError, or the runtime's error (no driver, no GPU)
-        raise ValueError(f"argument {pname!r} of kernel {kernel}: cannot tell which device holds its memory "
-                         f"(__cuda_array_interface__ pointer {ptr:#x}): {exc}") from None
+    except Exception as exc:  # noqa: BLE001  ImportError, or the runtime's error (no driver, no GPU)
+        raise ValueError(
+            f"argument {pname!r} of kernel {kernel}: cannot tell which device holds its memory "
+            f"(__cuda_array_interface__ pointer {ptr:#x}): {exc}"
+        ) from None
     if attrs.type not in (MemoryType.DEVICE, MemoryType.MANAGED):
-        raise ValueError(f"argument {pname!r} of kernel {kernel}: its __cuda_array_interface__ pointer {ptr:#x} is "
-                         f"not CUDA device memory (memory type {attrs.type})")
+        raise ValueError(
+            f"argument {pname!r} of kernel {kernel}: its __cuda_array_interface__ pointer {ptr:#x} is "
+            f"not CUDA device memory (memory type {attrs.type})"
+        )
     return int(attrs.device)
 
 
@@ -249,7 +306,7 @@ def wait_for(stream: int, device: int) -> None:
             rt.eventRecord(event, stream)
             rt.streamWaitEvent(torch.cuda.current_stream(device).cuda_stream, event, 0)
         finally:
-            rt.eventDestroy(event)   # released once the wait is enqueued: the wait still holds
+            rt.eventDestroy(event)  # released once the wait is enqueued: the wait still holds
 
 
 def foreign(kernel: str, pname: str, ctype: str, a):
@@ -260,10 +317,12 @@ def foreign(kernel: str, pname: str, ctype: str, a):
     if hasattr(a, "__dlpack__"):
         try:
             return torch.from_dlpack(a)
-        except Exception as exc:   # noqa: BLE001  e.g. a dtype DLPack cannot carry
+        except Exception as exc:  # noqa: BLE001  e.g. a dtype DLPack cannot carry
             if not hasattr(a, "__cuda_array_interface__"):
-                raise TypeError(f"argument {pname!r} of kernel {kernel} ({ctype}): torch cannot view this "
-                                f"{type(a).__name__} through DLPack ({exc})") from None
+                raise TypeError(
+                    f"argument {pname!r} of kernel {kernel} ({ctype}): torch cannot view this "
+                    f"{type(a).__name__} through DLPack ({exc})"
+                ) from None
     ptr, dtype, stream = cuda_array_interface(kernel, pname, ctype, a.__cuda_array_interface__)
     if ptr == 0:
         return None
@@ -273,27 +332,30 @@ def foreign(kernel: str, pname: str, ctype: str, a):
     return ForeignArray(ptr, dtype, device, a)
 
 
-
 def cluster_shape(cluster, grid3) -> tuple[int, int, int] | int:
     """``cluster=`` of a launch: an int (CTAs along x) or a tuple of 1 to 3 positive ints, at
     most ``MAX_CLUSTER`` CTAs, each dividing its ``grid3`` dimension (None: not checked).
     Returns 1 for a cluster of one CTA (a plain launch), else the ``(x, y, z)`` shape."""
     dims = (cluster,) if isinstance(cluster, int) and not isinstance(cluster, bool) else cluster
-    if not isinstance(dims, tuple) or not 1 <= len(dims) <= 3 or not all(
-            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+    if (
+        not isinstance(dims, tuple)
+        or not 1 <= len(dims) <= 3
+        or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims)
+    ):
         raise TypeError(f"cluster must be an int or a tuple of 1 to 3 ints, got {cluster!r}")
     dims = dims + (1,) * (3 - len(dims))
     for axis, d in zip("xyz", dims):
         if d < 1:
             raise ValueError(f"cluster dimension {axis} must be at least 1, got {d}")
     if dims[0] * dims[1] * dims[2] > MAX_CLUSTER:
-        raise ValueError(f"cluster {dims} has {dims[0] * dims[1] * dims[2]} CTAs; a cluster has at most "
-                         f"{MAX_CLUSTER}")
+        raise ValueError(f"cluster {dims} has {dims[0] * dims[1] * dims[2]} CTAs; a cluster has at most {MAX_CLUSTER}")
     if grid3 is not None:
         for axis, g, d in zip("xyz", grid3, dims):
             if g % d:
-                raise ValueError(f"grid dimension {axis} ({g}) must be a multiple of the cluster's ({d}): grid "
-                                 f"{grid3}, cluster {dims}")
+                raise ValueError(
+                    f"grid dimension {axis} ({g}) must be a multiple of the cluster's ({d}): grid "
+                    f"{grid3}, cluster {dims}"
+                )
     return 1 if dims == (1, 1, 1) else dims
 
 
@@ -304,23 +366,27 @@ def stream_handle(stream, device: int) -> int:
     where = None
     if isinstance(stream, torch.cuda.Stream):
         handle, where = stream.cuda_stream, stream.device.index
-    elif hasattr(stream, "__cuda_stream__"):   # CuPy's streams, cuda.core's: (version, handle)
+    elif hasattr(stream, "__cuda_stream__"):  # CuPy's streams, cuda.core's: (version, handle)
         got = stream.__cuda_stream__() if callable(stream.__cuda_stream__) else stream.__cuda_stream__
         handle = got[1] if isinstance(got, tuple) else got
-        where = getattr(stream, "device_id", None)   # CuPy's
-        where = where if isinstance(where, int) and where >= 0 else None   # -1: CuPy does not know
+        where = getattr(stream, "device_id", None)  # CuPy's
+        where = where if isinstance(where, int) and where >= 0 else None  # -1: CuPy does not know
     elif isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     else:
-        raise TypeError(f"stream must be a torch.cuda.Stream, a CuPy stream, an object with __cuda_stream__ or a "
-                        f"cudaStream_t (int), got {type(stream).__name__}")
+        raise TypeError(
+            f"stream must be a torch.cuda.Stream, a CuPy stream, an object with __cuda_stream__ or a "
+            f"cudaStream_t (int), got {type(stream).__name__}"
+        )
     if not isinstance(handle, int) or handle < 0:
         raise TypeError(f"stream: the handle must be a non-negative int, got {handle!r}")
     if where is None:
         where = launch.stream_device(handle)
     if where is not None and where != device:
-        raise ValueError(f"stream is on cuda:{where} but the kernel's arrays are on cuda:{device}; launch on a "
-                         f"stream of cuda:{device}")
+        raise ValueError(
+            f"stream is on cuda:{where} but the kernel's arrays are on cuda:{device}; launch on a "
+            f"stream of cuda:{device}"
+        )
     return handle
 
 
@@ -350,9 +416,17 @@ def plan(params, template: str | None) -> list[Param]:
         pointer = kind == "ptr"
         # None for a stated kind of another C type: kernel_scalar takes the slot's signed range
         limits = RANGES.get(base) if kind in ("i32", "i64") else None
-        out.append(Param(kind, pname, ctype, limits, POINTEES.get(base) if pointer else None,
-                         UNSIGNED_SIZES.get(base) if pointer else None,
-                         pointer and t_pattern is not None and bool(t_pattern.search(ctype))))
+        out.append(
+            Param(
+                kind,
+                pname,
+                ctype,
+                limits,
+                POINTEES.get(base) if pointer else None,
+                UNSIGNED_SIZES.get(base) if pointer else None,
+                pointer and t_pattern is not None and bool(t_pattern.search(ctype)),
+            )
+        )
     return out
 
 
@@ -366,7 +440,7 @@ def pack(kernel: str, plan: list[Param], args, template: str | None) -> tuple[in
         if kind != "ptr":
             if kind == "acc" or kind == "t":
                 later.append(i)
-                kind = "f64"   # checked as a number now, against its C type below
+                kind = "f64"  # checked as a number now, against its C type below
             values.append(kernel_scalar(kernel, p.name, p.ctype, kind, a, p.limits))
             continue
         a = kernel_pointer(kernel, p.name, p.ctype, a, foreign)
@@ -374,11 +448,15 @@ def pack(kernel: str, plan: list[Param], args, template: str | None) -> tuple[in
             values.append(0)
             continue
         if p.pointees is not None and a.dtype not in p.pointees:
-            raise TypeError(f"argument {p.name!r} of kernel {kernel} ({p.ctype}) must be a tensor of dtype "
-                            f"{' or '.join(map(str, p.pointees))}, got {a.dtype}")
+            raise TypeError(
+                f"argument {p.name!r} of kernel {kernel} ({p.ctype}) must be a tensor of dtype "
+                f"{' or '.join(map(str, p.pointees))}, got {a.dtype}"
+            )
         if p.usize is not None and a.element_size() != p.usize:
-            raise TypeError(f"argument {p.name!r} of kernel {kernel} ({p.ctype}) must be a tensor of "
-                            f"{p.usize}-byte elements, got {a.dtype}")
+            raise TypeError(
+                f"argument {p.name!r} of kernel {kernel} ({p.ctype}) must be a tensor of "
+                f"{p.usize}-byte elements, got {a.dtype}"
+            )
         if device is None:
             device, first = a.get_device(), p.name
         elif a.get_device() != device:
@@ -387,17 +465,22 @@ def pack(kernel: str, plan: list[Param], args, template: str | None) -> tuple[in
             if dtype is None:
                 dtype = a.dtype
                 if dtype not in CUDA_NAMES:
-                    raise TypeError(f"argument {p.name!r} of kernel {kernel} picks {template}; it must "
-                                    f"be {SUPPORTED_TEXT}, got {dtype}")
+                    raise TypeError(
+                        f"argument {p.name!r} of kernel {kernel} picks {template}; it must "
+                        f"be {SUPPORTED_TEXT}, got {dtype}"
+                    )
             elif a.dtype != dtype:
-                raise TypeError(f"argument {p.name!r} of kernel {kernel} must have dtype {dtype} "
-                                f"({template} is {dtype}), got {a.dtype}")
+                raise TypeError(
+                    f"argument {p.name!r} of kernel {kernel} must have dtype {dtype} "
+                    f"({template} is {dtype}), got {a.dtype}"
+                )
         values.append(a.data_ptr())
     if device is None:
         raise ValueError(f"kernel {kernel} needs at least one CUDA tensor argument to pick its device")
     if template and dtype is None:
-        raise TypeError(f"kernel {kernel}: no tensor was passed for a parameter of type {template}*, "
-                        f"so {template} is unknown")
+        raise TypeError(
+            f"kernel {kernel}: no tensor was passed for a parameter of type {template}*, so {template} is unknown"
+        )
     for i in later:
         p = plan[i]
         kind = scalar_kind(p.kind, dtype)

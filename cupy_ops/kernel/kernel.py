@@ -10,26 +10,25 @@ with the machinery the built-in ops use (they are declared with ``Kernel.builtin
     y = torch.empty_like(x)
     scale(x, y, 2.0, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
 
-The declaration is read from the source (``compiler.declarations``: any attribute and
-qualifier order CUDA accepts, templates, namespaces), so each argument is checked and passed
-with the right C type: tensors for pointers (CUDA, contiguous, on one device; arrays of other
-libraries that speak DLPack or the CUDA array interface, such as CuPy arrays, are viewed as
-tensors without a copy, on the device that holds them), Python numbers for ``float``,
-``double``, ``bool`` and the integer types, each within its C type's range. A ``template
-<class T>`` kernel is instantiated for float32 (``float``), float16 (``f16``), bfloat16
-(``bf16``) and float64 (``double``), the first tensor passed for a parameter of type ``T*``
-picking ``T``; any other instantiation is named by a name expression (``"tp<float, 4>"``) or
-made with ``specialize``. ``cuda_src/common.cuh`` is pasted in before your code: it gives the
-``f16``/``bf16`` element types and exact conversions, ``to_float(x[i])`` and
-``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on torch's current stream of the
-arrays' device, or on ``stream=``; ``cluster=`` and ``cooperative=True`` launch it in
-thread-block clusters or with the whole grid resident, ``occupancy`` asks the driver how it
-fills the GPU, and ``cupy_ops.autotune`` chooses among its configurations (docs/kernel.md). Each instantiation compiles on its first launch and is cached per device and
-on disk (its options, defines and every header it includes are part of the key); once the
-last ``Kernel`` object of a source is gone, its loaded modules are released (after the
-launches queued from them have finished; a kernel captured into a CUDA graph stays loaded for
-the graph's sake).
-"""
+The declaration is read from the source (``compiler.declarations``: any attribute and qualifier
+order CUDA accepts, templates, namespaces), so each argument is checked and passed with the right C
+type: tensors for pointers (CUDA, contiguous, on one device; arrays of other libraries that speak
+DLPack or the CUDA array interface, such as CuPy arrays, are viewed as tensors without a copy, on
+the device that holds them), Python numbers for ``float``, ``double``, ``bool`` and the integer
+types, each within its C type's range. A ``template <class T>`` kernel is instantiated for float32
+(``float``), float16 (``f16``), bfloat16 (``bf16``) and float64 (``double``), the first tensor
+passed for a parameter of type ``T*`` picking ``T``; any other instantiation is named by a name
+expression (``"tp<float, 4>"``) or made with ``specialize``. ``cuda_src/common.cuh`` is pasted in
+before your code: it gives the ``f16``/``bf16`` element types and exact conversions,
+``to_float(x[i])`` and ``from_float<T>(v)`` (fp64 stays fp64). The kernel runs on torch's current
+stream of the arrays' device, or on ``stream=``; ``cluster=`` and ``cooperative=True`` launch it in
+thread-block clusters or with the whole grid resident, ``occupancy`` asks the driver how it fills
+the GPU, and ``cupy_ops.autotune`` chooses among its configurations (docs/kernel.md). Each
+instantiation compiles on its first launch and is cached per device and on disk (its options,
+defines and every header it includes are part of the key); once the last ``Kernel`` object of a
+source is gone, its loaded modules are released (after the launches queued from them have finished;
+a kernel captured into a CUDA graph stays loaded for the graph's sake)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,7 +69,6 @@ class Occupancy:
     suggested_block: int
     min_grid: int
     clusters: int | None = None
-
 
 
 class Kernel:
@@ -130,8 +128,9 @@ class Kernel:
         except ValueError as exc:
             raise ValueError(f"name: {exc}") from None
         path = None
-        if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                                and source.strip().endswith((".cu", ".cuh"))):
+        if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and "\n" not in source and source.strip().endswith((".cu", ".cuh"))
+        ):
             path = Path(source).resolve()
             if not path.is_file():
                 raise FileNotFoundError(f"kernel source {path} not found")
@@ -148,22 +147,30 @@ class Kernel:
         text = compiler.assemble_user(code, label, path=path, include_dirs=dirs, prelude=prelude)
         decl = declarations.find(text, base)
         if decl is None and signature is None:
-            raise ValueError(f"no `__global__ void {base}(...)` found in the kernel source (if a macro writes its "
-                             f"declaration, pass signature=)")
+            raise ValueError(
+                f"no `__global__ void {base}(...)` found in the kernel source (if a macro writes its "
+                f"declaration, pass signature=)"
+            )
         template, exprs, params = instantiate(decl, name, base, targs, strict=signature is None)
         self._stated = None
         if signature is not None:
             # a stated parameter list: its own source entry, so a variant's compiled layout
             # is checked against the list it is launched with
             params = self._stated = stated_signature(name, signature, params if decl is not None else None)
-        src = compiler.user(code, label, defines=defines, options=flags, assembled=text,
-                            tag=None if self._stated is None else tuple(self._stated))
+        src = compiler.user(
+            code,
+            label,
+            defines=defines,
+            options=flags,
+            assembled=text,
+            tag=None if self._stated is None else tuple(self._stated),
+        )
         self._declaration = decl
         self._setup(src, name, exprs, template, params)
         track(self, src)
 
     @classmethod
-    def builtin(cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None) -> "Kernel":
+    def builtin(cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None) -> Kernel:
         """A kernel of cupy_ops' own ``cuda_src/filename`` (read on first launch, not at import).
 
         ``variants``: the instantiations launched, as a list of name expressions (each its own
@@ -181,7 +188,7 @@ class Kernel:
     def _setup(self, src, name, exprs, template, params) -> None:
         self.name = name
         self._source = src
-        self._variants = {key: src.variant(e) for key, e in exprs.items()}   # registered now
+        self._variants = {key: src.variant(e) for key, e in exprs.items()}  # registered now
         self._template = template
         self._params = params
         self._signatures: dict = {}
@@ -211,7 +218,7 @@ class Kernel:
         """The instantiations this kernel launches (``"scale<float>"``, ... or its name)."""
         return [v.expr for v in self._variants.values()]
 
-    def specialize(self, *args) -> "Kernel":
+    def specialize(self, *args) -> Kernel:
         """The kernel of another instantiation of this template: ``args`` are its template
         arguments, each a torch dtype (its C type: ``f16``, ``bf16``, ``float``, ``int``, ...),
         a bool, an int or C text. ``Kernel(src, "tp<float, 4>").specialize(torch.float64, 8)``
@@ -283,8 +290,9 @@ class Kernel:
             plan = self._plan = arguments.plan(self.params, self._template)
         return plan
 
-    def __call__(self, *args, grid, block, shared_mem: int = 0, stream=None, cluster=None,
-                 cooperative: bool = False) -> None:
+    def __call__(
+        self, *args, grid, block, shared_mem: int = 0, stream=None, cluster=None, cooperative: bool = False
+    ) -> None:
         """Launch with ``args`` (one per kernel parameter) on torch's current stream of the
         arrays' device.
 
@@ -319,18 +327,20 @@ class Kernel:
             return
         h = self.handle(dtype, device)
         if not h.pinned and _capturing():
-            h.pinned = True   # a CUDA graph holds this kernel now: never unload its module
+            h.pinned = True  # a CUDA graph holds this kernel now: never unload its module
         if cooperative:
             self._check_cooperative(h, grid3, block3, shared_mem)
         try:
             if stream is None and cluster is None and not cooperative:
                 launch.launch(h, grid3, block3, values, shared_mem)
             else:
-                launch.launch(h, grid3, block3, values, shared_mem, cluster or 1, stream=stream,
-                              cooperative=bool(cooperative))
+                launch.launch(
+                    h, grid3, block3, values, shared_mem, cluster or 1, stream=stream, cooperative=bool(cooperative)
+                )
         except RuntimeError as exc:  # CuPy's CUDADriverError: e.g. too much shared memory
-            raise RuntimeError(f"launching kernel {self.name} with grid {grid3}, block {block3} failed: "
-                               f"{exc}") from None
+            raise RuntimeError(
+                f"launching kernel {self.name} with grid {grid3}, block {block3} failed: {exc}"
+            ) from None
 
     def _check_cooperative(self, h, grid3, block3, shared_mem: int) -> None:
         """A cooperative grid must be resident at once: at most blocks per SM x SMs blocks."""
@@ -340,9 +350,11 @@ class Kernel:
         most = per_sm * sm_count(h.device)
         blocks = grid3[0] * grid3[1] * grid3[2]
         if blocks > most:
-            raise ValueError(f"cooperative=True: grid {grid3} has {blocks} blocks, but at most {most} blocks of kernel "
-                             f"{self.name} (block {block3}, {shared_mem} bytes of dynamic shared memory) are resident "
-                             f"on cuda:{h.device} at once ({per_sm} per SM); a cooperative grid must all be resident")
+            raise ValueError(
+                f"cooperative=True: grid {grid3} has {blocks} blocks, but at most {most} blocks of kernel "
+                f"{self.name} (block {block3}, {shared_mem} bytes of dynamic shared memory) are resident "
+                f"on cuda:{h.device} at once ({per_sm} per SM); a cooperative grid must all be resident"
+            )
 
     def variant_key(self, *args):
         """The key of the instantiation a launch with ``args`` takes: the dtype of the first
@@ -356,10 +368,12 @@ class Kernel:
                     dtype = arguments.cuda_array_interface(self.name, p.name, p.ctype, a.__cuda_array_interface__)[1]
                 if isinstance(dtype, torch.dtype):
                     return dtype
-        raise TypeError(f"kernel {self.name}: no tensor was passed for a parameter of type {self._template}*, "
-                        f"so {self._template} is unknown")
+        raise TypeError(
+            f"kernel {self.name}: no tensor was passed for a parameter of type {self._template}*, "
+            f"so {self._template} is unknown"
+        )
 
-    def occupancy(self, block, shared_mem: int = 0, *, dtype=None, device=None, cluster=None) -> "Occupancy":
+    def occupancy(self, block, shared_mem: int = 0, *, dtype=None, device=None, cluster=None) -> Occupancy:
         """How this kernel fills a GPU, as the driver computes it: blocks of ``block`` threads
         (an int or a tuple) with ``shared_mem`` bytes of dynamic shared memory each.
 
@@ -393,11 +407,12 @@ class Kernel:
         suggested, min_grid = launch.suggested_block(h, shared_mem)
         clusters = None
         if cluster is not None:
-            clusters = launch.resident_clusters(h, launch.cluster_dims(cluster_shape(cluster, None)), block3,
-                                                shared_mem)
-        return Occupancy(per_sm, sms, per_sm * sms, warps / max_warps if max_warps else 0.0, suggested, min_grid,
-                         clusters)
+            clusters = launch.resident_clusters(
+                h, launch.cluster_dims(cluster_shape(cluster, None)), block3, shared_mem
+            )
+        return Occupancy(
+            per_sm, sms, per_sm * sms, warps / max_warps if max_warps else 0.0, suggested, min_grid, clusters
+        )
 
     def __repr__(self) -> str:
         return f"cupy_ops.Kernel({getattr(self, 'name', '?')!r}, source={getattr(self, '_source', None)!r})"
-

@@ -1,6 +1,7 @@
 """A user kernel's source for as long as a ``Kernel`` uses it: counted per source, released
 (registry entry, binaries, loaded modules) once the last ``Kernel`` of it is gone; and the
 include folders a ``Kernel`` is given."""
+
 from __future__ import annotations
 
 import collections

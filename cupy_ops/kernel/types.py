@@ -1,6 +1,7 @@
 """The C side of a user kernel's declaration: which C types a parameter may have and what
 Python value each takes, the kinds of argument slot, and template arguments bound to their
 parameters (``specialize``, name expressions)."""
+
 from __future__ import annotations
 
 import re
@@ -10,33 +11,70 @@ import torch
 from ..compiler import declarations
 from ..dtypes import CUDA_NAMES
 
-_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed|__grid_constant__)\b")
+_QUALIFIERS = re.compile(
+    r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed|__grid_constant__)\b"
+)
 KINDS = {
-    "float": "f32", "double": "f64",
-    "int": "i32", "unsigned": "i32", "unsigned int": "i32", "int32_t": "i32", "uint32_t": "i32",
-    "i32": "i32", "u32": "i32",
-    "long long": "i64", "long long int": "i64", "unsigned long long": "i64", "long": "i64",
-    "unsigned long": "i64", "int64_t": "i64", "uint64_t": "i64", "size_t": "i64", "ptrdiff_t": "i64",
-    "i64": "i64", "u64": "i64",
+    "float": "f32",
+    "double": "f64",
+    "int": "i32",
+    "unsigned": "i32",
+    "unsigned int": "i32",
+    "int32_t": "i32",
+    "uint32_t": "i32",
+    "i32": "i32",
+    "u32": "i32",
+    "long long": "i64",
+    "long long int": "i64",
+    "unsigned long long": "i64",
+    "long": "i64",
+    "unsigned long": "i64",
+    "int64_t": "i64",
+    "uint64_t": "i64",
+    "size_t": "i64",
+    "ptrdiff_t": "i64",
+    "i64": "i64",
+    "u64": "i64",
     # narrower integers travel in a 32-bit slot: the driver copies only their own bytes
-    "bool": "i32", "char": "i32", "unsigned char": "i32", "int8_t": "i32", "uint8_t": "i32",
-    "short": "i32", "short int": "i32", "unsigned short": "i32", "int16_t": "i32", "uint16_t": "i32", "u16": "i32",
+    "bool": "i32",
+    "char": "i32",
+    "unsigned char": "i32",
+    "int8_t": "i32",
+    "uint8_t": "i32",
+    "short": "i32",
+    "short int": "i32",
+    "unsigned short": "i32",
+    "int16_t": "i32",
+    "uint16_t": "i32",
+    "u16": "i32",
     # 16-bit floats: CUDA's (cuda_fp16.h, cuda_bf16.h) and common.cuh's raw-bits structs alike
-    "__half": "f16", "half": "f16", "f16": "f16", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "bf16": "bf16",
-    "TmaMap": "tmap",   # gemm_wgmma.cuh's 128-byte TMA tensor map, passed by value (built-in kernels)
+    "__half": "f16",
+    "half": "f16",
+    "f16": "f16",
+    "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16",
+    "bf16": "bf16",
+    "TmaMap": "tmap",  # gemm_wgmma.cuh's 128-byte TMA tensor map, passed by value (built-in kernels)
 }
 # Each scalar C type's size in bytes and, for integers, the values it holds.
-SIZES = {"float": 4, "double": 8, "TmaMap": 128, **dict.fromkeys(("__half", "half", "f16", "__nv_bfloat16",
-                                                                   "nv_bfloat16", "bf16"), 2)}
+SIZES = {
+    "float": 4,
+    "double": 8,
+    "TmaMap": 128,
+    **dict.fromkeys(("__half", "half", "f16", "__nv_bfloat16", "nv_bfloat16", "bf16"), 2),
+}
 RANGES: dict[str, tuple[int, int, bool]] = {}
 for _names, _size, _lo, _hi in [
-        (("int", "int32_t", "i32"), 4, -(2**31), 2**31 - 1),
-        (("unsigned", "unsigned int", "uint32_t", "u32"), 4, 0, 2**32 - 1),
-        (("long long", "long long int", "long", "int64_t", "ptrdiff_t", "i64"), 8, -(2**63), 2**63 - 1),
-        (("unsigned long long", "unsigned long", "uint64_t", "size_t", "u64"), 8, 0, 2**64 - 1),
-        (("char", "int8_t"), 1, -128, 127), (("unsigned char", "uint8_t"), 1, 0, 255),
-        (("short", "short int", "int16_t"), 2, -(2**15), 2**15 - 1),
-        (("unsigned short", "uint16_t", "u16"), 2, 0, 2**16 - 1), (("bool",), 1, 0, 1)]:
+    (("int", "int32_t", "i32"), 4, -(2**31), 2**31 - 1),
+    (("unsigned", "unsigned int", "uint32_t", "u32"), 4, 0, 2**32 - 1),
+    (("long long", "long long int", "long", "int64_t", "ptrdiff_t", "i64"), 8, -(2**63), 2**63 - 1),
+    (("unsigned long long", "unsigned long", "uint64_t", "size_t", "u64"), 8, 0, 2**64 - 1),
+    (("char", "int8_t"), 1, -128, 127),
+    (("unsigned char", "uint8_t"), 1, 0, 255),
+    (("short", "short int", "int16_t"), 2, -(2**15), 2**15 - 1),
+    (("unsigned short", "uint16_t", "u16"), 2, 0, 2**16 - 1),
+    (("bool",), 1, 0, 1),
+]:
     for _n in _names:
         SIZES[_n] = _size
         RANGES[_n] = (_lo, _hi, _n == "bool")
@@ -49,21 +87,54 @@ _T_KINDS = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", to
 # unsigned raw-bits types take any dtype of their size (common.cuh moves f16/bf16 as u16);
 # types not listed (structs, typedefs, void) are not checked.
 POINTEES: dict[str, tuple] = {
-    "float": (torch.float32,), "double": (torch.float64,),
-    "f16": (torch.float16,), "__half": (torch.float16,), "half": (torch.float16,),
-    "bf16": (torch.bfloat16,), "__nv_bfloat16": (torch.bfloat16,),
-    "bool": (torch.bool,), "char": (torch.int8, torch.uint8), "signed char": (torch.int8,), "int8_t": (torch.int8,),
-    "unsigned char": (torch.uint8, torch.bool), "uint8_t": (torch.uint8, torch.bool),
-    "short": (torch.int16,), "int16_t": (torch.int16,),
-    "int": (torch.int32,), "int32_t": (torch.int32,), "i32": (torch.int32,),
-    "long long": (torch.int64,), "long long int": (torch.int64,), "int64_t": (torch.int64,), "i64": (torch.int64,),
+    "float": (torch.float32,),
+    "double": (torch.float64,),
+    "f16": (torch.float16,),
+    "__half": (torch.float16,),
+    "half": (torch.float16,),
+    "bf16": (torch.bfloat16,),
+    "__nv_bfloat16": (torch.bfloat16,),
+    "bool": (torch.bool,),
+    "char": (torch.int8, torch.uint8),
+    "signed char": (torch.int8,),
+    "int8_t": (torch.int8,),
+    "unsigned char": (torch.uint8, torch.bool),
+    "uint8_t": (torch.uint8, torch.bool),
+    "short": (torch.int16,),
+    "int16_t": (torch.int16,),
+    "int": (torch.int32,),
+    "int32_t": (torch.int32,),
+    "i32": (torch.int32,),
+    "long long": (torch.int64,),
+    "long long int": (torch.int64,),
+    "int64_t": (torch.int64,),
+    "i64": (torch.int64,),
     "long": (torch.int64,),
 }
-UNSIGNED_SIZES = {"unsigned short": 2, "uint16_t": 2, "u16": 2, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
-                   "u32": 4, "unsigned long long": 8, "unsigned long": 8, "uint64_t": 8, "u64": 8, "size_t": 8}
+UNSIGNED_SIZES = {
+    "unsigned short": 2,
+    "uint16_t": 2,
+    "u16": 2,
+    "unsigned": 4,
+    "unsigned int": 4,
+    "uint32_t": 4,
+    "u32": 4,
+    "unsigned long long": 8,
+    "unsigned long": 8,
+    "uint64_t": 8,
+    "u64": 8,
+    "size_t": 8,
+}
 # torch dtypes as template arguments (specialize); the floating ones are common.cuh's names
-C_TYPES = {**CUDA_NAMES, torch.int8: "signed char", torch.uint8: "unsigned char", torch.int16: "short",
-            torch.int32: "int", torch.int64: "long long", torch.bool: "bool"}
+C_TYPES = {
+    **CUDA_NAMES,
+    torch.int8: "signed char",
+    torch.uint8: "unsigned char",
+    torch.int16: "short",
+    torch.int32: "int",
+    torch.int64: "long long",
+    torch.bool: "bool",
+}
 
 
 def base_type(ctype: str) -> str:
@@ -99,8 +170,10 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
         raise ValueError(f"no `__global__ void {name}(...)` found in the kernel source")
     template = template_name(decl)
     params = [(p.ctype, p.pointer, p.name or f"arg{i}") for i, p in enumerate(decl.params)]
-    return template, [("t" if template and not ptr and base_type(c) == template else checked_kind(name, c, ptr, n),
-                       n, c) for c, ptr, n in params]
+    return template, [
+        ("t" if template and not ptr and base_type(c) == template else checked_kind(name, c, ptr, n), n, c)
+        for c, ptr, n in params
+    ]
 
 
 def template_name(decl) -> str | None:
@@ -113,8 +186,10 @@ def template_name(decl) -> str | None:
 def checked_kind(kernel: str, ctype: str, pointer: bool, pname: str) -> str:
     kind = kind_of(ctype, pointer)
     if kind is None:
-        raise ValueError(f"parameter {pname!r} of kernel {kernel} has type {ctype!r}, which cannot be passed from "
-                         f"Python; use pointers, float, double, bool or an integer type (or pass signature=)")
+        raise ValueError(
+            f"parameter {pname!r} of kernel {kernel} has type {ctype!r}, which cannot be passed from "
+            f"Python; use pointers, float, double, bool or an integer type (or pass signature=)"
+        )
     return kind
 
 
@@ -130,24 +205,29 @@ def stated_signature(kernel: str, signature, found) -> list[tuple[str, str, str]
         entries = []
         for e in signature:
             if not isinstance(e, str):
-                raise TypeError(f"signature entries must be str (a kind such as 'ptr' or a C parameter such as "
-                                f"'const float* x'), got {e!r}")
+                raise TypeError(
+                    f"signature entries must be str (a kind such as 'ptr' or a C parameter such as "
+                    f"'const float* x'), got {e!r}"
+                )
             if e in SIGNATURE_KINDS:
                 entries.append((None, e, None))
                 continue
             parsed = declarations.parse_params(e)
             if len(parsed) != 1:
-                raise ValueError(f"signature entry {e!r} is not one parameter declaration nor one of "
-                                 f"{', '.join(SIGNATURE_KINDS)}")
+                raise ValueError(
+                    f"signature entry {e!r} is not one parameter declaration nor one of {', '.join(SIGNATURE_KINDS)}"
+                )
             entries.append((parsed[0].ctype, parsed[0].name, parsed[0].pointer))
     else:
-        raise TypeError(f"signature must be a C parameter list (str) or a list of kinds / C parameters, got "
-                        f"{type(signature).__name__}")
+        raise TypeError(
+            f"signature must be a C parameter list (str) or a list of kinds / C parameters, got "
+            f"{type(signature).__name__}"
+        )
     if found is not None and len(entries) != len(found):
         raise ValueError(f"signature has {len(entries)} entries but kernel {kernel} takes {len(found)} parameters")
     out = []
     for i, (ctype, pname, pointer) in enumerate(entries):
-        if ctype is None:                     # a bare kind: the name (and type) read from the source
+        if ctype is None:  # a bare kind: the name (and type) read from the source
             kind = pname
             pname, ctype = (found[i][1], found[i][2]) if found is not None else (f"arg{i}", kind)
             out.append((kind, pname or f"arg{i}", ctype))
@@ -164,10 +244,14 @@ def bind(decl, args: list[str], name: str) -> dict[str, str]:
     fixed = params[:-1] if pack else params
     required = sum(1 for p in fixed if p.default is None)
     if len(args) < required or (len(args) > len(fixed) and not pack):
-        counts = f"{required}" if required == len(fixed) and not pack else (
-            f"{required} to {len(fixed)}" if not pack else f"at least {required}")
-        raise ValueError(f"kernel {decl.qualified} is {decl.head}: it takes {counts} template arguments, got "
-                         f"{len(args)} in {name!r}")
+        counts = (
+            f"{required}"
+            if required == len(fixed) and not pack
+            else (f"{required} to {len(fixed)}" if not pack else f"at least {required}")
+        )
+        raise ValueError(
+            f"kernel {decl.qualified} is {decl.head}: it takes {counts} template arguments, got {len(args)} in {name!r}"
+        )
     mapping: dict[str, str] = {}
     for i, p in enumerate(fixed):
         text = args[i] if i < len(args) else declarations.substitute(declarations.tokenize(p.default), mapping)
@@ -209,9 +293,11 @@ def instantiate(decl, name: str, base: str, targs, strict: bool = True):
     elif targs is None:
         template = template_name(decl)
         if not template:
-            raise ValueError(f"kernel {qualified} is {decl.head}: name one instantiation, e.g. "
-                             f"Kernel(source, \"{qualified}<...>\"), then .specialize(...) for others; "
-                             f"cupy_ops.Kernel instantiates a `template <class T>` kernel per dtype by itself")
+            raise ValueError(
+                f"kernel {qualified} is {decl.head}: name one instantiation, e.g. "
+                f'Kernel(source, "{qualified}<...>"), then .specialize(...) for others; '
+                f"cupy_ops.Kernel instantiates a `template <class T>` kernel per dtype by itself"
+            )
         exprs = {dt: f"{qualified}<{c}>" for dt, c in CUDA_NAMES.items()}
     else:
         mapping = bind(decl, targs, name)
@@ -224,7 +310,7 @@ def instantiate(decl, name: str, base: str, targs, strict: bool = True):
             pointer = pointer or declarations.is_pointer(ctype)
         pname = p.name or f"arg{i}"
         if template and not pointer and base_type(ctype) == template:
-            kind = "t"   # the dtype picks its C type (float, double, f16, bf16) at each launch
+            kind = "t"  # the dtype picks its C type (float, double, f16, bf16) at each launch
         else:
             kind = checked_kind(name, ctype, pointer, pname) if strict else kind_of(ctype, pointer)
         params.append((kind, pname, ctype))
@@ -250,5 +336,5 @@ def layout(params, key):
         base = base_type(ctype)
         exact = 8 if kind == "ptr" else SIZES.get(base)
         if exact is None and kind != "i32":
-            exact = SLOT_BYTES[kind]      # a stated kind of another type: the slot's size
+            exact = SLOT_BYTES[kind]  # a stated kind of another type: the slot's size
         yield pname, ctype, exact, SLOT_BYTES[kind]

@@ -1,13 +1,12 @@
 """KernelBench level2/63: Linear(8192 -> 8192) -> ReLU -> divide by 2.0, batch 1024.
 
 ``ModelNew`` runs the fastest variant that passes KernelBench's check with at most torch fp32's
-error: on Hopper the whole layer in one fused kernel (float32: fp16x3, or 3xTF32 for small
-layers; float16 / bfloat16: the wgmma kernel); elsewhere ``ModelNewCublas``: cuBLAS (``nn.Linear``) followed by one fused
-ReLU-and-divide kernel.
-``ModelNewNaive`` runs the whole layer in the naive fused GEMM kernel.
-Both hold their weights in an ``nn.Linear`` named ``linear``, created first, exactly as
-``Model`` does: the same seed gives the same weights, and ``state_dict``s are interchangeable.
-"""
+error: on Hopper the whole layer in one fused kernel (float32: fp16x3, or 3xTF32 for small layers;
+float16 / bfloat16: the wgmma kernel); elsewhere ``ModelNewCublas``: cuBLAS (``nn.Linear``) followed
+by one fused ReLU-and-divide kernel. ``ModelNewNaive`` runs the whole layer in the naive fused GEMM
+kernel. Both hold their weights in an ``nn.Linear`` named ``linear``, created first, exactly as
+``Model`` does: the same seed gives the same weights, and ``state_dict``s are interchangeable."""
+
 import torch
 import torch.nn as nn
 
@@ -55,9 +54,9 @@ class ModelNew(Model):
       row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); below 2^33
       multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
-      (``algo="accurate"`` takes what ``"auto"`` takes: the wgmma kernel with the epilogue fused; H100, 1024 x 8192 x 8192:
-      1.03x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the output rounded to the
-      dtype before the ReLU, as torch's layer does);
+      (``algo="accurate"`` takes what ``"auto"`` takes: the wgmma kernel with the epilogue fused;
+      H100, 1024 x 8192 x 8192: 1.03x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the
+      output rounded to the dtype before the ReLU, as torch's layer does);
     - otherwise (other GPUs, where cuBLAS's GEMM beats ours): ``ModelNewCublas``'s cuBLAS
       (``nn.Linear``) + fused ``cupy_ops.relu_div``.
     """

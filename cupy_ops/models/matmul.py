@@ -1,4 +1,5 @@
 """KernelBench level1/1: square matrix multiplication, N = 4096."""
+
 from typing import Optional
 
 import torch

@@ -1,4 +1,5 @@
 """KernelBench level1/19: ReLU on a (4096, 393216) tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -4,17 +4,27 @@
 - ``schema``: the output rule (``like``), parameters' schema text, the rules' ``Context``;
 - ``declaration``: ``Op``, the op built from one declaration.
 """
+
 from __future__ import annotations
 
 from .declaration import Op
 from .eager import bump_version, needs_grad, plain_eager
 from .schema import Context, like
 
-__all__ = ["op", "like", "Op", "Context", "bump_version", "needs_grad", "plain_eager"]
+__all__ = ["Context", "Op", "bump_version", "like", "needs_grad", "op", "plain_eager"]
 
 
-def op(qualname: str, *, output, autocast: str | None = None, inplace: str | None = None, contiguous: bool = True,
-       any_out_layout: bool = False, elementwise: bool = False, check_devices: bool = True):
+def op(
+    qualname: str,
+    *,
+    output,
+    autocast: str | None = None,
+    inplace: str | None = None,
+    contiguous: bool = True,
+    any_out_layout: bool = False,
+    elementwise: bool = False,
+    check_devices: bool = True,
+):
     """Declare a torch op from its launcher: a decorator that turns a kernel launch into a torch op.
 
         scale_kernel = cupy_ops.Kernel(SOURCE, "scale")
@@ -72,7 +82,18 @@ def op(qualname: str, *, output, autocast: str | None = None, inplace: str | Non
     Raises:
         ValueError / TypeError: a malformed name, annotation or rule.
     """
+
     def declare(launch) -> Op:
-        return Op(qualname, launch, output=output, autocast=autocast, inplace=inplace, contiguous=contiguous,
-                  any_out_layout=any_out_layout, elementwise=elementwise, checks_devices=check_devices)
+        return Op(
+            qualname,
+            launch,
+            output=output,
+            autocast=autocast,
+            inplace=inplace,
+            contiguous=contiguous,
+            any_out_layout=any_out_layout,
+            elementwise=elementwise,
+            checks_devices=check_devices,
+        )
+
     return declare

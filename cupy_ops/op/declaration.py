@@ -1,5 +1,6 @@
 """``Op``: one declaration's torch op (schema, fake, autograd, forward AD, vmap, autocast,
 ``out=`` and in place) and its eager path."""
+
 from __future__ import annotations
 
 import inspect
@@ -10,9 +11,22 @@ import warnings
 import torch
 
 from .. import checks
-from .eager import (AUTOCAST_POLICIES, FLOATING, Parameter, Tensor, autocast_dtype, autocast_on, dispatch_modes, functorch_active, fwd_ad, grad_enabled, increment_version, is_compiling)
+from .eager import (
+    AUTOCAST_POLICIES,
+    FLOATING,
+    Parameter,
+    Tensor,
+    autocast_dtype,
+    autocast_on,
+    dispatch_modes,
+    functorch_active,
+    fwd_ad,
+    grad_enabled,
+    increment_version,
+    is_compiling,
+)
 from .functions import functions
-from .schema import Context, Param, schema_type, like
+from .schema import Context, Param, like, schema_type
 
 _libraries: dict[str, torch.library.Library] = {}
 _lib_lock = threading.Lock()
@@ -35,9 +49,20 @@ class Op:
     ``inplace`` (the name of the input an in-place call overwrites, or None).
     """
 
-    def __init__(self, qualname: str, launch, *, output, autocast=None, inplace: str | None = None,
-                 contiguous: bool = True, any_out_layout: bool = False, elementwise: bool = False,
-                 checks_devices: bool = True, doc=None):
+    def __init__(
+        self,
+        qualname: str,
+        launch,
+        *,
+        output,
+        autocast=None,
+        inplace: str | None = None,
+        contiguous: bool = True,
+        any_out_layout: bool = False,
+        elementwise: bool = False,
+        checks_devices: bool = True,
+        doc=None,
+    ):
         if not isinstance(qualname, str) or qualname.count("::") != 1:
             raise ValueError(f"an op's name is 'namespace::name', got {qualname!r}")
         ns, name = qualname.split("::")
@@ -62,8 +87,10 @@ class Op:
                 raise ValueError(f"op {qualname}: like({output.name!r}) names no tensor input")
             output.index = self._by_name[output.name].index
         elif not callable(output):
-            raise TypeError(f"op {qualname}: output must be cupy_ops.like(name) or a function of the inputs that "
-                            f"returns the empty output, got {output!r}")
+            raise TypeError(
+                f"op {qualname}: output must be cupy_ops.like(name) or a function of the inputs that "
+                f"returns the empty output, got {output!r}"
+            )
         self._backward = self._jvp = self._vmap = None
         self._save: tuple = ()
         self._register()
@@ -73,9 +100,12 @@ class Op:
         self.__name__ = self.__qualname__ = name
         self.__module__ = getattr(launch, "__module__", __name__)
         self.__signature__ = inspect.Signature(
-            [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                               default=p.default) for p in self._params]
-            + [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)])
+            [
+                inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default)
+                for p in self._params
+            ]
+            + [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)]
+        )
 
     # -- declaration ------------------------------------------------------------------------------
 
@@ -83,7 +113,7 @@ class Op:
         sig = inspect.signature(launch)
         try:
             hints = typing.get_type_hints(launch)
-        except Exception:   # noqa: BLE001  (unresolvable string annotations: reported per parameter)
+        except Exception:  # noqa: BLE001  (unresolvable string annotations: reported per parameter)
             hints = {}
         params, seen_out = [], False
         for p in sig.parameters.values():
@@ -91,16 +121,20 @@ class Op:
                 seen_out = True
                 continue
             if p.kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY):
-                raise TypeError(f"op {self.qualname}: the launcher's inputs are positional parameters and its output "
-                                f"the keyword-only `out`; got {p.kind.description} parameter {p.name!r}")
+                raise TypeError(
+                    f"op {self.qualname}: the launcher's inputs are positional parameters and its output "
+                    f"the keyword-only `out`; got {p.kind.description} parameter {p.name!r}"
+                )
             ann = hints.get(p.name, p.annotation)
             if ann is inspect.Parameter.empty:
                 raise TypeError(f"op {self.qualname}: parameter {p.name!r} of the launcher has no type annotation")
             type_, tensor = schema_type(self.qualname, p.name, ann)
             params.append(Param(p.name, type_, tensor, p.default, len(params)))
         if not seen_out:
-            raise TypeError(f"op {self.qualname}: the launcher takes its output as a keyword-only parameter `out` "
-                            f"(def launch(x: torch.Tensor, ..., *, out: torch.Tensor) -> None)")
+            raise TypeError(
+                f"op {self.qualname}: the launcher takes its output as a keyword-only parameter `out` "
+                f"(def launch(x: torch.Tensor, ..., *, out: torch.Tensor) -> None)"
+            )
         self._params = params
         self._by_name = {p.name: p for p in params}
         self._tensor_idx = tuple(p.index for p in params if p.tensor)
@@ -114,19 +148,23 @@ class Op:
         """Declare the backward: ``fn(ctx, *grads) -> one gradient per input`` (None where there
         is none), built of ops so that it is differentiable in turn; ``save`` names the inputs
         (and ``"out"``, the output) ``ctx`` carries. Use as a decorator."""
+
         def register(f):
             self._backward = f
             self._add_save(save)
             return f
+
         return register(fn) if fn is not None else register
 
     def jvp(self, fn=None, *, save=()):
         """Declare forward-mode AD: ``fn(ctx, *tangents) -> the output's tangent``, one tangent
         per input (None for inputs without one); ``save`` as for ``backward``."""
+
         def register(f):
             self._jvp = f
             self._add_save(save)
             return f
+
         return register(fn) if fn is not None else register
 
     def vmap(self, fn):
@@ -224,7 +262,7 @@ class Op:
         for i in self._tensor_idx:
             a = args[i]
             if a is not None and not a.is_contiguous():
-                args = args[:i] + (a.contiguous(),) + args[i + 1:]
+                args = args[:i] + (a.contiguous(),) + args[i + 1 :]
         return args
 
     def _check_devices(self, args) -> None:
@@ -237,13 +275,16 @@ class Op:
             if not isinstance(t, Tensor):
                 raise TypeError(f"{self.qualname}: {name} must be a torch.Tensor, got {type(t).__name__}")
             if not t.is_cuda:
-                raise ValueError(f"{self.qualname}: {name} must be a CUDA tensor, got a tensor on {t.device}; move it "
-                                 f"with .cuda() first")
+                raise ValueError(
+                    f"{self.qualname}: {name} must be a CUDA tensor, got a tensor on {t.device}; move it "
+                    f"with .cuda() first"
+                )
             if device is None:
                 device, first = t.device, name
             elif t.device != device:
-                raise ValueError(f"{self.qualname}: {name} must be on the same device as {first} ({device}), got "
-                                 f"{t.device}")
+                raise ValueError(
+                    f"{self.qualname}: {name} must be on the same device as {first} ({device}), got {t.device}"
+                )
 
     def _cast(self, args):
         """The autocast policy applied to ``args`` (CUDA floating tensors only, as torch's)."""
@@ -252,15 +293,23 @@ class Op:
             dtype = autocast_dtype()
         elif self.autocast == "fp32":
             dtype = torch.float32
-        else:   # promote: the widest floating dtype among the inputs
+        else:  # promote: the widest floating dtype among the inputs
             floats = [t.dtype for t in tensors if t.dtype in FLOATING and t.is_cuda]
             if not floats:
                 return args
             dtype = floats[0]
             for d in floats[1:]:
                 dtype = torch.promote_types(dtype, d)
-        return tuple(a.to(dtype) if i in self._tensor_idx and isinstance(a, Tensor) and a.is_cuda
-                     and a.dtype in FLOATING and a.dtype != torch.float64 else a for i, a in enumerate(args))
+        return tuple(
+            a.to(dtype)
+            if i in self._tensor_idx
+            and isinstance(a, Tensor)
+            and a.is_cuda
+            and a.dtype in FLOATING
+            and a.dtype != torch.float64
+            else a
+            for i, a in enumerate(args)
+        )
 
     # -- out= and in place ------------------------------------------------------------------------
 
@@ -287,9 +336,15 @@ class Op:
             return x
         if not isinstance(x, Tensor):
             raise TypeError(f"{self.inplace} must be a torch.Tensor, got {type(x).__name__}")
-        tracked = grad_enabled() and any(isinstance(args[i], Tensor) and args[i].requires_grad
-                                          for i in self._tensor_idx)
-        if tracked or (type(x) is not Tensor and type(x) is not Parameter) or functorch_active() or fwd_ad._current_level >= 0:
+        tracked = grad_enabled() and any(
+            isinstance(args[i], Tensor) and args[i].requires_grad for i in self._tensor_idx
+        )
+        if (
+            tracked
+            or (type(x) is not Tensor and type(x) is not Parameter)
+            or functorch_active()
+            or fwd_ad._current_level >= 0
+        ):
             if x.requires_grad and x.is_leaf and grad_enabled():
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
             return x.copy_(self._call(args))
@@ -326,10 +381,12 @@ class Op:
         # layout it does not take, or over an input of a kernel that reads other elements than
         # the one it writes (a GEMM's tiles; torch's mm out= over an input gives wrong values,
         # pytorch#13892)
-        aside = not (self.any_out_layout or (out.is_contiguous() and ref.is_contiguous())
-                     or out.stride() == ref.stride()) or \
-            (not self.elementwise and any(isinstance(args[i], Tensor) and checks.shares_memory(out, args[i])
-                                          for i in self._tensor_idx))
+        aside = not (
+            self.any_out_layout or (out.is_contiguous() and ref.is_contiguous()) or out.stride() == ref.stride()
+        ) or (
+            not self.elementwise
+            and any(isinstance(args[i], Tensor) and checks.shares_memory(out, args[i]) for i in self._tensor_idx)
+        )
         if aside:
             out.copy_(self.impl(*args))
         else:
@@ -343,16 +400,19 @@ class Op:
         name, out_name = self.name, self.name + "_out"
         lib.define(name + self.schema)
         lib.define(out_name + self._out_schema)
-        packet, out_packet = getattr(getattr(torch.ops, self.namespace), name), \
-            getattr(getattr(torch.ops, self.namespace), out_name)
+        packet, out_packet = (
+            getattr(getattr(torch.ops, self.namespace), name),
+            getattr(getattr(torch.ops, self.namespace), out_name),
+        )
         self.overload, self.out_overload = packet.default, out_packet.default
         # (the Python dispatcher may leave out trailing arguments at their defaults: _full)
-        for key in ("CUDA", "CPU"):   # CPU: our typed error names the argument on the wrong device
+        for key in ("CUDA", "CPU"):  # CPU: our typed error names the argument on the wrong device
             lib.impl(name, lambda *a, **k: self.impl(*self._full(a, k)), key)
             lib.impl(out_name, lambda out, *a, **k: self._out_impl(out, *self._full(a, k)), key)
         torch.library.register_fake(self.qualname, lambda *a, **k: self.output(*self._full(a, k)), lib=lib)
-        torch.library.register_fake(f"{self.namespace}::{out_name}",
-                                    lambda out, *a, **k: self._out_fake(out, *self._full(a, k)), lib=lib)
+        torch.library.register_fake(
+            f"{self.namespace}::{out_name}", lambda out, *a, **k: self._out_fake(out, *self._full(a, k)), lib=lib
+        )
         lib.impl(name, self._autograd_kernel, "Autograd")
         lib.impl(out_name, self._out_autograd_kernel, "Autograd")
         lib.impl(out_name, self._inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
@@ -373,8 +433,10 @@ class Op:
     def _out_fake(self, out, *args):
         ref = self.output(*args)
         if out.shape != ref.shape or out.dtype != ref.dtype:
-            raise RuntimeError(f"{self.qualname}_out: out must have shape {tuple(ref.shape)} and dtype {ref.dtype}, "
-                               f"got {tuple(out.shape)} {out.dtype}")
+            raise RuntimeError(
+                f"{self.qualname}_out: out must have shape {tuple(ref.shape)} and dtype {ref.dtype}, "
+                f"got {tuple(out.shape)} {out.dtype}"
+            )
         return None
 
     def _autograd_kernel(self, *args, **kwargs):
@@ -387,8 +449,10 @@ class Op:
     def _out_autograd_kernel(self, out, *args, **kwargs):
         args = (out,) + self._full(args, kwargs)
         if grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
-            raise RuntimeError(f"{self.name}(): functions with out=... arguments don't support automatic "
-                               "differentiation, but one of the arguments requires grad.")
+            raise RuntimeError(
+                f"{self.name}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad."
+            )
         with torch._C._AutoDispatchBelowAutograd():
             return self.out_overload(*args)
 
@@ -422,7 +486,7 @@ class Op:
         if tensors:
             ctx.save_for_backward(*tensors)
             if self._jvp is not None and (fwd_ad._current_level >= 0 or functorch_active()):
-                ctx.save_for_forward(*tensors)   # only forward AD reads them (and it costs a call)
+                ctx.save_for_forward(*tensors)  # only forward AD reads them (and it costs a call)
 
     def _context(self, ctx, needs) -> Context:
         values = dict(ctx.cupy_ops_values)
@@ -434,28 +498,35 @@ class Op:
 
     def _run_backward(self, ctx, grads):
         if self._backward is None:
-            raise RuntimeError(f"op {self.qualname} has no backward rule: declare one with @{self.name}.backward, or "
-                               f"call it on tensors that do not require grad (torch.no_grad(), .detach())")
+            raise RuntimeError(
+                f"op {self.qualname} has no backward rule: declare one with @{self.name}.backward, or "
+                f"call it on tensors that do not require grad (torch.no_grad(), .detach())"
+            )
         needs = {p.name: ctx.needs_input_grad[p.index] for p in self._params}
         got = self._backward(self._context(ctx, needs), *grads)
         got = got if isinstance(got, tuple) else (got,)
         if len(got) != self._n:
-            raise RuntimeError(f"the backward of op {self.qualname} returned {len(got)} gradients; it must return one "
-                               f"per input ({self._n}: {', '.join(p.name for p in self._params)}), None where there "
-                               f"is none")
+            raise RuntimeError(
+                f"the backward of op {self.qualname} returned {len(got)} gradients; it must return one "
+                f"per input ({self._n}: {', '.join(p.name for p in self._params)}), None where there "
+                f"is none"
+            )
         return got
 
     def _run_jvp(self, ctx, tangents):
         if self._jvp is None:
-            raise RuntimeError(f"op {self.qualname} has no forward-mode AD rule: declare one with @{self.name}.jvp "
-                               f"(torch.autograd.forward_ad and torch.func.jvp need it)")
+            raise RuntimeError(
+                f"op {self.qualname} has no forward-mode AD rule: declare one with @{self.name}.jvp "
+                f"(torch.autograd.forward_ad and torch.func.jvp need it)"
+            )
         needs = {p.name: tangents[p.index] is not None for p in self._params}
         return self._jvp(self._context(ctx, needs), *tangents)
 
     def _run_vmap(self, info, in_dims, args):
         if self._vmap is None:
-            raise RuntimeError(f"op {self.qualname} has no vmap rule: declare one with @{self.name}.vmap "
-                               f"(torch.func.vmap needs it)")
+            raise RuntimeError(
+                f"op {self.qualname} has no vmap rule: declare one with @{self.name}.vmap (torch.func.vmap needs it)"
+            )
         return self._vmap(info, in_dims, *args)
 
     def __repr__(self) -> str:
@@ -465,9 +536,12 @@ class Op:
 def _resize_out(out: torch.Tensor, shape) -> None:
     """torch's resize of a wrongly shaped ``out``: silent when it had no elements, else warned."""
     if out.numel() != 0:
-        warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
-                      f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
-                      f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
-                      f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-                      UserWarning, stacklevel=5)   # the caller of Op.__call__ (__call__, call_out, _out_impl)
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
+            f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
+            f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
+            f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            UserWarning,
+            stacklevel=5,
+        )  # the caller of Op.__call__ (__call__, call_out, _out_impl)
     out.resize_(shape)

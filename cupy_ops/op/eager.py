@@ -1,6 +1,7 @@
 """When a call of an op can launch straight away, and the autograd and autocast state the op
 layer reads on every call (torch's private switches, bound once: the public ones cost more than
 a small kernel's launch)."""
+
 from __future__ import annotations
 
 import torch
@@ -44,11 +45,10 @@ def needs_grad(values) -> bool:
 def autocast_on() -> bool:
     try:
         return torch.is_autocast_enabled("cuda")
-    except TypeError:   # torch < 2.4: no device argument
+    except TypeError:  # torch < 2.4: no device argument
         return torch.is_autocast_enabled()
 
 
 def autocast_dtype() -> torch.dtype:
     get = getattr(torch, "get_autocast_dtype", None)
     return get("cuda") if get is not None else torch.get_autocast_gpu_dtype()
-

@@ -1,5 +1,6 @@
 """The two ``autograd.Function`` classes of an op: one for the eager path, one for the
 registered Autograd kernel; both hand backward, jvp and vmap to the op's declared rules."""
+
 from __future__ import annotations
 
 import torch

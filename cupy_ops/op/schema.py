@@ -1,5 +1,6 @@
 """What a declaration is read into: the output rule (``like``), the schema text of each
 parameter, and the ``Context`` a backward or jvp rule receives."""
+
 from __future__ import annotations
 
 import inspect
@@ -11,6 +12,7 @@ from .eager import Tensor
 
 # --- output rules ------------------------------------------------------------------------------
 
+
 class like:
     """Output rule: a tensor like input ``name`` (``torch.empty_like``: its shape, dtype and
     device; the strides torch gives a dense input, contiguous otherwise), or of ``dtype``."""
@@ -20,7 +22,7 @@ class like:
             raise TypeError(f"like() takes the name of an input, got {name!r}")
         self.name = name
         self.dtype = dtype
-        self.index = None   # bound by the op
+        self.index = None  # bound by the op
 
     def __call__(self, *args):
         t = args[self.index]
@@ -38,8 +40,10 @@ SCHEMA_TYPES = {Tensor: "Tensor", float: "float", int: "SymInt", bool: "bool", s
 def schema_type(op_name: str, pname: str, ann) -> tuple[str, bool]:
     """The schema type of a launcher parameter's annotation, and whether it is a tensor."""
     if isinstance(ann, str):
-        raise TypeError(f"op {op_name}: parameter {pname!r} is annotated by a string ({ann!r}); annotate with "
-                        f"the type itself (no `from __future__ import annotations` in the launcher's module)")
+        raise TypeError(
+            f"op {op_name}: parameter {pname!r} is annotated by a string ({ann!r}); annotate with "
+            f"the type itself (no `from __future__ import annotations` in the launcher's module)"
+        )
     if ann in SCHEMA_TYPES:
         return SCHEMA_TYPES[ann], ann is Tensor
     args = typing.get_args(ann)
@@ -47,8 +51,10 @@ def schema_type(op_name: str, pname: str, ann) -> tuple[str, bool]:
         inner = args[0] if args[1] is type(None) else args[1]
         if inner in SCHEMA_TYPES:
             return SCHEMA_TYPES[inner] + "?", inner is Tensor
-    raise TypeError(f"op {op_name}: parameter {pname!r} has annotation {ann!r}; an op takes torch.Tensor, "
-                    f"Optional[torch.Tensor], float, int, bool or str")
+    raise TypeError(
+        f"op {op_name}: parameter {pname!r} has annotation {ann!r}; an op takes torch.Tensor, "
+        f"Optional[torch.Tensor], float, int, bool or str"
+    )
 
 
 def default_text(v) -> str:
@@ -62,7 +68,7 @@ def default_text(v) -> str:
 
 
 class Param:
-    __slots__ = ("name", "type", "tensor", "default", "index")
+    __slots__ = ("default", "index", "name", "tensor", "type")
 
     def __init__(self, name, type_, tensor, default, index):
         self.name, self.type, self.tensor, self.default, self.index = name, type_, tensor, default, index
@@ -75,6 +81,7 @@ class Param:
 
 # --- what a rule receives -----------------------------------------------------------------------
 
+
 class Context:
     """What a ``backward`` or ``jvp`` rule receives: the saved inputs (and ``out``, the output)
     as attributes by name, and ``needs_grad(name)``: whether autograd wants that input's gradient."""
@@ -85,5 +92,3 @@ class Context:
 
     def needs_grad(self, name: str) -> bool:
         return self._needs.get(name, False)
-
-

@@ -2,6 +2,7 @@
 kernel, launcher, output rule, backward, forward-AD and vmap rules, autocast policy, in-place
 form. Importing this package declares every built-in kernel variant in the compile layer's
 registry and every op as ``torch.ops.cupy_ops.*``."""
+
 from .gemm import gemm_plan
 from .linear_relu_div import linear_relu, linear_relu_div
 from .matmul import matmul
@@ -9,5 +10,14 @@ from .relu import relu, relu_
 from .relu_backward import relu_backward
 from .relu_div import relu_div, relu_div_
 
-__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu", "linear_relu_div", "relu_backward",
-           "gemm_plan"]
+__all__ = [
+    "gemm_plan",
+    "linear_relu",
+    "linear_relu_div",
+    "matmul",
+    "relu",
+    "relu_",
+    "relu_backward",
+    "relu_div",
+    "relu_div_",
+]

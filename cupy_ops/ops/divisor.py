@@ -14,6 +14,7 @@ docs/numerics.md#the-divisor):
   dtype is ``torch.result_type(x, d)`` (float64 for a float16 x of one dimension and a (1,)
   float64 CUDA divisor).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,7 +37,7 @@ def scale_for(divisor, dtype: torch.dtype) -> float:
     if scale is None:
         d = float(divisor)
         recip = 1.0 / d if d != 0.0 else math.copysign(math.inf, d)
-        scale = recip if dtype == torch.float64 else ctypes.c_float(recip).value   # C's rounding: to nearest
+        scale = recip if dtype == torch.float64 else ctypes.c_float(recip).value  # C's rounding: to nearest
         # 0.0 and -0.0 compare (and hash) equal but give +-inf: never cache zeros (or NaN).
         if d != 0.0 and d == d and len(_scales) < 4096:
             _scales[key] = scale

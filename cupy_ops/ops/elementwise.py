@@ -6,6 +6,7 @@ thread 2 vectors of 16 bytes, one block per chunk (no grid-stride loop) reached 
 device-to-device copy; the scalar path (operands aligned differently) does 8 elements a
 thread (16 raised the kernel to ~80 registers). The numbers reach the kernels as -D defines.
 """
+
 from __future__ import annotations
 
 import torch
@@ -51,8 +52,9 @@ class Elementwise:
 
     def __init__(self, filename: str, name: str):
         self.name = name
-        self.kernel = Kernel.builtin(filename, name, {dt: f"{name}<{c}>" for dt, c in CUDA_NAMES.items()},
-                                     defines=DEFINES)
+        self.kernel = Kernel.builtin(
+            filename, name, {dt: f"{name}<{c}>" for dt, c in CUDA_NAMES.items()}, defines=DEFINES
+        )
         self._variants = {dt: self.kernel.variant(dt) for dt in CUDA_NAMES}
 
     def write(self, x: torch.Tensor, out: torch.Tensor, extra: tuple) -> None:
@@ -92,6 +94,7 @@ class Elementwise:
 def elementwise_vmap(fn):
     """A ``torch.func.vmap`` rule for an elementwise op ``fn(*tensors, *rest)``: the batched
     tensor inputs brought to batch dimension 0 (the others broadcast along it), one call."""
+
     def rule(info, in_dims, *args):
         moved = []
         for a, d in zip(args, in_dims):
@@ -99,4 +102,5 @@ def elementwise_vmap(fn):
                 a = a.movedim(d, 0) if d is not None else a.unsqueeze(0).expand(info.batch_size, *a.shape)
             moved.append(a)
         return fn(*moved), 0
+
     return rule

@@ -1,9 +1,8 @@
 """linear_relu_div: ``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide
 fused in the GEMM's epilogue, through the GEMM families (ops/gemm/); and ``linear_relu``, the
 same without the divide, which the op runs as under autograd."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 
@@ -31,15 +30,23 @@ def _run(x, weight, bias, divisor, algo, out) -> None:
 
 
 @op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)
-def _linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], algo: str = "auto", *,
-                 out: torch.Tensor) -> None:
+def _linear_relu(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, algo: str = "auto", *, out: torch.Tensor
+) -> None:
     """``relu(x @ weight.T + bias)``, the Linear output rounded to the dtype before the ReLU."""
     _run(x, weight, bias, 1.0, algo, out)
 
 
 @op("cupy_ops::linear_relu_div", output=_output, autocast="lower", contiguous=False, check_devices=False)
-def _linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], divisor: float,
-                     algo: str = "auto", *, out: torch.Tensor) -> None:
+def _linear_relu_div(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    divisor: float,
+    algo: str = "auto",
+    *,
+    out: torch.Tensor,
+) -> None:
     """``relu(x @ weight.T + bias) / divisor`` (see ``linear_relu_div``)."""
     _run(x, weight, bias, divisor, algo, out)
 
@@ -57,13 +64,16 @@ def _input_grads(ctx, dz):
 
 
 def _z_tangent(ctx, tx, tw, tb):
-    parts = [matmul(tx, ctx.weight.t(), algo=ctx.algo) if tx is not None else None,
-             matmul(ctx.x, tw.t(), algo=ctx.algo) if tw is not None else None, tb]
+    parts = [
+        matmul(tx, ctx.weight.t(), algo=ctx.algo) if tx is not None else None,
+        matmul(ctx.x, tw.t(), algo=ctx.algo) if tw is not None else None,
+        tb,
+    ]
     total = None
     for p in parts:
         if p is not None:
             total = p if total is None else total + p
-    if total is tb and tb is not None:   # the bias's tangent alone: one row, for every row of the output
+    if total is tb and tb is not None:  # the bias's tangent alone: one row, for every row of the output
         total = tb.expand(ctx.x.shape[:-1] + tb.shape).contiguous()
     return total
 
@@ -110,8 +120,9 @@ def _(info, in_dims, x, weight, bias, divisor, algo):
 LINEAR_RELU, LINEAR_RELU_DIV = _linear_relu, _linear_relu_div
 
 
-def linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *,
-                algo: str = "auto") -> torch.Tensor:
+def linear_relu(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *, algo: str = "auto"
+) -> torch.Tensor:
     """``torch.relu(F.linear(x, weight, bias))`` in one kernel: ``linear_relu_div`` without the
     divide (arguments, rules and errors the same)."""
     if _is_compiling():
@@ -119,8 +130,9 @@ def linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     return _linear_relu._call((x, weight, bias, algo))
 
 
-def linear_relu_div(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor,
-                    *, algo: str = "auto") -> torch.Tensor:
+def linear_relu_div(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, divisor, *, algo: str = "auto"
+) -> torch.Tensor:
     """``torch.relu(F.linear(x, weight, bias)) / divisor`` with bias, ReLU and divide fused in
     the GEMM's epilogue (the Linear output is rounded to the dtype before the ReLU, as torch
     rounds it).

@@ -1,5 +1,6 @@
 """matmul: ``torch.matmul`` (1-D, 2-D, batched and broadcast operands), through the GEMM
 families (ops/gemm/; the batch: ops/gemm/batch.py)."""
+
 from __future__ import annotations
 
 import torch
@@ -51,8 +52,10 @@ def _(ctx, grad):
 
 @_matmul.jvp(save=("a", "b", "algo"))
 def _(ctx, ta, tb, t_algo):
-    parts = [matmul(ta, ctx.b, algo=ctx.algo) if ta is not None else None,
-             matmul(ctx.a, tb, algo=ctx.algo) if tb is not None else None]
+    parts = [
+        matmul(ta, ctx.b, algo=ctx.algo) if ta is not None else None,
+        matmul(ctx.a, tb, algo=ctx.algo) if tb is not None else None,
+    ]
     parts = [p for p in parts if p is not None]
     return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 

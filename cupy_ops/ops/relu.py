@@ -1,4 +1,5 @@
 """relu: ``torch.relu`` as a cupy_ops op (cuda_src/relu.cu), with its in-place form."""
+
 from __future__ import annotations
 
 import torch
@@ -14,11 +15,18 @@ _is_compiling = torch.compiler.is_compiling
 
 def _output(x):
     checks.cuda_tensor("x", x)
-    return torch.empty_like(x)   # torch.relu's layout: x's strides where x is dense
+    return torch.empty_like(x)  # torch.relu's layout: x's strides where x is dense
 
 
-@op("cupy_ops::relu", output=_output, inplace="x", contiguous=False, any_out_layout=True, elementwise=True,
-    check_devices=False)
+@op(
+    "cupy_ops::relu",
+    output=_output,
+    inplace="x",
+    contiguous=False,
+    any_out_layout=True,
+    elementwise=True,
+    check_devices=False,
+)
 def _relu(x: torch.Tensor, *, out: torch.Tensor) -> None:
     KERNEL.write(x, out, ())
 

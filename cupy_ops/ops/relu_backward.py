@@ -1,5 +1,6 @@
 """relu_backward: the gradient through ReLU divided by a number (cuda_src/relu_backward.cu), the op
 the backward and forward-AD rules of relu, relu_div and linear_relu_div are built of."""
+
 from __future__ import annotations
 
 import torch
@@ -9,7 +10,7 @@ from ..op import op
 from .divisor import scale_for
 from .elementwise import Elementwise, elementwise_vmap
 
-KERNEL = Elementwise("relu_backward.cu", "relu_backward")   # binary: (grad, ref) -> out
+KERNEL = Elementwise("relu_backward.cu", "relu_backward")  # binary: (grad, ref) -> out
 
 
 def _output(grad, ref, divisor):

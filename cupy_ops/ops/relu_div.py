@@ -1,5 +1,6 @@
 """relu_div: ``torch.relu(x) / divisor`` fused in one pass (cuda_src/relu_div.cu), for every
 divisor kind torch takes, with its in-place form."""
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,15 @@ def _output(x, divisor):
     return torch.empty_like(x)
 
 
-@op("cupy_ops::relu_div", output=_output, inplace="x", contiguous=False, any_out_layout=True, elementwise=True,
-    check_devices=False)
+@op(
+    "cupy_ops::relu_div",
+    output=_output,
+    inplace="x",
+    contiguous=False,
+    any_out_layout=True,
+    elementwise=True,
+    check_devices=False,
+)
 def _relu_div(x: torch.Tensor, divisor: float, *, out: torch.Tensor) -> None:
     KERNEL.write(x, out, (_divisor.scale_for(divisor, x.dtype), 0))
 
@@ -115,7 +123,7 @@ def _run(x, out, d):
     checks.out(out, x, x.get_device(), "relu_div", (d,))
     KERNEL.write(x, out, extra)
     bump_version(out)
-    return out   # on_device stays referenced until the launch is queued
+    return out  # on_device stays referenced until the launch is queued
 
 
 def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:

@@ -3,6 +3,7 @@ calculator's figures, pruning from ptxas' report (NVRTC compiles here), the disk
 and round trip (in this process and a new one, timed by a fake timer that records what it
 was asked to time), and ``python -m cupy_ops warm --tune``. The GPU half is in
 tests/test_autotune_gpu.py."""
+
 import json
 import re
 import subprocess
@@ -80,10 +81,15 @@ def args(n=1000):
 
 # --- configurations ------------------------------------------------------------------------
 
+
 def test_configs_is_every_combination_and_names_other_than_fields_are_defines():
     cs = cupy_ops.configs(block=[128, 256], ITEMS=[1, 4], shared_mem=1024)
     assert [(c.block, c.defines, c.shared_mem) for c in cs] == [
-        (128, {"ITEMS": 1}, 1024), (128, {"ITEMS": 4}, 1024), (256, {"ITEMS": 1}, 1024), (256, {"ITEMS": 4}, 1024)]
+        (128, {"ITEMS": 1}, 1024),
+        (128, {"ITEMS": 4}, 1024),
+        (256, {"ITEMS": 1}, 1024),
+        (256, {"ITEMS": 4}, 1024),
+    ]
     c = cupy_ops.Config(block=(16, 16), defines={"TILE": 8}, template=(torch.float32, 4), options="-lineinfo")
     assert c.threads == 256 and c["TILE"] == 8 and c.options == ("-lineinfo",)
     assert c.label() == "block=(16, 16) TILE=8 <float, 4> -lineinfo"
@@ -97,7 +103,7 @@ def test_configs_is_every_combination_and_names_other_than_fields_are_defines():
 
 def test_autotune_arguments_are_checked():
     cs = cupy_ops.configs(block=[128], ITEMS=[1])
-    with pytest.raises(TypeError, match="configs must be a non-empty list of cupy_ops.Config"):
+    with pytest.raises(TypeError, match=r"configs must be a non-empty list of cupy_ops\.Config"):
         cupy_ops.autotune(SOURCE, "scale", [], grid=grid)
     with pytest.raises(TypeError, match="grid must be a callable"):
         cupy_ops.autotune(SOURCE, "scale", cs, grid="x")
@@ -117,42 +123,62 @@ def test_the_shape_key_counts_shapes_dtypes_and_ints_not_floats():
     assert t.key(x.double(), y.double(), 2.0, n) != t.key(x, y, 2.0, n)
     by_n = cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=128, ITEMS=1), grid=grid, key=["n"])
     assert by_n.key(x, y, 2.0, 1000) == "(1000,)"
-    by_fn = cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=128, ITEMS=1), grid=grid,
-                              key=lambda x, y, s, n: n // 1024)
+    by_fn = cupy_ops.autotune(
+        SOURCE, "scale", cupy_ops.configs(block=128, ITEMS=1), grid=grid, key=lambda x, y, s, n: n // 1024
+    )
     assert by_fn.key(x, y, 2.0, 5000) == "4"
 
 
 # --- the occupancy estimate and pruning ----------------------------------------------------
 
-@pytest.mark.parametrize("registers, threads, smem, blocks", [
-    (32, 256, 0, 8),          # 2048 threads per SM
-    (64, 256, 0, 4),          # registers: 64 x 32 per warp, 65536 per SM
-    (255, 128, 0, 2),         # 255 registers round up to 8192 per warp
-    (32, 128, 49152, 4),      # shared memory: (48 KB + 1 KB reserved) into 228 KB
-    (16, 32, 0, 32),          # the blocks-per-SM cap
-    (128, 1024, 0, 0),        # 128 x 1024 registers: more than an SM has
-    (32, 128, 232449, 0),     # more shared memory than a block may have
-    (152, 32, 0, 12),         # registers per sub-partition: 3 warps of 4864 in each of 4
-    (200, 320, 0, 0),         # 10 warps counted as 12 x 6400 registers: more than a block may have
-])
+
+@pytest.mark.parametrize(
+    "registers, threads, smem, blocks",
+    [
+        (32, 256, 0, 8),  # 2048 threads per SM
+        (64, 256, 0, 4),  # registers: 64 x 32 per warp, 65536 per SM
+        (255, 128, 0, 2),  # 255 registers round up to 8192 per warp
+        (32, 128, 49152, 4),  # shared memory: (48 KB + 1 KB reserved) into 228 KB
+        (16, 32, 0, 32),  # the blocks-per-SM cap
+        (128, 1024, 0, 0),  # 128 x 1024 registers: more than an SM has
+        (32, 128, 232449, 0),  # more shared memory than a block may have
+        (152, 32, 0, 12),  # registers per sub-partition: 3 warps of 4864 in each of 4
+        (200, 320, 0, 0),  # 10 warps counted as 12 x 6400 registers: more than a block may have
+    ],
+)
 def test_the_occupancy_estimate_matches_the_occupancy_calculator(registers, threads, smem, blocks):
     assert device.estimated_blocks_per_sm(registers, threads, smem, device.LIMITS["sm_90"]) == blocks
 
 
 def report(**kw):
-    return OfflineResult("s", "e", "sm_90", kw.pop("ok", True), **{"registers": 32, "spill_stores": 0,
-                                                                    "spill_loads": 0, "shared_bytes": 0, **kw})
+    return OfflineResult(
+        "s",
+        "e",
+        "sm_90",
+        kw.pop("ok", True),
+        **{"registers": 32, "spill_stores": 0, "spill_loads": 0, "shared_bytes": 0, **kw},
+    )
 
 
-@pytest.mark.parametrize("result, config, reason", [
-    (report(spill_stores=8, spill_loads=4), {}, r"spills registers \(8 bytes stored, 4 loaded\)"),
-    (report(shared_bytes=40000), {"shared_mem": 200000}, "needs 240000 bytes of shared memory, a block may have 232448"),
-    (report(registers=128), {"block": 1024}, r"no block fits on an SM \(128 registers x 1024 threads"),
-    (report(shared_bytes=100000), {"block": 32}, r"occupancy 3% below 6%"),   # 2 blocks of 1 warp
-    (report(ok=False, log="x.cu(3): error: identifier \"q\" is undefined\n1 error"), {},
-     r"compile failed: x.cu\(3\): error: identifier"),
-    (report(), {"block": 256}, ""),
-])
+@pytest.mark.parametrize(
+    "result, config, reason",
+    [
+        (report(spill_stores=8, spill_loads=4), {}, r"spills registers \(8 bytes stored, 4 loaded\)"),
+        (
+            report(shared_bytes=40000),
+            {"shared_mem": 200000},
+            "needs 240000 bytes of shared memory, a block may have 232448",
+        ),
+        (report(registers=128), {"block": 1024}, r"no block fits on an SM \(128 registers x 1024 threads"),
+        (report(shared_bytes=100000), {"block": 32}, r"occupancy 3% below 6%"),  # 2 blocks of 1 warp
+        (
+            report(ok=False, log='x.cu(3): error: identifier "q" is undefined\n1 error'),
+            {},
+            r"compile failed: x.cu\(3\): error: identifier",
+        ),
+        (report(), {"block": 256}, ""),
+    ],
+)
 def test_prune_reasons_from_the_compile_report(result, config, reason):
     why, _ = at.prune_reason(result, cupy_ops.Config(**config), device.LIMITS["sm_90"], 1 / 16)
     if reason:
@@ -171,11 +197,13 @@ def test_spilling_and_oversized_configurations_are_pruned_before_timing(cache_di
     shared memory exceeds a block's, HEAVY without a cap has too many registers for 1024
     threads: only the others are timed, and the fastest of them wins."""
     asked, times = fake_gpu
-    cs = [cupy_ops.Config(block=256, defines={"ITEMS": 1}),                                      # 0
-          cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),  # 1 spills
-          cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=300_000),                  # 2 smem
-          cupy_ops.Config(block=1024, defines={"ITEMS": 1, "HEAVY": 96}),                        # 3 registers
-          cupy_ops.Config(block=128, defines={"ITEMS": 4})]                                      # 4
+    cs = [
+        cupy_ops.Config(block=256, defines={"ITEMS": 1}),  # 0
+        cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),  # 1 spills
+        cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=300_000),  # 2 smem
+        cupy_ops.Config(block=1024, defines={"ITEMS": 1, "HEAVY": 96}),  # 3 registers
+        cupy_ops.Config(block=128, defines={"ITEMS": 4}),
+    ]  # 4
     times.update({0: 2.0, 4: 1.5})
     t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid, progress=False)
     choice = t.tune(*args())
@@ -202,19 +230,23 @@ def test_the_progress_line_and_the_table_on_request(cache_dir, fake_gpu, capsys)
     t = cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=[128, 256], ITEMS=1), grid=grid, verbose=True)
     t.tune(*args())
     err = capsys.readouterr().err
-    assert "cupy_ops autotune scale (((1000,), 'float32'), ((1000,), 'float32'), 1000): 2/2 configurations " \
-           "checked, 0 pruned, 2 timed" in err
+    assert (
+        "cupy_ops autotune scale (((1000,), 'float32'), ((1000,), 'float32'), 1000): 2/2 configurations "
+        "checked, 0 pruned, 2 timed" in err
+    )
     assert "configuration" in err and "<- best" in err
 
 
 # --- the disk cache ------------------------------------------------------------------------
+
 
 def test_the_cache_key_holds_source_configurations_shape_gpu_driver_and_nvrtc():
     cs = cupy_ops.configs(block=[128, 256], ITEMS=1)
     t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid)
     k = t._cache_key("K", ENV)
     assert k == cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=[128, 256], ITEMS=1), grid=grid)._cache_key(
-        "K", ENV)
+        "K", ENV
+    )
     others = [t._cache_key("K2", ENV)]
     for field, value in (("gpu", "Other GPU"), ("driver", "12080"), ("nvrtc", "12.8"), ("arch", "sm_80")):
         others.append(t._cache_key("K", at.Environment(**{**ENV.__dict__, field: value})))
@@ -234,8 +266,9 @@ def test_the_winner_comes_back_from_disk_without_timing(cache_dir, fake_gpu):
     entries = list((cache_dir / "cupy_ops").glob("*.bin"))
     assert len([p for p in entries if b'"winner": 1' in p.read_bytes()]) == 1
     asked.clear()
-    again = cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=[128, 256, 512], ITEMS=1), grid=grid,
-                              progress=False)
+    again = cupy_ops.autotune(
+        SOURCE, "scale", cupy_ops.configs(block=[128, 256, 512], ITEMS=1), grid=grid, progress=False
+    )
     choice = again.tune(*args())
     assert (choice.index, choice.origin, again.timings, asked) == (1, "disk", 0, [])
     assert "from the disk cache" in again.report(*args()) and "0.5000 ms  <- best" in again.report(*args())
@@ -275,14 +308,20 @@ print(c.index, c.origin, t.timings)
 def test_a_new_process_reuses_the_winner_without_timing(cache_dir, fake_gpu):
     _, times = fake_gpu
     times.update({2: 0.25})
-    cupy_ops.autotune(SOURCE, "scale", cupy_ops.configs(block=[128, 256, 512], ITEMS=1), grid=grid,
-                      progress=False).tune(*args())
-    proc = subprocess.run([sys.executable, "-c", NEW_PROCESS.format(tests=str(ROOT / "tests" / "autotuning"))], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "CUPY_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)})
+    cupy_ops.autotune(
+        SOURCE, "scale", cupy_ops.configs(block=[128, 256, 512], ITEMS=1), grid=grid, progress=False
+    ).tune(*args())
+    proc = subprocess.run(
+        [sys.executable, "-c", NEW_PROCESS.format(tests=str(ROOT / "tests" / "autotuning"))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "CUPY_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["2", "disk", "0"]
-    assert "autotune" not in proc.stderr   # no progress line: nothing was tuned
+    assert "autotune" not in proc.stderr  # no progress line: nothing was tuned
 
 
 # --- warm --tune ---------------------------------------------------------------------------
@@ -299,8 +338,9 @@ if __name__ == "__main__":
 """
 
 
-def test_warm_tune_tunes_the_declared_kernels_then_finds_them_cached(cache_dir, fake_gpu, tmp_path, capsys,
-                                                                    monkeypatch):
+def test_warm_tune_tunes_the_declared_kernels_then_finds_them_cached(
+    cache_dir, fake_gpu, tmp_path, capsys, monkeypatch
+):
     from cupy_ops.__main__ import main
 
     asked, times = fake_gpu
@@ -310,8 +350,10 @@ def test_warm_tune_tunes_the_declared_kernels_then_finds_them_cached(cache_dir, 
     path.write_text(DECLARING.format(source=SOURCE))
     assert main(["warm", "--tune", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["scale (((1000,), 'float32'), ((1000,), 'float32'), 1000): block=256 ITEMS=2 (0.7500 ms, timed now)",
-                   "scale (((4096,), 'float32'), ((4096,), 'float32'), 4096): block=256 ITEMS=2 (0.7500 ms, timed now)"]
+    assert out == [
+        "scale (((1000,), 'float32'), ((1000,), 'float32'), 1000): block=256 ITEMS=2 (0.7500 ms, timed now)",
+        "scale (((4096,), 'float32'), ((4096,), 'float32'), 4096): block=256 ITEMS=2 (0.7500 ms, timed now)",
+    ]
     assert asked == [[0, 1, 2, 3]] * 2
     asked.clear()
     assert main(["warm", "--tune", str(path)]) == 0
@@ -328,7 +370,7 @@ def test_warm_tune_without_a_gpu_or_declarations_says_so(tmp_path, capsys, monke
     monkeypatch.setattr(at, "tuning_problem", lambda: None)
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")
-    with pytest.raises(SystemExit, match="declares no cupy_ops.autotune"):
+    with pytest.raises(SystemExit, match=r"declares no cupy_ops\.autotune"):
         main(["warm", "--tune", str(empty)])
     with pytest.raises(SystemExit, match="is not a file"):
         main(["warm", "--tune", str(tmp_path / "missing.py")])
@@ -336,8 +378,13 @@ def test_warm_tune_without_a_gpu_or_declarations_says_so(tmp_path, capsys, monke
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message, on a machine without one")
 def test_warm_tune_in_a_process_without_a_gpu():
-    proc = subprocess.run([sys.executable, "-m", "cupy_ops", "warm", "--tune", "whatever.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupy_ops", "warm", "--tune", "whatever.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "tuning times kernels on a CUDA GPU" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -357,9 +404,11 @@ def test_check_prunes_offline_with_no_gpu_and_nothing_timed(arch, monkeypatch):
     environment are never asked)."""
     monkeypatch.setattr(tuner, "_time", lambda *a: pytest.fail("check timed something"))
     monkeypatch.setattr(tuner, "_environment", lambda *a: pytest.fail("check asked for a GPU"))
-    cs = [cupy_ops.Config(block=256, defines={"ITEMS": 4}),
-          cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),
-          cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=device.LIMITS[arch].smem_per_block + 1)]
+    cs = [
+        cupy_ops.Config(block=256, defines={"ITEMS": 4}),
+        cupy_ops.Config(block=256, defines={"ITEMS": 1, "HEAVY": 96}, options=["-maxrregcount=16"]),
+        cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=device.LIMITS[arch].smem_per_block + 1),
+    ]
     t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid)
     trials = t.check(arch, torch.bfloat16)
     assert [bool(x.pruned) for x in trials] == [False, True, True]
@@ -384,8 +433,13 @@ def test_template_arguments_and_defines_are_searched_together(cache_dir, fake_gp
     asked, times = fake_gpu
     cs = cupy_ops.configs(block=128, template=[(torch.float32, 1), (torch.float32, 4)], SCALE=[2, 3])
     times.update({3: 0.5})
-    t = cupy_ops.autotune(TEMPLATED, "tiled", cs, progress=False,
-                          grid=lambda cfg, x, y, n: cupy_ops.cdiv(n, cfg.threads * cfg.template[1]))
+    t = cupy_ops.autotune(
+        TEMPLATED,
+        "tiled",
+        cs,
+        progress=False,
+        grid=lambda cfg, x, y, n: cupy_ops.cdiv(n, cfg.threads * cfg.template[1]),
+    )
     assert [t.kernel(i).expressions for i in range(4)] == [["tiled<float, 1>"]] * 2 + [["tiled<float, 4>"]] * 2
     assert t.kernel(1)._source.defines == (("SCALE", 3),)
     x = torch.randn(1000)

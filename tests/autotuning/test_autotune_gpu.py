@@ -1,6 +1,7 @@
 """cupy_ops.autotune on the GPU: of a planted set of configurations, where all but one repeat
 their work REPEAT times, the one that does not is chosen, computes the right result, and a new
 process takes it from the disk cache without timing anything (its timer refuses to run)."""
+
 import os
 import subprocess
 import sys
@@ -26,9 +27,11 @@ extern "C" __global__ void planted(const float* x, float* y, float s, int n) {
   y[i] = acc;
 }
 """
-CONFIGS = ([cupy_ops.Config(block=b, defines={"REPEAT": 1000}) for b in (128, 256, 512)]
-           + [cupy_ops.Config(block=256, defines={"REPEAT": 1})]
-           + [cupy_ops.Config(block=1024, defines={"REPEAT": 1000})])
+CONFIGS = (
+    [cupy_ops.Config(block=b, defines={"REPEAT": 1000}) for b in (128, 256, 512)]
+    + [cupy_ops.Config(block=256, defines={"REPEAT": 1})]
+    + [cupy_ops.Config(block=1024, defines={"REPEAT": 1000})]
+)
 FAST = 3
 
 
@@ -88,10 +91,15 @@ def test_autotune_picks_the_planted_fastest_and_a_new_process_reuses_it(cuda, ca
     rows = choice.trials
     slowest_fast_ratio = min(r["ms"] for i, r in enumerate(rows) if i != FAST) / rows[FAST]["ms"]
     assert slowest_fast_ratio > 3, t.report()
-    assert "cupy_ops autotune planted" in capsys.readouterr().err   # the progress line
-    proc = subprocess.run([sys.executable, "-c", NEW_PROCESS.format(tests=str(ROOT / "tests" / "autotuning"))], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "CUPY_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)})
+    assert "cupy_ops autotune planted" in capsys.readouterr().err  # the progress line
+    proc = subprocess.run(
+        [sys.executable, "-c", NEW_PROCESS.format(tests=str(ROOT / "tests" / "autotuning"))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CUPY_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split() == [str(FAST), "disk", "0", "True"], proc.stdout
     assert "cupy_ops autotune" not in proc.stderr
@@ -102,8 +110,10 @@ def test_the_estimate_prunes_what_the_driver_would_not_run(cuda, cache_dir):
     """A configuration with more dynamic shared memory than a block may have is pruned, never
     launched; the one left is timed and chosen."""
     limit = device.device_limits(0).smem_per_block
-    cs = [cupy_ops.Config(block=256, defines={"REPEAT": 1}, shared_mem=limit + 1024),
-          cupy_ops.Config(block=256, defines={"REPEAT": 1})]
+    cs = [
+        cupy_ops.Config(block=256, defines={"REPEAT": 1}, shared_mem=limit + 1024),
+        cupy_ops.Config(block=256, defines={"REPEAT": 1}),
+    ]
     t = cupy_ops.autotune(PLANTED, "planted", cs, grid=grid, runs=3, progress=False)
     x = torch.randn(4096, device=cuda)
     choice = t.tune(x, torch.empty_like(x), 1.0, x.numel())

@@ -3,10 +3,11 @@ declarations: those of KernelBench-style extension code, CUTLASS/CUB-style ones 
 of several parameters, __launch_bounds__(MaxThreads, MinBlocks), a `const __grid_constant__`
 Params struct, attributes in every order CUDA accepts), and every kernel of cuda_src/ checked
 against the parameter layout NVRTC itself compiled. CPU only (NVRTC needs no GPU)."""
+
 import pytest
 
 import cupy_ops
-import cupy_ops.ops  # noqa: F401  (declares the built-in kernels)
+import cupy_ops.ops
 from cupy_ops import compiler
 from cupy_ops.compiler import cubin, declarations
 from cupy_ops.kernel import kernel_names, parse_signature
@@ -25,23 +26,55 @@ def params_of(code, name):
 # --- the declarations of KernelBench-style extension code (load_inline users' kernels) -----
 
 SEED_DECLARATIONS = [
-    ("__global__ void matmul_kernel(const float* A, const float* B, float* C, int M, int N, int K)",
-     "matmul_kernel", ["ptr", "ptr", "ptr", "i32", "i32", "i32"], ["A", "B", "C", "M", "N", "K"]),
-    ("__global__ void relu_kernel(const float* input, float* output, int size)",
-     "relu_kernel", ["ptr", "ptr", "i32"], ["input", "output", "size"]),
-    ("__global__ void fused_relu_divide(const float* input, float* output, float divisor, int size)",
-     "fused_relu_divide", ["ptr", "ptr", "f32", "i32"], ["input", "output", "divisor", "size"]),
-    ("__global__ void fused_relu_divide_kernel(const float* input, float* output, float divisor, int size)",
-     "fused_relu_divide_kernel", ["ptr", "ptr", "f32", "i32"], ["input", "output", "divisor", "size"]),
-    ("__global__ void vectorized_relu(const float* __restrict__ input, float* __restrict__ output, int size)",
-     "vectorized_relu", ["ptr", "ptr", "i32"], ["input", "output", "size"]),
-    ("__global__ void relu_kernel(const float* x, float* out, int size)",
-     "relu_kernel", ["ptr", "ptr", "i32"], ["x", "out", "size"]),
-    ("__global__ void relu_kernel(float* out, const float* in, int n)",
-     "relu_kernel", ["ptr", "ptr", "i32"], ["out", "in", "n"]),
+    (
+        "__global__ void matmul_kernel(const float* A, const float* B, float* C, int M, int N, int K)",
+        "matmul_kernel",
+        ["ptr", "ptr", "ptr", "i32", "i32", "i32"],
+        ["A", "B", "C", "M", "N", "K"],
+    ),
+    (
+        "__global__ void relu_kernel(const float* input, float* output, int size)",
+        "relu_kernel",
+        ["ptr", "ptr", "i32"],
+        ["input", "output", "size"],
+    ),
+    (
+        "__global__ void fused_relu_divide(const float* input, float* output, float divisor, int size)",
+        "fused_relu_divide",
+        ["ptr", "ptr", "f32", "i32"],
+        ["input", "output", "divisor", "size"],
+    ),
+    (
+        "__global__ void fused_relu_divide_kernel(const float* input, float* output, float divisor, int size)",
+        "fused_relu_divide_kernel",
+        ["ptr", "ptr", "f32", "i32"],
+        ["input", "output", "divisor", "size"],
+    ),
+    (
+        "__global__ void vectorized_relu(const float* __restrict__ input, float* __restrict__ output, int size)",
+        "vectorized_relu",
+        ["ptr", "ptr", "i32"],
+        ["input", "output", "size"],
+    ),
+    (
+        "__global__ void relu_kernel(const float* x, float* out, int size)",
+        "relu_kernel",
+        ["ptr", "ptr", "i32"],
+        ["x", "out", "size"],
+    ),
+    (
+        "__global__ void relu_kernel(float* out, const float* in, int n)",
+        "relu_kernel",
+        ["ptr", "ptr", "i32"],
+        ["out", "in", "n"],
+    ),
     ("__global__ void relu_inplace_kernel(float* data, int n)", "relu_inplace_kernel", ["ptr", "i32"], ["data", "n"]),
-    ("__global__ void vectorized_relu_kernel(float* out, const float* in, int n)",
-     "vectorized_relu_kernel", ["ptr", "ptr", "i32"], ["out", "in", "n"]),
+    (
+        "__global__ void vectorized_relu_kernel(float* out, const float* in, int n)",
+        "vectorized_relu_kernel",
+        ["ptr", "ptr", "i32"],
+        ["out", "in", "n"],
+    ),
 ]
 
 
@@ -55,7 +88,7 @@ def test_a_whole_extension_file_with_host_code_finds_only_its_kernels():
     # host functions (a `<<<...>>>` launch, lambdas, templates of the host library) are bodies
     # or declarations that are not kernels: only the __global__ ones count, and comments,
     # strings and #define lines that mention __global__ are not code
-    code = r'''
+    code = r"""
 #include <torch/extension.h>
 #include <cuda_runtime.h>
 #define KERNEL_DOC "__global__ void not_a_kernel(int)"
@@ -75,7 +108,7 @@ torch::Tensor relu_cuda(torch::Tensor x) {
 }
 const char* doc = "__global__ void in_a_string(float*)";
 __global__ void scale_kernel(float* y, float s, int n) { if (threadIdx.x < n) y[threadIdx.x] *= s; }
-'''
+"""
     assert kernel_names(code) == ["relu_kernel", "scale_kernel"]
     assert params_of(code, "scale_kernel") == [("float*", "y", True), ("float", "s", False), ("int", "n", False)]
 
@@ -125,7 +158,8 @@ def test_cutlass_kernels():
     k3 = declarations.find(CUTLASS_3, "device_kernel")
     assert k3.attributes[0] == "__launch_bounds__(Operator::MaxThreadsPerBlock, Operator::MinBlocksPerMultiprocessor)"
     assert params_of(CUTLASS_3, "device_kernel") == [
-        ("CUTLASS_GRID_CONSTANT typename Operator::Params const", "params", False)]
+        ("CUTLASS_GRID_CONSTANT typename Operator::Params const", "params", False)
+    ]
 
 
 def test_cub_kernels_in_namespaces():
@@ -134,9 +168,13 @@ def test_cub_kernels_in_namespaces():
     assert [p.kind for p in d.template] == ["type"] * 7
     assert d.attributes == ("__launch_bounds__(int(ChainedPolicyT::ActivePolicy::ReducePolicy::BLOCK_THREADS))",)
     assert params_of(CUB, "cub::detail::reduce::DeviceReduceKernel") == [
-        ("InputIteratorT", "d_in", False), ("AccumT*", "d_out", True), ("OffsetT", "num_items", False),
-        ("GridEvenShare<OffsetT>", "even_share", False), ("ReductionOpT", "reduction_op", False),
-        ("TransformOpT", "transform_op", False)]
+        ("InputIteratorT", "d_in", False),
+        ("AccumT*", "d_out", True),
+        ("OffsetT", "num_items", False),
+        ("GridEvenShare<OffsetT>", "even_share", False),
+        ("ReductionOpT", "reduction_op", False),
+        ("TransformOpT", "transform_op", False),
+    ]
     # a kernel a macro declares __global__ is not seen: the preprocessor alone knows it
     assert declarations.find(CUB, "DeviceScanInitKernel") is None
     assert kernel_names(CUB) == ["cub::detail::reduce::DeviceReduceKernel"]
@@ -149,34 +187,75 @@ struct Params { const float* x; float* y; int n; float scale; };
 """
 ACCEPTED = [
     # (source, name, kinds, attributes)
-    ("template <class T> __launch_bounds__(256) __global__ void k(const T* x, T* y, long long n) "
-     "{ long long i = threadIdx.x; if (i < n) y[i] = x[i]; }", "k", ["ptr", "ptr", "i64"], ["__launch_bounds__(256)"]),
-    ('extern "C" __global__ __launch_bounds__(128) void g(float a, const float* x, float* y, int n) '
-     "{ int i = threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }", "g", ["f32", "ptr", "ptr", "i32"],
-     ["__launch_bounds__(128)"]),
-    ("template <int MaxThreads, int MinBlocks, typename T> __global__ void __launch_bounds__(MaxThreads, MinBlocks) "
-     "bounded(const T* __restrict__ in, T* __restrict__ out, int n) { if (threadIdx.x < n) out[0] = in[0]; }",
-     "bounded<256, 2, float>", ["ptr", "ptr", "i32"], ["__launch_bounds__(MaxThreads, MinBlocks)"]),
-    ("template <class T, int BM, int BN, int BK, int WM, int WN, bool SPLIT_K = false>\n"
-     "__global__ void __launch_bounds__(BM * BN / (WM * WN) * 32)\n"
-     "gemm_tile(const T* A, const T* B, T* C, int M, int N, int K, T alpha = T(1)) { if (SPLIT_K) C[0] = alpha; }",
-     "gemm_tile<double, 128, 128, 32, 64, 64>", ["ptr", "ptr", "ptr", "i32", "i32", "i32", "f64"],
-     ["__launch_bounds__(BM * BN / (WM * WN) * 32)"]),
-    ("__global__ void __cluster_dims__(2, 1, 1) clustered(float* out) { out[blockIdx.x] = 1.f; }", "clustered",
-     ["ptr"], ["__cluster_dims__(2, 1, 1)"]),
-    ("__global__ void __launch_bounds__(128) __cluster_dims__(2, 1, 1) both(float* out, unsigned char flag, short s,"
-     " bool b) { out[0] = flag + s + b; }", "both", ["ptr", "i32", "i32", "i32"],
-     ["__launch_bounds__(128)", "__cluster_dims__(2, 1, 1)"]),
-    ("static __global__ void defaults(float* y, int n = 1 << 10, float a = 0.5f, int m = (3 > 2)) "
-     "{ y[0] = n * a + m; }",
-     "defaults", ["ptr", "i32", "f32", "i32"], []),
-    ("namespace ops { namespace detail {\n__global__ void nested(float y[], size_t n, const size_t) "
-     "{ y[0] = n; } } }", "nested", ["ptr", "i64", "i64"], []),
+    (
+        "template <class T> __launch_bounds__(256) __global__ void k(const T* x, T* y, long long n) "
+        "{ long long i = threadIdx.x; if (i < n) y[i] = x[i]; }",
+        "k",
+        ["ptr", "ptr", "i64"],
+        ["__launch_bounds__(256)"],
+    ),
+    (
+        'extern "C" __global__ __launch_bounds__(128) void g(float a, const float* x, float* y, int n) '
+        "{ int i = threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }",
+        "g",
+        ["f32", "ptr", "ptr", "i32"],
+        ["__launch_bounds__(128)"],
+    ),
+    (
+        "template <int MaxThreads, int MinBlocks, typename T> __global__ void __launch_bounds__(MaxThreads, MinBlocks) "
+        "bounded(const T* __restrict__ in, T* __restrict__ out, int n) { if (threadIdx.x < n) out[0] = in[0]; }",
+        "bounded<256, 2, float>",
+        ["ptr", "ptr", "i32"],
+        ["__launch_bounds__(MaxThreads, MinBlocks)"],
+    ),
+    (
+        "template <class T, int BM, int BN, int BK, int WM, int WN, bool SPLIT_K = false>\n"
+        "__global__ void __launch_bounds__(BM * BN / (WM * WN) * 32)\n"
+        "gemm_tile(const T* A, const T* B, T* C, int M, int N, int K, T alpha = T(1)) { if (SPLIT_K) C[0] = alpha; }",
+        "gemm_tile<double, 128, 128, 32, 64, 64>",
+        ["ptr", "ptr", "ptr", "i32", "i32", "i32", "f64"],
+        ["__launch_bounds__(BM * BN / (WM * WN) * 32)"],
+    ),
+    (
+        "__global__ void __cluster_dims__(2, 1, 1) clustered(float* out) { out[blockIdx.x] = 1.f; }",
+        "clustered",
+        ["ptr"],
+        ["__cluster_dims__(2, 1, 1)"],
+    ),
+    (
+        "__global__ void __launch_bounds__(128) __cluster_dims__(2, 1, 1) both(float* out, unsigned char flag, short s,"
+        " bool b) { out[0] = flag + s + b; }",
+        "both",
+        ["ptr", "i32", "i32", "i32"],
+        ["__launch_bounds__(128)", "__cluster_dims__(2, 1, 1)"],
+    ),
+    (
+        "static __global__ void defaults(float* y, int n = 1 << 10, float a = 0.5f, int m = (3 > 2)) "
+        "{ y[0] = n * a + m; }",
+        "defaults",
+        ["ptr", "i32", "f32", "i32"],
+        [],
+    ),
+    (
+        "namespace ops { namespace detail {\n__global__ void nested(float y[], size_t n, const size_t) "
+        "{ y[0] = n; } } }",
+        "nested",
+        ["ptr", "i64", "i64"],
+        [],
+    ),
     ('extern "C" {\n__global__ void in_block(void* p) { } }', "in_block", ["ptr"], []),
-    ("template <class T> __global__ void fwd(T* y);\ntemplate <class T> __global__ void fwd(T* y) { y[0] = T(); }",
-     "fwd<float>", ["ptr"], []),
-    ("[[maybe_unused]] __global__ void __attribute__((noinline)) attributed(int* p) { p[0] = 1; }", "attributed",
-     ["ptr"], ["[[maybe_unused]]", "__attribute__((noinline))"]),
+    (
+        "template <class T> __global__ void fwd(T* y);\ntemplate <class T> __global__ void fwd(T* y) { y[0] = T(); }",
+        "fwd<float>",
+        ["ptr"],
+        [],
+    ),
+    (
+        "[[maybe_unused]] __global__ void __attribute__((noinline)) attributed(int* p) { p[0] = 1; }",
+        "attributed",
+        ["ptr"],
+        ["[[maybe_unused]]", "__attribute__((noinline))"],
+    ),
     ("__global__ void __maxnreg__(32) capped(float* y) { y[0] = 1.f; }", "capped", ["ptr"], ["__maxnreg__(32)"]),
 ]
 
@@ -196,31 +275,51 @@ def test_every_declaration_form_is_read_and_matches_what_nvrtc_compiles(code, na
 def test_a_grid_constant_params_struct_is_read_and_refused_with_the_way_out():
     code = HEADERS + "__global__ void __launch_bounds__(128) with_params(const __grid_constant__ Params p) { }"
     assert params_of(code, "with_params") == [("const __grid_constant__ Params", "p", False)]
-    with pytest.raises(ValueError, match=r"parameter 'p' of kernel with_params has type 'const __grid_constant__ "
-                                         r"Params', which cannot be passed from Python.*signature="):
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'p' of kernel with_params has type 'const __grid_constant__ "
+        r"Params', which cannot be passed from Python.*signature=",
+    ):
         cupy_ops.Kernel(code, "with_params")
 
 
 def test_template_heads_of_every_kind():
-    code = ("template <typename... Ts, template <class> class TT, typename T::value_type V, unsigned int, "
-            "auto W = 3, int N = sizeof(int), class E = Pair<int, 2>> __global__ void many(int) { }")
+    code = (
+        "template <typename... Ts, template <class> class TT, typename T::value_type V, unsigned int, "
+        "auto W = 3, int N = sizeof(int), class E = Pair<int, 2>> __global__ void many(int) { }"
+    )
     d = declarations.find(code, "many")
     assert [(p.kind, p.name, p.pack, p.default) for p in d.template] == [
-        ("type", "Ts", True, None), ("template", "TT", False, None), ("value", "V", False, None),
-        ("value", "", False, None), ("value", "W", False, "3"), ("value", "N", False, "sizeof(int)"),
-        ("type", "E", False, "Pair<int, 2>")]
-    assert [p.ctype for p in d.template if p.kind == "value"] == ["typename T::value_type", "unsigned int", "auto",
-                                                                 "int"]
+        ("type", "Ts", True, None),
+        ("template", "TT", False, None),
+        ("value", "V", False, None),
+        ("value", "", False, None),
+        ("value", "W", False, "3"),
+        ("value", "N", False, "sizeof(int)"),
+        ("type", "E", False, "Pair<int, 2>"),
+    ]
+    assert [p.ctype for p in d.template if p.kind == "value"] == [
+        "typename T::value_type",
+        "unsigned int",
+        "auto",
+        "int",
+    ]
 
 
 def test_explicit_specializations_and_forward_declarations():
-    code = ("template <class T> __global__ void k(const T* x, int n);\n"
-            "template <class T> __global__ void k(const T* x, int n) { }\n"
-            "template <> __global__ void k<float>(const float* x, int n) { }\n"
-            "template __global__ void k<double>(const double*, int);\n")
+    code = (
+        "template <class T> __global__ void k(const T* x, int n);\n"
+        "template <class T> __global__ void k(const T* x, int n) { }\n"
+        "template <> __global__ void k<float>(const float* x, int n) { }\n"
+        "template __global__ void k<double>(const double*, int);\n"
+    )
     found = declarations.declarations(code)
-    assert [(d.definition, d.specialization) for d in found] == [(False, False), (True, False), (True, True),
-                                                                 (False, True)]
+    assert [(d.definition, d.specialization) for d in found] == [
+        (False, False),
+        (True, False),
+        (True, True),
+        (False, True),
+    ]
     assert kernel_names(code) == ["k"] and declarations.find(code, "k").definition
 
 
@@ -231,12 +330,17 @@ def test_a_name_of_two_namespaces_must_be_qualified():
     assert params_of(code, "b::k") == [("float*", "p", True)]
 
 
-@pytest.mark.parametrize("expr, base, args", [
-    ("scale", "scale", None), ("tp<float, 4>", "tp", ["float", "4"]), ("ns::tp<float,4>", "ns::tp", ["float", "4"]),
-    ("tp<Pair<int, 2>, (3 > 2), true>", "tp", ["Pair<int, 2>", "(3 > 2)", "true"]),
-    ("tp<Outer<Inner<int>>>", "tp", ["Outer<Inner<int>>"]),
-    ("tp<unsigned long long, -1>", "tp", ["unsigned long long", "-1"]),
-])
+@pytest.mark.parametrize(
+    "expr, base, args",
+    [
+        ("scale", "scale", None),
+        ("tp<float, 4>", "tp", ["float", "4"]),
+        ("ns::tp<float,4>", "ns::tp", ["float", "4"]),
+        ("tp<Pair<int, 2>, (3 > 2), true>", "tp", ["Pair<int, 2>", "(3 > 2)", "true"]),
+        ("tp<Outer<Inner<int>>>", "tp", ["Outer<Inner<int>>"]),
+        ("tp<unsigned long long, -1>", "tp", ["unsigned long long", "-1"]),
+    ],
+)
 def test_name_expressions(expr, base, args):
     assert declarations.split_name(expr) == (base, args)
 
@@ -248,6 +352,7 @@ def test_malformed_name_expressions(bad):
 
 
 # --- every kernel of cuda_src/, against the layout NVRTC compiled -------------------------
+
 
 def _builtin_kernels():
     out = []
@@ -277,7 +382,7 @@ def test_every_builtin_kernel_is_read_as_nvrtc_compiles_it():
         r = compiler.nvrtc.compile(src.text(), src.name, [e for _, e in kernels], src.options(target))
         assert r.ok, r.log
         for name, expr in kernels:
-            template, params = parse_signature(src.text(), name)
+            _template, params = parse_signature(src.text(), name)
             acc = 8 if "<double" in expr else 4
             want = [acc if k == "acc" else SIZES[k] for k, _, _ in params]
             assert cubin.param_sizes(r.image, r.lowered[expr]) == want, (src.name, expr, params)
@@ -285,8 +390,10 @@ def test_every_builtin_kernel_is_read_as_nvrtc_compiles_it():
 
 def test_the_ptx_layout_reader_agrees_with_the_cubin_one():
     need_nvrtc()
-    code = (HEADERS + "template <class T, int N> __global__ void mixed(const T* x, T a, char c, short s, double d, "
-            "Params p, long long n) { }")
+    code = (
+        HEADERS + "template <class T, int N> __global__ void mixed(const T* x, T a, char c, short s, double d, "
+        "Params p, long long n) { }"
+    )
     r_cubin = compiler.nvrtc.compile(code, "m.cu", ["mixed<float, 3>"], ["-arch=sm_90"])
     r_ptx = compiler.nvrtc.compile(code, "m.cu", ["mixed<float, 3>"], ["-arch=compute_90"])
     lowered = r_cubin.lowered["mixed<float, 3>"]
@@ -308,8 +415,12 @@ def test_a_kernel_a_macro_writes_takes_a_signature():
     with pytest.raises(ValueError, match=r"no `__global__ void scale_f32\(...\)` found .*pass signature="):
         cupy_ops.Kernel(MACRO_KERNEL, "scale_f32")
     k = cupy_ops.Kernel(MACRO_KERNEL, "scale_f32", signature="const float* x, float* y, float s, int n")
-    assert k.params == [("ptr", "x", "const float*"), ("ptr", "y", "float*"), ("f32", "s", "float"),
-                        ("i32", "n", "int")]
+    assert k.params == [
+        ("ptr", "x", "const float*"),
+        ("ptr", "y", "float*"),
+        ("f32", "s", "float"),
+        ("i32", "n", "int"),
+    ]
     assert k.declaration is None
     need_nvrtc()
     assert all(r.ok for r in k.compile_offline("sm_90"))
@@ -320,14 +431,19 @@ def test_a_wrong_signature_is_caught_against_the_compiled_kernel(monkeypatch, tm
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     bad = cupy_ops.Kernel(MACRO_KERNEL, "scale_f32", signature=["ptr", "ptr", "f64", "i32"])
     [r] = bad.compile_offline("sm_90")
-    assert not r.ok and "parameter 2 (arg2: f64) of kernel scale_f32 was read as 8 bytes but NVRTC compiled it as 4" \
-        in r.log
-    with pytest.raises(ValueError, match=r"kernel scale_f32 was read as taking 3 parameters \(arg0: ptr, arg1: ptr, "
-                                         r"arg2: f32\) but NVRTC compiled it with 4 \(of 8, 8, 4, 4 bytes\)"):
+    assert (
+        not r.ok
+        and "parameter 2 (arg2: f64) of kernel scale_f32 was read as 8 bytes but NVRTC compiled it as 4" in r.log
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"kernel scale_f32 was read as taking 3 parameters \(arg0: ptr, arg1: ptr, "
+        r"arg2: f32\) but NVRTC compiled it with 4 \(of 8, 8, 4, 4 bytes\)",
+    ):
         v = cupy_ops.Kernel(MACRO_KERNEL, "scale_f32", signature=["ptr", "ptr", "f32"]).variant(None)
-        compiler.binary(v, "sm_90")    # the run-time path refuses it before any launch
+        compiler.binary(v, "sm_90")  # the run-time path refuses it before any launch
     good = cupy_ops.Kernel(MACRO_KERNEL, "scale_f32", signature=["ptr", "ptr", "f32", "i32"])
-    assert good.variant(None) is not bad.variant(None)    # one source per stated list
+    assert good.variant(None) is not bad.variant(None)  # one source per stated list
     compiler.binary(good.variant(None), "sm_90")
 
 

@@ -7,6 +7,7 @@ an error naming both; the launch runs on the arrays' device.
 CUDA tensors are stood in for by a torch.Tensor subclass that says it is on a given device,
 and the handle and driver call are recorded instead of made: what reaches them is checked.
 """
+
 import pytest
 import torch
 
@@ -43,8 +44,13 @@ def launches(monkeypatch):
         return FakeHandle()
 
     monkeypatch.setattr(cupy_ops.Kernel, "handle", handle)
-    monkeypatch.setattr(launch, "launch", lambda h, grid, block, values, smem, *rest, **kw: calls.append(
-        ("launch", grid, block, tuple(values), smem) + ((rest, kw) if rest or kw else ())))
+    monkeypatch.setattr(
+        launch,
+        "launch",
+        lambda h, grid, block, values, smem, *rest, **kw: calls.append(
+            ("launch", grid, block, tuple(values), smem) + ((rest, kw) if rest or kw else ())
+        ),
+    )
     return calls
 
 
@@ -53,8 +59,15 @@ class CudaArray:
     device arrays do); its memory must never be read or copied here."""
 
     def __init__(self, ptr, shape=(8,), typestr="<f4", strides=None, stream=None, mask=None):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape, "typestr": typestr,
-                                         "strides": strides, "version": 3, "stream": stream, "mask": mask}
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": shape,
+            "typestr": typestr,
+            "strides": strides,
+            "version": 3,
+            "stream": stream,
+            "mask": mask,
+        }
 
 
 @pytest.fixture
@@ -72,21 +85,29 @@ def devices_of(monkeypatch):
 
 # --- numbers out of range ------------------------------------------------------------------
 
-@pytest.mark.parametrize("index, value, message", [
-    (1, 1e39, r"argument 'f' of kernel scalars \(float\) must fit in a float \(magnitude below 3.40282357e\+38, else "
-              r"it rounds to inf\), got 1e\+39"),
-    (1, -3.4028236e38, r"argument 'f' of kernel scalars \(float\) must fit in a float"),
-    (1, 10**400, r"argument 'f' of kernel scalars \(float\) must fit in a float, got 1000"),
-    (2, 10**400, r"argument 'd' of kernel scalars \(double\) must fit in a double"),
-    (3, 2**31, r"argument 'i' of kernel scalars \(int\) must be in \[-2147483648, 2147483647\], got 2147483648"),
-    (4, -1, r"argument 'u' of kernel scalars \(unsigned\) must be in \[0, 4294967295\], got -1"),
-    (6, 2**64, r"argument 'ull' of kernel scalars \(unsigned long long\) must be in \[0, 18446744073709551615\]"),
-    (7, 2, r"argument 'b' of kernel scalars \(bool\) must be in \[0, 1\], got 2"),
-    (8, 200, r"argument 'c' of kernel scalars \(char\) must be in \[-128, 127\], got 200"),
-    (9, 256, r"argument 'uc' of kernel scalars \(unsigned char\) must be in \[0, 255\], got 256"),
-    (10, -40000, r"argument 's' of kernel scalars \(short\) must be in \[-32768, 32767\], got -40000"),
-    (11, 70000, r"argument 'us' of kernel scalars \(unsigned short\) must be in \[0, 65535\], got 70000"),
-])
+
+@pytest.mark.parametrize(
+    "index, value, message",
+    [
+        (
+            1,
+            1e39,
+            r"argument 'f' of kernel scalars \(float\) must fit in a float \(magnitude below 3.40282357e\+38, else "
+            r"it rounds to inf\), got 1e\+39",
+        ),
+        (1, -3.4028236e38, r"argument 'f' of kernel scalars \(float\) must fit in a float"),
+        (1, 10**400, r"argument 'f' of kernel scalars \(float\) must fit in a float, got 1000"),
+        (2, 10**400, r"argument 'd' of kernel scalars \(double\) must fit in a double"),
+        (3, 2**31, r"argument 'i' of kernel scalars \(int\) must be in \[-2147483648, 2147483647\], got 2147483648"),
+        (4, -1, r"argument 'u' of kernel scalars \(unsigned\) must be in \[0, 4294967295\], got -1"),
+        (6, 2**64, r"argument 'ull' of kernel scalars \(unsigned long long\) must be in \[0, 18446744073709551615\]"),
+        (7, 2, r"argument 'b' of kernel scalars \(bool\) must be in \[0, 1\], got 2"),
+        (8, 200, r"argument 'c' of kernel scalars \(char\) must be in \[-128, 127\], got 200"),
+        (9, 256, r"argument 'uc' of kernel scalars \(unsigned char\) must be in \[0, 255\], got 256"),
+        (10, -40000, r"argument 's' of kernel scalars \(short\) must be in \[-32768, 32767\], got -40000"),
+        (11, 70000, r"argument 'us' of kernel scalars \(unsigned short\) must be in \[0, 65535\], got 70000"),
+    ],
+)
 def test_a_number_its_c_type_cannot_hold_is_a_value_error(index, value, message):
     k = cupy_ops.Kernel(SCALARS, "scalars")
     args = [None, 1.0, 1.0, 1, 1, 1, 1, True, 1, 1, 1, 1]
@@ -97,29 +118,47 @@ def test_a_number_its_c_type_cannot_hold_is_a_value_error(index, value, message)
 
 def test_numbers_at_their_limits_are_packed_as_their_c_type(launches):
     k = cupy_ops.Kernel(SCALARS, "scalars")
-    k(on(0), 3.4028234663852886e38, float("inf"), -(2**31), 2**32 - 1, -(2**63), 2**64 - 1, True, -128, 255,
-      -32768, 65535, grid=1, block=1)
+    k(
+        on(0),
+        3.4028234663852886e38,
+        float("inf"),
+        -(2**31),
+        2**32 - 1,
+        -(2**63),
+        2**64 - 1,
+        True,
+        -128,
+        255,
+        -32768,
+        65535,
+        grid=1,
+        block=1,
+    )
     values = launches[-1][3]
     assert values[1:3] == (3.4028234663852886e38, float("inf"))
     # 32-bit slots hold the bits of the narrower types: the driver copies only their bytes
     assert values[3:] == (2**31, 2**32 - 1, -(2**63), -1, 1, 0xFFFFFF80, 255, 0xFFFF8000, 65535)
-    k(on(0), float("nan"), 0.0, 0, 0, 0, 0, False, 0, 0, 0, 0, grid=1, block=1)      # NaN and inf pass
+    k(on(0), float("nan"), 0.0, 0, 0, 0, 0, False, 0, 0, 0, 0, grid=1, block=1)  # NaN and inf pass
     with pytest.raises(TypeError, match=r"argument 'i' of kernel scalars \(int\) must be an int, got bool"):
         k(on(0), 1.0, 1.0, True, 0, 0, 0, False, 0, 0, 0, 0, grid=1, block=1)
 
 
 # --- launch dimensions and shared memory ----------------------------------------------------
 
-@pytest.mark.parametrize("grid, block, message", [
-    (2**32, 1, r"grid dimension x \(unsigned int gridDim.x\) must be in \[0, 2147483647\], got 4294967296"),
-    (2**31, 1, r"grid dimension x .* got 2147483648"),
-    ((1, 65536), 1, r"grid dimension y \(unsigned int gridDim.y\) must be in \[0, 65535\], got 65536"),
-    ((1, 1, 2**40), 1, r"grid dimension z .* got 1099511627776"),
-    (1, (1, 1, 65), r"block dimension z \(unsigned int blockDim.z\) must be in \[1, 64\], got 65"),
-    (1, 1025, r"block dimension x \(unsigned int blockDim.x\) must be in \[1, 1024\], got 1025"),
-    (1, (1, 0), r"block dimension y .* must be in \[1, 1024\], got 0"),
-    (1, (32, 32, 2), r"block must have at most 1024 threads, got \(32, 32, 2\) \(2048\)"),
-])
+
+@pytest.mark.parametrize(
+    "grid, block, message",
+    [
+        (2**32, 1, r"grid dimension x \(unsigned int gridDim.x\) must be in \[0, 2147483647\], got 4294967296"),
+        (2**31, 1, r"grid dimension x .* got 2147483648"),
+        ((1, 65536), 1, r"grid dimension y \(unsigned int gridDim.y\) must be in \[0, 65535\], got 65536"),
+        ((1, 1, 2**40), 1, r"grid dimension z .* got 1099511627776"),
+        (1, (1, 1, 65), r"block dimension z \(unsigned int blockDim.z\) must be in \[1, 64\], got 65"),
+        (1, 1025, r"block dimension x \(unsigned int blockDim.x\) must be in \[1, 1024\], got 1025"),
+        (1, (1, 0), r"block dimension y .* must be in \[1, 1024\], got 0"),
+        (1, (32, 32, 2), r"block must have at most 1024 threads, got \(32, 32, 2\) \(2048\)"),
+    ],
+)
 def test_launch_dimensions_past_cudas_limits(grid, block, message):
     k = cupy_ops.Kernel(AXPY, "axpy")
     with pytest.raises(ValueError, match=message):
@@ -130,14 +169,19 @@ def test_the_largest_dimensions_cuda_allows_pass(launches):
     k = cupy_ops.Kernel(AXPY, "axpy")
     k(1.0, on(0), on(0), 8, grid=(2**31 - 1, 65535, 65535), block=(1024, 1, 1))
     k(1.0, on(0), on(0), 8, grid=(1, 1), block=(4, 4, 64))
-    assert [c[1:3] for c in launches if c[0] == "launch"] == [((2**31 - 1, 65535, 65535), (1024, 1, 1)),
-                                                              ((1, 1, 1), (4, 4, 64))]
+    assert [c[1:3] for c in launches if c[0] == "launch"] == [
+        ((2**31 - 1, 65535, 65535), (1024, 1, 1)),
+        ((1, 1, 1), (4, 4, 64)),
+    ]
 
 
 def test_shared_memory_out_of_range(launches, monkeypatch):
     k = cupy_ops.Kernel(AXPY, "axpy")
-    with pytest.raises(ValueError, match=r"shared_mem \(unsigned int sharedMemBytes\) must be in \[0, 4294967295\], "
-                                         r"got -1"):
+    with pytest.raises(
+        ValueError,
+        match=r"shared_mem \(unsigned int sharedMemBytes\) must be in \[0, 4294967295\], "
+        r"got -1",
+    ):
         k(1.0, on(0), on(0), 8, grid=1, block=8, shared_mem=-1)
     with pytest.raises(ValueError, match=r"got 4294967296"):
         k(1.0, on(0), on(0), 8, grid=1, block=8, shared_mem=2**32)
@@ -146,18 +190,25 @@ def test_shared_memory_out_of_range(launches, monkeypatch):
     # above the 48 KiB every block may use: the device's own limit (cuda:1's here)
     monkeypatch.setattr(kernel_class, "smem_optin", lambda device: {0: 232448, 1: 101376}[device])
     k(1.0, on(1), on(1), 8, grid=1, block=8, shared_mem=101376)
-    with pytest.raises(ValueError, match="shared_mem must be at most 101376 bytes, the dynamic shared memory a block "
-                                         "may have on this device, got 101377"):
+    with pytest.raises(
+        ValueError,
+        match="shared_mem must be at most 101376 bytes, the dynamic shared memory a block "
+        "may have on this device, got 101377",
+    ):
         k(1.0, on(1), on(1), 8, grid=1, block=8, shared_mem=101377)
     assert launches[-1] == ("launch", (1, 1, 1), (8, 1, 1), launches[-1][3], 101376)
 
 
 # --- devices ------------------------------------------------------------------------------
 
+
 def test_arrays_on_two_devices_name_both(launches):
     k = cupy_ops.Kernel(AXPY, "axpy")
-    with pytest.raises(ValueError, match=r"argument 'y' of kernel axpy is on cuda:1 but argument 'x' is on cuda:0: "
-                                         r"every array of one launch must be on one device"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument 'y' of kernel axpy is on cuda:1 but argument 'x' is on cuda:0: "
+        r"every array of one launch must be on one device",
+    ):
         k(1.0, on(0), on(1), 8, grid=1, block=8)
     assert launches == []
 
@@ -172,13 +223,14 @@ def test_the_launch_runs_on_the_arrays_device(launches):
 
 # --- arrays of other libraries --------------------------------------------------------------
 
+
 def test_a_cuda_array_interface_array_is_viewed_on_its_own_device_never_copied(launches, devices_of):
     k = cupy_ops.Kernel(AXPY, "axpy")
     devices_of.update({0x7000_0000: 1, 0x7100_0000: 1})
     x, y = CudaArray(0x7000_0000), CudaArray(0x7100_0000)
     k(1.0, x, y, 8, grid=1, block=8)
-    assert launches[0] == ("handle", None, 1)                       # cuda:1, where the arrays are
-    assert launches[1][3] == (1.0, 0x7000_0000, 0x7100_0000, 8)     # their own memory, not a copy
+    assert launches[0] == ("handle", None, 1)  # cuda:1, where the arrays are
+    assert launches[1][3] == (1.0, 0x7000_0000, 0x7100_0000, 8)  # their own memory, not a copy
 
 
 def test_arrays_of_other_libraries_on_two_devices_name_both(launches, devices_of):
@@ -195,20 +247,29 @@ def test_the_device_of_an_interface_pointer_is_never_guessed():
     # a pointer the driver knows nothing of (no GPU here; on a GPU, no allocation at that
     # address): refused, not assumed to be on the current device
     k = cupy_ops.Kernel(AXPY, "axpy")
-    with pytest.raises(ValueError, match=r"argument 'x' of kernel axpy: (cannot tell which device holds its memory "
-                                         r"\(__cuda_array_interface__ pointer 0x70000000\)|its __cuda_array_interface__ "
-                                         r"pointer 0x70000000 is not CUDA device memory)"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument 'x' of kernel axpy: (cannot tell which device holds its memory "
+        r"\(__cuda_array_interface__ pointer 0x70000000\)|its __cuda_array_interface__ "
+        r"pointer 0x70000000 is not CUDA device memory)",
+    ):
         k(1.0, CudaArray(0x7000_0000), None, 8, grid=1, block=8)
 
 
-@pytest.mark.parametrize("array, error, message", [
-    (CudaArray(0x7000_0000, typestr="<f4", mask=(1, False)), ValueError, "masked arrays are not supported"),
-    (CudaArray(0x7000_0000, shape=(4, 2), strides=(4, 16)), ValueError,
-     r"argument 'x' of kernel axpy must be contiguous .* got strides \(4, 16\) for shape \(4, 2\)"),
-    (CudaArray(0x7000_0000, typestr=">f4"), TypeError, "little-endian numbers only"),
-    (CudaArray(0x7000_0000, typestr="<V2"), TypeError, r"element type '<V2' .* has no torch dtype"),
-    (CudaArray(0x7000_0000, stream=0), ValueError, "stream 0 in a __cuda_array_interface__ is ambiguous"),
-])
+@pytest.mark.parametrize(
+    "array, error, message",
+    [
+        (CudaArray(0x7000_0000, typestr="<f4", mask=(1, False)), ValueError, "masked arrays are not supported"),
+        (
+            CudaArray(0x7000_0000, shape=(4, 2), strides=(4, 16)),
+            ValueError,
+            r"argument 'x' of kernel axpy must be contiguous .* got strides \(4, 16\) for shape \(4, 2\)",
+        ),
+        (CudaArray(0x7000_0000, typestr=">f4"), TypeError, "little-endian numbers only"),
+        (CudaArray(0x7000_0000, typestr="<V2"), TypeError, r"element type '<V2' .* has no torch dtype"),
+        (CudaArray(0x7000_0000, stream=0), ValueError, "stream 0 in a __cuda_array_interface__ is ambiguous"),
+    ],
+)
 def test_interface_arrays_that_cannot_be_passed(array, error, message, devices_of):
     devices_of[0x7000_0000] = 0
     with pytest.raises(error, match=message):
@@ -218,8 +279,11 @@ def test_interface_arrays_that_cannot_be_passed(array, error, message, devices_o
 def test_interface_arrays_are_checked_against_their_parameter(launches, devices_of):
     devices_of.update({0x7000_0000: 0, 0x7100_0000: 0})
     k = cupy_ops.Kernel(AXPY, "axpy")
-    with pytest.raises(TypeError, match=r"argument 'x' of kernel axpy \(const float\*\) must be a tensor of dtype "
-                                        r"torch.float32, got torch.float64"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'x' of kernel axpy \(const float\*\) must be a tensor of dtype "
+        r"torch.float32, got torch.float64",
+    ):
         k(1.0, CudaArray(0x7000_0000, typestr="<f8"), CudaArray(0x7100_0000), 8, grid=1, block=8)
     # a C-contiguous array with explicit strides is fine; so is an empty one (a null pointer)
     k(1.0, CudaArray(0x7000_0000, shape=(2, 4), strides=(16, 4)), CudaArray(0, shape=(0,)), 0, grid=1, block=1)
@@ -245,8 +309,11 @@ def test_a_dlpack_array_is_viewed_by_torch_where_it_lives(launches, monkeypatch)
 
 def test_something_else_is_a_type_error_naming_the_argument():
     k = cupy_ops.Kernel(AXPY, "axpy")
-    with pytest.raises(TypeError, match=r"argument 'x' of kernel axpy \(const float\*\) must be a torch.Tensor, a CUDA "
-                                        r"array \(DLPack or __cuda_array_interface__\) or None, got list"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'x' of kernel axpy \(const float\*\) must be a torch.Tensor, a CUDA "
+        r"array \(DLPack or __cuda_array_interface__\) or None, got list",
+    ):
         k(1.0, [1.0], None, 1, grid=1, block=1)
 
 
@@ -254,7 +321,10 @@ def test_the_checks_alone():
     assert arguments.launch_dims("grid", (3, 2)) == (3, 2, 1) and arguments.launch_dims("block", 256) == (256, 1, 1)
     assert arguments.launch_dims("grid", 0) == (0, 1, 1)
     assert arguments.cuda_array_interface("k", "x", "float*", CudaArray(16, stream=2).__cuda_array_interface__) == (
-        16, torch.float32, 2)
+        16,
+        torch.float32,
+        2,
+    )
 
 
 # --- on a GPU: what the CPU cannot show ------------------------------------------------------
@@ -291,10 +361,10 @@ def test_an_interface_array_on_another_device_is_written_in_place(cuda):
     k = cupy_ops.Kernel(COPY, "copy")
     x = torch.arange(1000, dtype=torch.float32, device="cuda:1")
     y = torch.zeros(1000, device="cuda:1")
-    with torch.cuda.device(0):                      # the current device is not the arrays'
+    with torch.cuda.device(0):  # the current device is not the arrays'
         k(InterfaceOf(x), InterfaceOf(y), 1000, grid=8, block=128)
     torch.cuda.synchronize(1)
-    assert torch.equal(y, x)                        # in place: no copy on cuda:0 took the write
+    assert torch.equal(y, x)  # in place: no copy on cuda:0 took the write
     z = torch.zeros(1000, device="cuda:0")
     with pytest.raises(ValueError, match=r"argument 'y' of kernel copy is on cuda:0 but argument 'x' is on cuda:1"):
         k(InterfaceOf(x), InterfaceOf(z), 1000, grid=8, block=128)
@@ -317,7 +387,7 @@ def test_an_interface_stream_is_waited_for(cuda):
     y = torch.empty_like(x)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        fill(x, 5.0, 50_000_000, x.numel(), grid=1, block=256)     # the producer, still running
+        fill(x, 5.0, 50_000_000, x.numel(), grid=1, block=256)  # the producer, still running
     k(InterfaceOf(x, stream=side.cuda_stream), y, x.numel(), grid=x.numel() // 256, block=256)
     torch.cuda.synchronize()
     assert torch.equal(y, torch.full_like(y, 5.0))
@@ -336,8 +406,10 @@ def test_shared_memory_up_to_the_devices_limit(cuda):
 
 @pytest.mark.gpu
 def test_options_defines_and_an_instantiation_on_the_gpu(cuda):
-    code = ("template <class T, int N> __global__ void __launch_bounds__(N * 32) scaled(const T* x, T* y, T a, int n) "
-            "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * a * T(N) + T(OFFSET); }")
+    code = (
+        "template <class T, int N> __global__ void __launch_bounds__(N * 32) scaled(const T* x, T* y, T a, int n) "
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * a * T(N) + T(OFFSET); }"
+    )
     k = cupy_ops.Kernel(code, "scaled<float, 4>", options=["-lineinfo", "-maxrregcount=32"], defines={"OFFSET": 1})
     x = torch.randn(1000, device=cuda)
     y = torch.empty_like(x)

@@ -1,4 +1,5 @@
 """Kernel compilation and launches from several threads and processes at once."""
+
 import os
 import subprocess
 import sys
@@ -27,8 +28,12 @@ print("ok")
 
 def test_eight_processes_share_one_empty_cache(cuda, tmp_path):
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0 and out.strip() == "ok", err

@@ -1,4 +1,5 @@
 """cupy_ops.Kernel: user CUDA C from a string or a file, checked arguments, typed errors."""
+
 import gc
 import weakref
 
@@ -68,8 +69,11 @@ def test_call_errors_on_cpu():
         k(None, None, 2.0, 8.0, grid=1, block=8)
     with pytest.raises(ValueError, match="block must have at most 1024 threads"):
         k(x, x, 2.0, 8, grid=1, block=(64, 32))
-    with pytest.raises(ValueError, match=r"grid dimension x \(unsigned int gridDim.x\) must be in \[0, 2147483647\], "
-                                         r"got -1"):
+    with pytest.raises(
+        ValueError,
+        match=r"grid dimension x \(unsigned int gridDim.x\) must be in \[0, 2147483647\], "
+        r"got -1",
+    ):
         k(x, x, 2.0, 8, grid=-1, block=8)
     with pytest.raises(TypeError, match="grid must be an int or a tuple of 1 to 3 ints"):
         k(x, x, 2.0, 8, grid=1.0, block=8)
@@ -80,10 +84,14 @@ def test_call_errors_on_cpu():
 def test_int_arguments_are_range_checked_by_their_c_type():
     k = cupy_ops.Kernel("__global__ void k(float* y, int a, unsigned int b, long long c, unsigned long long d) {}", "k")
     ok = dict(a=-(2**31), b=2**32 - 1, c=-(2**63), d=2**64 - 1)
-    with pytest.raises(ValueError, match="needs at least one CUDA tensor"):   # every scalar passed its check
+    with pytest.raises(ValueError, match="needs at least one CUDA tensor"):  # every scalar passed its check
         k(None, *ok.values(), grid=1, block=1)
-    for name, bad, rng in [("a", 2**31 + 5, r"\[-2147483648, 2147483647\]"), ("b", -1, r"\[0, 4294967295\]"),
-                           ("c", 2**63, r"\[-9223372036854775808, 9223372036854775807\]"), ("d", -1, r"\[0, 18446744073709551615\]")]:
+    for name, bad, rng in [
+        ("a", 2**31 + 5, r"\[-2147483648, 2147483647\]"),
+        ("b", -1, r"\[0, 4294967295\]"),
+        ("c", 2**63, r"\[-9223372036854775808, 9223372036854775807\]"),
+        ("d", -1, r"\[0, 18446744073709551615\]"),
+    ]:
         args = dict(ok, **{name: bad})
         with pytest.raises(ValueError, match=rf"argument '{name}' of kernel k \(.*\) must be in {rng}, got {bad}"):
             k(None, *args.values(), grid=1, block=1)
@@ -118,7 +126,7 @@ def test_kernel_from_file_on_a_side_stream(cuda, tmp_path):
 def test_gpu_call_errors(cuda):
     k = cupy_ops.Kernel(SCALE, "scale")
     x = torch.randn(64, device=cuda)
-    with pytest.raises(TypeError, match="argument 'y' of kernel scale must have dtype torch.float32"):
+    with pytest.raises(TypeError, match=r"argument 'y' of kernel scale must have dtype torch\.float32"):
         k(x, x.half(), 1.0, 64, grid=1, block=64)
     with pytest.raises(ValueError, match="argument 'x' of kernel scale must be contiguous"):
         k(x.view(8, 8).t(), x, 1.0, 64, grid=1, block=64)
@@ -139,12 +147,15 @@ def test_user_kernel_compile_error(cuda):
 
 @pytest.mark.gpu
 def test_the_template_type_comes_from_a_parameter_of_that_type(cuda):
-    gather = cupy_ops.Kernel("""
+    gather = cupy_ops.Kernel(
+        """
 template <class T>
 __global__ void gather(const long long* idx, const T* x, T* y, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i < n) y[i] = x[idx[i]];
-}""", "gather")
+}""",
+        "gather",
+    )
     x = torch.randn(1000, device=cuda, dtype=torch.float16)
     idx = torch.randint(0, 1000, (777,), device=cuda)
     y = torch.empty(777, device=cuda, dtype=torch.float16)
@@ -157,23 +168,36 @@ def test_pointer_arguments_must_match_their_element_type(cuda):
     k = cupy_ops.Kernel("__global__ void k(const float* x, unsigned short* bits, long long* idx, void* any) {}", "k")
     f32, f16 = torch.zeros(4, device=cuda), torch.zeros(4, device=cuda, dtype=torch.float16)
     i64 = torch.zeros(4, device=cuda, dtype=torch.int64)
-    k(f32, f16, i64, f16, grid=1, block=1)              # u16 takes any 2-byte dtype; void* anything
-    with pytest.raises(TypeError, match=r"argument 'x' of kernel k \(const float\*\) must be a tensor of dtype "
-                                        r"torch.float32, got torch.float16"):
+    k(f32, f16, i64, f16, grid=1, block=1)  # u16 takes any 2-byte dtype; void* anything
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'x' of kernel k \(const float\*\) must be a tensor of dtype "
+        r"torch.float32, got torch.float16",
+    ):
         k(f16, f16, i64, None, grid=1, block=1)
-    with pytest.raises(TypeError, match=r"argument 'bits' of kernel k .* must be a tensor of 2-byte elements, got "
-                                        r"torch.float32"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'bits' of kernel k .* must be a tensor of 2-byte elements, got "
+        r"torch.float32",
+    ):
         k(f32, f32, i64, None, grid=1, block=1)
-    with pytest.raises(TypeError, match=r"argument 'idx' of kernel k .* must be a tensor of dtype torch.int64, got "
-                                        r"torch.int32"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'idx' of kernel k .* must be a tensor of dtype torch.int64, got "
+        r"torch.int32",
+    ):
         k(f32, f16, i64.int(), None, grid=1, block=1)
 
 
 # --- releasing the modules of kernels no longer referenced -------------------------------
 
+
 def _fill_kernel(value: int) -> "cupy_ops.Kernel":
-    return cupy_ops.Kernel(f"__global__ void fill(float* y, int n) {{ int i = blockIdx.x * blockDim.x + "
-                           f"threadIdx.x; if (i < n) y[i] = {value}.0f; }}", "fill")
+    return cupy_ops.Kernel(
+        f"__global__ void fill(float* y, int n) {{ int i = blockIdx.x * blockDim.x + "
+        f"threadIdx.x; if (i < n) y[i] = {value}.0f; }}",
+        "fill",
+    )
 
 
 def test_a_kernel_no_longer_referenced_leaves_the_registry():
@@ -184,7 +208,7 @@ def test_a_kernel_no_longer_referenced_leaves_the_registry():
     assert src in compiler.sources(builtin_only=False)
     del k
     gc.collect()
-    _fill_kernel(987654321)            # the next Kernel settles the released ones
+    _fill_kernel(987654321)  # the next Kernel settles the released ones
     assert src not in compiler.sources(builtin_only=False)
 
 
@@ -210,7 +234,7 @@ def test_user_modules_are_released_when_their_kernels_are_gone(cuda):
         del k
         gc.collect()
     last = _fill_kernel(5)
-    last(y, 256, grid=1, block=256)          # loading it unloads the released ones
+    last(y, 256, grid=1, block=256)  # loading it unloads the released ones
     gc.collect()
     alive = sum(r() is not None for r in refs)
     assert alive <= 1, f"{alive} of 40 released kernels' modules are still loaded"
@@ -231,10 +255,10 @@ __global__ void spin_then_write(float* y, long long cycles) {
 def test_a_released_kernel_finishes_its_queued_launches(cuda):
     y = torch.zeros(32, device=cuda)
     k = cupy_ops.Kernel(SPIN, "spin_then_write")
-    k(y, 200_000_000, grid=1, block=32)      # ~0.1 s on the GPU; the host returns at once
+    k(y, 200_000_000, grid=1, block=32)  # ~0.1 s on the GPU; the host returns at once
     del k
     gc.collect()
-    other = _fill_kernel(3)                   # loads a module: the released one is unloaded
+    other = _fill_kernel(3)  # loads a module: the released one is unloaded
     z = torch.empty(8, device=cuda)
     other(z, 8, grid=1, block=8)
     torch.cuda.synchronize()
@@ -245,13 +269,13 @@ def test_a_released_kernel_finishes_its_queued_launches(cuda):
 def test_a_kernel_captured_in_a_cuda_graph_stays_loaded(cuda):
     y = torch.zeros(64, device=cuda)
     k = _fill_kernel(42)
-    k(y, 64, grid=1, block=64)                # compiled and loaded before the capture
+    k(y, 64, grid=1, block=64)  # compiled and loaded before the capture
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         k(y, 64, grid=1, block=64)
     del k
     gc.collect()
-    _fill_kernel(43)(torch.empty(1, device=cuda), 1, grid=1, block=1)   # unloads released modules
+    _fill_kernel(43)(torch.empty(1, device=cuda), 1, grid=1, block=1)  # unloads released modules
     y.zero_()
     g.replay()
     torch.cuda.synchronize()
@@ -265,18 +289,18 @@ def test_kernel_takes_arrays_of_other_libraries_without_a_copy(cuda):
     x = cupy.arange(1000, dtype=cupy.float32)
     y = cupy.ones(1000, dtype=cupy.float32)
     y_ptr = y.data.ptr
-    axpy(2.0, x, y, 1000, grid=cupy_ops.cdiv(1000, 128), block=128)      # DLPack
+    axpy(2.0, x, y, 1000, grid=cupy_ops.cdiv(1000, 128), block=128)  # DLPack
     torch.cuda.synchronize()
     assert y.data.ptr == y_ptr and bool(cupy.all(y == 2 * x + 1))
 
-    class OnlyCudaArrayInterface:          # e.g. a Numba device array
+    class OnlyCudaArrayInterface:  # e.g. a Numba device array
         def __init__(self, a):
             self.__cuda_array_interface__ = a.__cuda_array_interface__
 
     axpy(1.0, OnlyCudaArrayInterface(x), OnlyCudaArrayInterface(y), 1000, grid=8, block=128)
     torch.cuda.synchronize()
     assert bool(cupy.all(y == 3 * x + 1))
-    scale = cupy_ops.Kernel(SCALE, "scale")   # the template type comes from the array's dtype
+    scale = cupy_ops.Kernel(SCALE, "scale")  # the template type comes from the array's dtype
     h = cupy.linspace(-4, 4, 777, dtype=cupy.float16)
     out = cupy.empty_like(h)
     scale(h, out, 0.5, 777, grid=4, block=256)

@@ -3,6 +3,7 @@
 driver call recorded instead of made), the checks and their messages, the launch attributes'
 layout, and the test kernels compiled for sm_90. On the GPU: the cluster rank seen in the
 kernel, a grid-wide sync, the driver's occupancy, the stream launched on."""
+
 import ctypes
 
 import pytest
@@ -94,12 +95,14 @@ class FakeHandle:
 def launches(monkeypatch):
     calls = []
     monkeypatch.setattr(cupy_ops.Kernel, "handle", lambda self, key, device: FakeHandle())
-    monkeypatch.setattr(launch, "launch", lambda h, grid, block, values, smem, *rest, **kw: calls.append(
-        (grid, block, smem, rest, kw)))
+    monkeypatch.setattr(
+        launch, "launch", lambda h, grid, block, values, smem, *rest, **kw: calls.append((grid, block, smem, rest, kw))
+    )
     return calls
 
 
 # --- on the CPU ----------------------------------------------------------------------------
+
 
 def test_cluster_and_stream_reach_the_one_launch_function(launches, monkeypatch):
     k = cupy_ops.Kernel(COPY, "copy")
@@ -110,22 +113,27 @@ def test_cluster_and_stream_reach_the_one_launch_function(launches, monkeypatch)
     monkeypatch.setattr(launch, "stream_device", lambda s: 0)
     k(x, y, 8, grid=4, block=32, stream=0x1234)
     k(x, y, 8, grid=4, block=32)
-    assert launches == [((4, 2, 1), (32, 1, 1), 0, ((2, 2, 1),), {"stream": None, "cooperative": False}),
-                        ((4, 1, 1), (32, 1, 1), 0, ((2, 1, 1),), {"stream": None, "cooperative": False}),
-                        ((4, 1, 1), (32, 1, 1), 0, (1,), {"stream": None, "cooperative": False}),
-                        ((4, 1, 1), (32, 1, 1), 0, (1,), {"stream": 0x1234, "cooperative": False}),
-                        ((4, 1, 1), (32, 1, 1), 0, (), {})]
+    assert launches == [
+        ((4, 2, 1), (32, 1, 1), 0, ((2, 2, 1),), {"stream": None, "cooperative": False}),
+        ((4, 1, 1), (32, 1, 1), 0, ((2, 1, 1),), {"stream": None, "cooperative": False}),
+        ((4, 1, 1), (32, 1, 1), 0, (1,), {"stream": None, "cooperative": False}),
+        ((4, 1, 1), (32, 1, 1), 0, (1,), {"stream": 0x1234, "cooperative": False}),
+        ((4, 1, 1), (32, 1, 1), 0, (), {}),
+    ]
 
 
-@pytest.mark.parametrize("cluster, grid, error, message", [
-    ("2", 4, TypeError, r"cluster must be an int or a tuple of 1 to 3 ints, got '2'"),
-    ((2, 1, 1, 1), 4, TypeError, "cluster must be an int or a tuple of 1 to 3 ints"),
-    (True, 4, TypeError, "cluster must be an int"),
-    (0, 4, ValueError, "cluster dimension x must be at least 1, got 0"),
-    ((4, 8), (4, 8), ValueError, r"cluster \(4, 8, 1\) has 32 CTAs; a cluster has at most 16"),
-    (3, 4, ValueError, r"grid dimension x \(4\) must be a multiple of the cluster's \(3\)"),
-    ((1, 2), (4, 3), ValueError, r"grid dimension y \(3\) must be a multiple of the cluster's \(2\)"),
-])
+@pytest.mark.parametrize(
+    "cluster, grid, error, message",
+    [
+        ("2", 4, TypeError, r"cluster must be an int or a tuple of 1 to 3 ints, got '2'"),
+        ((2, 1, 1, 1), 4, TypeError, "cluster must be an int or a tuple of 1 to 3 ints"),
+        (True, 4, TypeError, "cluster must be an int"),
+        (0, 4, ValueError, "cluster dimension x must be at least 1, got 0"),
+        ((4, 8), (4, 8), ValueError, r"cluster \(4, 8, 1\) has 32 CTAs; a cluster has at most 16"),
+        (3, 4, ValueError, r"grid dimension x \(4\) must be a multiple of the cluster's \(3\)"),
+        ((1, 2), (4, 3), ValueError, r"grid dimension y \(3\) must be a multiple of the cluster's \(2\)"),
+    ],
+)
 def test_cluster_shapes_that_cannot_launch(launches, cluster, grid, error, message):
     k = cupy_ops.Kernel(COPY, "copy")
     with pytest.raises(error, match=message):
@@ -153,8 +161,11 @@ def test_streams_of_every_kind_and_on_another_device(launches, monkeypatch):
     monkeypatch.setattr(launch, "stream_device", lambda s: {0x10: 0, 0x11: 1}.get(s))
     k(x, y, 8, grid=1, block=8, stream=0x11)
     assert launches[-1][4]["stream"] == 0x11
-    with pytest.raises(ValueError, match=r"stream is on cuda:0 but the kernel's arrays are on cuda:1; launch on a "
-                                         r"stream of cuda:1"):
+    with pytest.raises(
+        ValueError,
+        match=r"stream is on cuda:0 but the kernel's arrays are on cuda:1; launch on a "
+        r"stream of cuda:1",
+    ):
         k(x, y, 8, grid=1, block=8, stream=0x10)
     for bad, message in ((True, "got bool"), ("s", "got str"), (1.5, "got float")):
         with pytest.raises(TypeError, match=f"stream must be a torch.cuda.Stream, .*{message}"):
@@ -174,9 +185,12 @@ def test_a_cooperative_grid_must_be_resident_at_once(launches, monkeypatch):
     monkeypatch.setattr(kernel_class, "sm_count", lambda device: 4)
     k(on(0), on(0), 8, grid=8, block=256, cooperative=True)
     assert launches[-1][4] == {"stream": None, "cooperative": True}
-    with pytest.raises(ValueError, match=r"cooperative=True: grid \(9, 1, 1\) has 9 blocks, but at most 8 blocks of "
-                                         r"kernel copy \(block \(256, 1, 1\), 0 bytes of dynamic shared memory\) are "
-                                         r"resident on cuda:0 at once \(2 per SM\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"cooperative=True: grid \(9, 1, 1\) has 9 blocks, but at most 8 blocks of "
+        r"kernel copy \(block \(256, 1, 1\), 0 bytes of dynamic shared memory\) are "
+        r"resident on cuda:0 at once \(2 per SM\)",
+    ):
         k(on(0), on(0), 8, grid=9, block=256, cooperative=True)
     with pytest.raises(ValueError, match=r"has 8 blocks, but at most 4"):
         k(on(0), on(0), 8, grid=(4, 2), block=512, cooperative=True)
@@ -208,8 +222,9 @@ def test_launch_attributes_are_cudas_structs():
     assert launch.cluster_dims(4) == (4, 1, 1) and launch.cluster_dims((2, 3)) == (2, 3, 1)
 
 
-@pytest.mark.parametrize("code, name", [(CLUSTER, "cluster_rank"), (GRID_SUM, "grid_sum"), (SMEM, "smem40k"),
-                                        (COPY, "copy")])
+@pytest.mark.parametrize(
+    "code, name", [(CLUSTER, "cluster_rank"), (GRID_SUM, "grid_sum"), (SMEM, "smem40k"), (COPY, "copy")]
+)
 def test_the_gpu_tests_kernels_compile_for_sm_90(code, name):
     pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
     results = cupy_ops.Kernel(code, name).compile_offline("sm_90")
@@ -220,14 +235,16 @@ def test_the_gpu_tests_kernels_compile_for_sm_90(code, name):
 
 # --- on the GPU ----------------------------------------------------------------------------
 
+
 def need_hopper():
     if torch.cuda.get_device_capability(0) < (9, 0):
         pytest.skip("thread-block clusters need compute capability 9.0")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("grid, cluster", [((4, 2, 1), (2, 2, 1)), ((8, 1, 1), 2), ((4, 4, 2), (1, 2, 2)),
-                                           ((16, 1, 1), 16)])
+@pytest.mark.parametrize(
+    "grid, cluster", [((4, 2, 1), (2, 2, 1)), ((8, 1, 1), 2), ((4, 4, 2), (1, 2, 2)), ((16, 1, 1), 16)]
+)
 def test_the_cluster_rank_is_visible_in_the_kernel(cuda, grid, cluster):
     need_hopper()
     k = cupy_ops.Kernel(CLUSTER, "cluster_rank")
@@ -236,8 +253,12 @@ def test_the_cluster_rank_is_visible_in_the_kernel(cuda, grid, cluster):
     size = torch.full((n,), -1, dtype=torch.int32, device=cuda)
     k(rank, size, grid=grid, block=32, cluster=cluster)
     c = launch.cluster_dims(cluster)
-    expected = [(bx % c[0]) + c[0] * ((by % c[1]) + c[1] * (bz % c[2]))
-                for bz in range(grid[2]) for by in range(grid[1]) for bx in range(grid[0])]
+    expected = [
+        (bx % c[0]) + c[0] * ((by % c[1]) + c[1] * (bz % c[2]))
+        for bz in range(grid[2])
+        for by in range(grid[1])
+        for bx in range(grid[0])
+    ]
     assert rank.tolist() == expected
     assert size.tolist() == [c[0] * c[1] * c[2]] * n
 
@@ -256,9 +277,9 @@ def test_without_a_cluster_each_block_is_its_own(cuda):
 def test_a_cooperative_launch_syncs_the_whole_grid(cuda):
     k = cupy_ops.Kernel(GRID_SUM, "grid_sum")
     occ = k.occupancy(256)
-    blocks = occ.resident_blocks        # every block resident: the most a cooperative grid may have
+    blocks = occ.resident_blocks  # every block resident: the most a cooperative grid may have
     assert blocks >= occ.sms
-    x = torch.randint(0, 8, (1 << 20,), device=cuda).float()   # integers: every order sums exactly
+    x = torch.randint(0, 8, (1 << 20,), device=cuda).float()  # integers: every order sums exactly
     partial = torch.zeros(blocks, device=cuda)
     out = torch.zeros(blocks, device=cuda)
     sync = torch.zeros(2, dtype=torch.int32, device=cuda)
@@ -278,9 +299,16 @@ def driver_blocks_per_sm(func: int, threads: int, smem: int) -> int:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("code, name, block, smem", [(COPY, "copy", 256, 0), (COPY, "copy", 1024, 0),
-                                                     (COPY, "copy", 128, 100 * 1024), (SMEM, "smem40k", 128, 0),
-                                                     (SMEM, "smem40k", 256, 60 * 1024)])
+@pytest.mark.parametrize(
+    "code, name, block, smem",
+    [
+        (COPY, "copy", 256, 0),
+        (COPY, "copy", 1024, 0),
+        (COPY, "copy", 128, 100 * 1024),
+        (SMEM, "smem40k", 128, 0),
+        (SMEM, "smem40k", 256, 60 * 1024),
+    ],
+)
 def test_occupancy_is_the_drivers(cuda, code, name, block, smem):
     k = cupy_ops.Kernel(code, name)
     occ = k.occupancy(block, smem)
@@ -294,8 +322,7 @@ def test_occupancy_is_the_drivers(cuda, code, name, block, smem):
     assert (occ.suggested_block, occ.min_grid) == (suggested, min_grid)
     # the estimate autotune prunes with, from the offline report, agrees here
     r = k.compile_offline(device.arch(0))[0]
-    estimate = device.estimated_blocks_per_sm(r.registers, block, (r.shared_bytes or 0) + smem,
-                                                  device.device_limits(0))
+    estimate = device.estimated_blocks_per_sm(r.registers, block, (r.shared_bytes or 0) + smem, device.device_limits(0))
     assert estimate == occ.blocks_per_sm, (r.registers, r.shared_bytes)
 
 
@@ -316,7 +343,7 @@ def test_stream_runs_the_kernel_on_that_stream(cuda):
 
     k = cupy_ops.Kernel(COPY, "copy")
     n = 1 << 16
-    k(torch.zeros(n, device=cuda), torch.zeros(n, device=cuda), n, grid=n // 256, block=256)   # compiled now
+    k(torch.zeros(n, device=cuda), torch.zeros(n, device=cuda), n, grid=n // 256, block=256)  # compiled now
     torch.cuda.synchronize()
     for kind in ("torch", "int", "cupy"):
         side = torch.cuda.Stream(cuda)
@@ -326,8 +353,7 @@ def test_stream_runs_the_kernel_on_that_stream(cuda):
         with torch.cuda.stream(side):
             torch.cuda._sleep(50_000_000)
             x.fill_(5.0)
-        stream = {"torch": side, "int": side.cuda_stream,
-                  "cupy": cupy.cuda.Stream.from_external(side)}[kind]
+        stream = {"torch": side, "int": side.cuda_stream, "cupy": cupy.cuda.Stream.from_external(side)}[kind]
         k(x, y, n, grid=n // 256, block=256, stream=stream)
         assert not side.query(), "the side stream finished before the test could tell streams apart"
         side.synchronize()
@@ -342,7 +368,7 @@ def test_a_stream_of_another_device_is_refused(two_gpus):
     with pytest.raises(ValueError, match=r"stream is on cuda:0 but the kernel's arrays are on cuda:1"):
         k(x, y, 1000, grid=4, block=256, stream=torch.cuda.Stream("cuda:0"))
     raw = torch.cuda.Stream("cuda:0").cuda_stream
-    if launch.stream_device(raw) is not None:    # drivers from CUDA 12.8 tell a raw stream's device
+    if launch.stream_device(raw) is not None:  # drivers from CUDA 12.8 tell a raw stream's device
         with pytest.raises(ValueError, match=r"stream is on cuda:0"):
             k(x, y, 1000, grid=4, block=256, stream=raw)
     side = torch.cuda.Stream("cuda:1")
@@ -362,8 +388,6 @@ def test_tensors_on_the_second_gpu_are_written_in_place(two_gpus):
     assert torch.equal(y, x) and torch.cuda.current_device() == 0
 
 
-
-
 def test_cuLaunchKernelEx_gets_the_grid_the_stream_and_both_attributes(monkeypatch):
     """launch.launch's cluster / cooperative path up to the driver: the CUlaunchConfig it
     passes (read back field by field) and the attribute array it points at."""
@@ -372,9 +396,16 @@ def test_cuLaunchKernelEx_gets_the_grid_the_stream_and_both_attributes(monkeypat
     def launch_ex(cfg, func, params, extra):
         c = cfg._obj
         attrs = ctypes.cast(c.attrs, ctypes.POINTER(launch._LaunchAttribute))
-        seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
-                     c.sharedMemBytes, c.hStream, [(attrs[i].id, attrs[i].x, attrs[i].y, attrs[i].z)
-                                                   for i in range(c.numAttrs)], func))
+        seen.append(
+            (
+                (c.gridDimX, c.gridDimY, c.gridDimZ),
+                (c.blockDimX, c.blockDimY, c.blockDimZ),
+                c.sharedMemBytes,
+                c.hStream,
+                [(attrs[i].id, attrs[i].x, attrs[i].y, attrs[i].z) for i in range(c.numAttrs)],
+                func,
+            )
+        )
         return 0
 
     class Fn:
@@ -385,5 +416,7 @@ def test_cuLaunchKernelEx_gets_the_grid_the_stream_and_both_attributes(monkeypat
     h = launch.KernelHandle(Fn(), 0, ["ptr", "i32"], "k")
     launch.launch(h, (4, 2, 1), (32, 1, 1), [0, 7], 0, (2, 2, 1), stream=0x77, cooperative=True)
     launch.launch(h, (8, 1, 1), (64, 1, 1), [0, 7], 0, 1, stream=0x78, cooperative=True)
-    assert seen == [((4, 2, 1), (32, 1, 1), 0, 0x77, [(4, 2, 2, 1), (2, 1, 0, 0)], 0xF00),
-                    ((8, 1, 1), (64, 1, 1), 0, 0x78, [(2, 1, 0, 0)], 0xF00)]
+    assert seen == [
+        ((4, 2, 1), (32, 1, 1), 0, 0x77, [(4, 2, 2, 1), (2, 1, 0, 0)], 0xF00),
+        ((8, 1, 1), (64, 1, 1), 0, 0x78, [(2, 1, 0, 0)], 0xF00),
+    ]

@@ -1,5 +1,6 @@
 """Worker for test_ddp.py, started by torch.distributed.run: trains ModelNew under DDP (NCCL,
 one process per GPU) on this rank's shard and saves the final parameters from rank 0."""
+
 import sys
 
 import torch
@@ -30,7 +31,7 @@ def main(path: str, variant: str) -> None:
     shard = BATCH // world
     for x, y in batches(device):
         opt.zero_grad()
-        loss = F.mse_loss(ddp(x[rank * shard:(rank + 1) * shard]), y[rank * shard:(rank + 1) * shard])
+        loss = F.mse_loss(ddp(x[rank * shard : (rank + 1) * shard]), y[rank * shard : (rank + 1) * shard])
         loss.backward()
         opt.step()
     if rank == 0:

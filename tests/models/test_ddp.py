@@ -1,6 +1,7 @@
 """ModelNew trained under DistributedDataParallel (NCCL, one process per GPU) matches the same
 training on one GPU (DDP averages the shards' gradients: equal to the full batch's for a mean
 loss over equal shards)."""
+
 import os
 import subprocess
 import sys
@@ -35,11 +36,29 @@ def test_ddp_matches_single_gpu(variant, cuda, tmp_path):
     if n < 2:
         pytest.skip(f"DDP needs at least two GPUs, this machine has {n}")
     out = tmp_path / "state.pt"
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'models'}", NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={min(n, 2)}",
-                           "--master_port=29533", str(ROOT / "tests" / "models" / "ddp_worker.py"), str(out), variant],
-                          env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'models'}",
+        NCCL_NVLS_ENABLE="0",
+        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+        NVSHMEM_DISABLE_NVLS="1",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={min(n, 2)}",
+            "--master_port=29533",
+            str(ROOT / "tests" / "models" / "ddp_worker.py"),
+            str(out),
+            variant,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ddp_state = torch.load(out)
     ref = single_gpu_reference(variant)

@@ -1,5 +1,6 @@
 """KernelBench models: same weights under the same seed, interchangeable state_dicts, and
 ModelNew's forward equal to Model's."""
+
 import pytest
 import torch
 
@@ -44,8 +45,7 @@ def test_state_dict_round_trip(module, cls):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.float16, 1e-2), (torch.bfloat16, 1e-2)],
-                         ids=str)
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.float16, 1e-2), (torch.bfloat16, 1e-2)], ids=str)
 @pytest.mark.parametrize("cls", [linear_relu_div.ModelNew, linear_relu_div.ModelNewNaive], ids=lambda c: c.__name__)
 def test_linear_relu_div_forward(cls, dtype, tol, cuda):
     torch.manual_seed(42)
@@ -70,8 +70,9 @@ def test_relu_and_matmul_forward(dtype, cuda):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, family", [(torch.float32, "tf32x3"), (torch.float16, "wgmma"),
-                                           (torch.bfloat16, "wgmma")], ids=str)
+@pytest.mark.parametrize(
+    "dtype, family", [(torch.float32, "tf32x3"), (torch.float16, "wgmma"), (torch.bfloat16, "wgmma")], ids=str
+)
 def test_linear_relu_div_model_new_is_one_fused_kernel_on_hopper(dtype, family, cuda, monkeypatch):
     """On Hopper ModelNew runs the layer as one fused kernel (not cuBLAS + relu_div) for each
     dtype: the variant that measured fastest at KernelBench's shape (README)."""
@@ -111,7 +112,7 @@ def test_relu_model_at_full_kernelbench_size(cuda):
     numel = relu.batch_size * relu.dim
     if torch.cuda.mem_get_info()[0] < 3 * 4 * numel + 2**30:
         pytest.skip(f"needs {3 * 4 * numel / 1e9:.0f} GB of free GPU memory")
-    x = torch.rand(relu.batch_size, relu.dim, device=cuda) - 0.5   # negatives too, unlike torch.rand
+    x = torch.rand(relu.batch_size, relu.dim, device=cuda) - 0.5  # negatives too, unlike torch.rand
     got = relu.ModelNew()(x)
     assert torch.equal(got, relu.Model()(x))
 
@@ -140,8 +141,18 @@ def test_kernelbench_check_takes_a_more_accurate_gemm_and_refuses_a_worse_one(cu
         g = torch.Generator(device="cuda").manual_seed(seed)
         return [fill(256, 2048, device="cuda", generator=g), fill(2048, 256, device="cuda", generator=g)]
 
-    results = {r.variant: r for r in kernelbench.run(matmul, {"exact": _Exact, "off": _Off}, make_inputs=make_inputs,
-                                                     init_inputs=[], dtype=torch.float32, trials=1, runs=3,
-                                                     log=lambda *a, **k: None)}
+    results = {
+        r.variant: r
+        for r in kernelbench.run(
+            matmul,
+            {"exact": _Exact, "off": _Off},
+            make_inputs=make_inputs,
+            init_inputs=[],
+            dtype=torch.float32,
+            trials=1,
+            runs=3,
+            log=lambda *a, **k: None,
+        )
+    }
     assert results["exact"].passed, results["exact"].failures
     assert not results["off"].passed and any("float64" in f for f in results["off"].failures)

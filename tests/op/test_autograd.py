@@ -1,6 +1,7 @@
 """Gradients: float64 gradcheck and gradgradcheck, gradients side by side with torch's autograd
 (the ReLU mask, divisor tensors, in-place calls torch records), a training step of each
 ModelNew next to Model."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -33,7 +34,9 @@ def test_gradcheck_matmul(cuda):
     a = torch.randn(6, 9, device=cuda, dtype=torch.float64, requires_grad=True)
     b = torch.randn(9, 5, device=cuda, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(cupy_ops.matmul, (a, b))
-    assert torch.autograd.gradcheck(lambda p, q: cupy_ops.matmul(p.t(), q), (a.detach().t().contiguous().requires_grad_(), b))
+    assert torch.autograd.gradcheck(
+        lambda p, q: cupy_ops.matmul(p.t(), q), (a.detach().t().contiguous().requires_grad_(), b)
+    )
 
 
 @pytest.mark.parametrize("divisor", [2.0, -1.5])
@@ -56,7 +59,10 @@ def test_elementwise_grads_match_torch(dtype, tol, cuda):
     x = torch.randn(1024, 515, device=cuda, dtype=dtype)
     x[0, :4] = torch.tensor([0.0, -0.0, float("nan"), 1e-40])
     g = torch.randn_like(x)
-    for ours, ref in [(cupy_ops.relu, torch.relu), (lambda t: cupy_ops.relu_div(t, 3.0), lambda t: torch.relu(t) / 3.0)]:
+    for ours, ref in [
+        (cupy_ops.relu, torch.relu),
+        (lambda t: cupy_ops.relu_div(t, 3.0), lambda t: torch.relu(t) / 3.0),
+    ]:
         a = x.clone().requires_grad_()
         b = x.clone().requires_grad_()
         ours(a).backward(g)
@@ -115,9 +121,8 @@ def test_training_relu_and_matmul_models(cuda):
     torch.testing.assert_close(b.grad, a.t() @ torch.ones(16, 4, device=cuda), atol=1e-5, rtol=1e-5)
 
 
-
-
 # --- second order: every formula is built of differentiable ops --------------------------
+
 
 def test_gradgradcheck_relu(cuda):
     x = away_from_zero(7, 13, device=cuda)
@@ -180,11 +185,11 @@ def test_hessian_vector_product_matches_torch(cuda):
 
 # --- linear_relu_div: the ReLU mask comes from the pre-activation, as in torch -----------
 
+
 def test_linear_relu_div_mask_survives_an_output_rounded_to_zero(cuda):
     # fp16: z = 2**-24 > 0, but relu(z) / 2 rounds to 0; torch still passes the gradient
     results = []
-    for f in (lambda x, w: cupy_ops.linear_relu_div(x, w, None, 2.0),
-              lambda x, w: torch.relu(F.linear(x, w)) / 2.0):
+    for f in (lambda x, w: cupy_ops.linear_relu_div(x, w, None, 2.0), lambda x, w: torch.relu(F.linear(x, w)) / 2.0):
         x = torch.ones(1, 1, device=cuda, dtype=torch.float16, requires_grad=True)
         w = torch.full((1, 1), 2.0**-24, device=cuda, dtype=torch.float16, requires_grad=True)
         y = f(x, w)
@@ -202,8 +207,10 @@ def test_linear_relu_div_mask_with_a_zero_inf_or_nan_divisor(divisor, cuda):
     inputs = [torch.randn(16, 8, device=cuda), torch.randn(12, 8, device=cuda), torch.randn(12, device=cuda)]
     g = torch.rand(16, 12, device=cuda)
     grads = []
-    for f in (lambda x, w, b: cupy_ops.linear_relu_div(x, w, b, divisor),
-              lambda x, w, b: torch.relu(F.linear(x, w, b)) / divisor):
+    for f in (
+        lambda x, w, b: cupy_ops.linear_relu_div(x, w, b, divisor),
+        lambda x, w, b: torch.relu(F.linear(x, w, b)) / divisor,
+    ):
         x, w, b = (t.clone().requires_grad_() for t in inputs)
         f(x, w, b).backward(g)
         grads.append((x.grad, w.grad, b.grad))
@@ -215,6 +222,7 @@ def test_linear_relu_div_mask_with_a_zero_inf_or_nan_divisor(divisor, cuda):
 
 
 # --- a divisor tensor gets its gradient, as torch gives it -------------------------------
+
 
 @pytest.mark.parametrize("kind", ["cpu 0-dim", "cuda 0-dim", "cuda (1,)", "cuda float64 (1,)"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -252,6 +260,7 @@ def test_linear_relu_div_divisor_tensor_gets_its_gradient(cuda):
 
 
 # --- in place on tensors autograd tracks: recorded as torch records it ------------------
+
 
 def test_inplace_relu_on_a_non_leaf_is_recorded_as_torch_records_it(cuda):
     x0 = torch.randn(1000, device=cuda)

@@ -3,6 +3,7 @@ every divisor kind and magnitude (the extremes the fused epilogue once flushed),
 with scalars the process has not seen, autocast dtypes and values, forward-mode AD, torch.func
 jvp / vmap / grad, out= and in place as torch resizes and refuses, opcheck over every op, and the
 shapes at each kernel's limits that "auto" and the ModelNews must still compute."""
+
 import math
 import warnings
 
@@ -26,8 +27,13 @@ _rng = np.random.default_rng(5)
 def number_kinds(d: float):
     """Every kind of host number torch divides by, holding (about) ``d``."""
     with np.errstate(over="ignore"):
-        kinds = {"float": d, "np.float64": np.float64(d), "np.float32": np.float32(d),
-                 "cpu float64": torch.tensor(d, dtype=torch.float64), "cpu float32": torch.tensor(d).float()}
+        kinds = {
+            "float": d,
+            "np.float64": np.float64(d),
+            "np.float32": np.float32(d),
+            "cpu float64": torch.tensor(d, dtype=torch.float64),
+            "cpu float32": torch.tensor(d).float(),
+        }
     if math.isfinite(d) and abs(d) < 2**62:
         kinds["int"] = int(d) or 1
         kinds["np.int64"] = np.int64(int(d) or 1)
@@ -63,7 +69,7 @@ def test_linear_relu_div_applies_every_divisor_as_torch_divides_the_layer(dtype,
 def test_relu_div_takes_bools_and_extreme_divisors_bit_for_bit(cuda):
     x = torch.cat([special_values(torch.float32, cuda), torch.randn(3000, device=cuda) * 1e30])
     for d in EXTREME:
-        for obj in ([d] if isinstance(d, bool) else number_kinds(float(d)).values()):
+        for obj in [d] if isinstance(d, bool) else number_kinds(float(d)).values():
             assert_bitwise_equal(cupy_ops.relu_div(x, obj), torch.relu(x) / obj)
 
 
@@ -81,10 +87,11 @@ def test_compile_fullgraph_with_scalars_this_process_never_used(cuda):
         assert_bitwise_equal(f_lrd(x, d), cupy_ops.linear_relu(x, w, b) / d)
         cublas.divisor = d
         assert_bitwise_equal(cublas(x), torch.relu(cublas.linear(x)) / d)
-    for d in (torch.tensor(3.5), torch.tensor(-0.25, device=cuda)):   # divisor tensors, CPU and CUDA
+    for d in (torch.tensor(3.5), torch.tensor(-0.25, device=cuda)):  # divisor tensors, CPU and CUDA
         torch.testing.assert_close(f_rd(x, d), torch.relu(x) / d, rtol=0, atol=0)
-    torch.testing.assert_close(f_lrd(x, torch.tensor(7.0)), cupy_ops.linear_relu(x, w, b) / torch.tensor(7.0),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(
+        f_lrd(x, torch.tensor(7.0)), cupy_ops.linear_relu(x, w, b) / torch.tensor(7.0), rtol=0, atol=0
+    )
 
 
 def test_compile_fullgraph_in_place_and_out(cuda):
@@ -115,12 +122,14 @@ def test_autocast_gives_torchs_dtypes_and_values(dtype, cuda):
     torch.manual_seed(0)
     new = lrd_model.ModelNew(96, 32, 2.0).to(cuda)
     with torch.autocast("cuda", dtype=dtype), torch.no_grad():
-        cases = [(cupy_ops.matmul(x, w.t()), x @ w.t()),
-                 (cupy_ops.linear_relu_div(x, w, b, 2.0), torch.relu(F.linear(x, w, b)) / 2.0),
-                 (new(x), ref(x)),
-                 (mm_model.ModelNew()(x, w.t()), mm_model.Model()(x, w.t())),
-                 (cupy_ops.relu(x), torch.relu(x)),
-                 (cupy_ops.relu_div(x, 3.0), torch.relu(x) / 3.0)]
+        cases = [
+            (cupy_ops.matmul(x, w.t()), x @ w.t()),
+            (cupy_ops.linear_relu_div(x, w, b, 2.0), torch.relu(F.linear(x, w, b)) / 2.0),
+            (new(x), ref(x)),
+            (mm_model.ModelNew()(x, w.t()), mm_model.Model()(x, w.t())),
+            (cupy_ops.relu(x), torch.relu(x)),
+            (cupy_ops.relu_div(x, 3.0), torch.relu(x) / 3.0),
+        ]
     for got, want in cases:
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         torch.testing.assert_close(got.float(), want.float(), atol=0.05, rtol=0.02)
@@ -139,20 +148,32 @@ def test_autocast_under_compile_and_autograd(cuda):
 
 
 def _torch_expr(name):
-    return {"relu": torch.relu, "relu_div": lambda t: torch.relu(t) / 3.0,
-            "matmul": lambda a, b: a @ b, "linear_relu_div": lambda a, w, b: torch.relu(F.linear(a, w, b)) / 2.0}[name]
+    return {
+        "relu": torch.relu,
+        "relu_div": lambda t: torch.relu(t) / 3.0,
+        "matmul": lambda a, b: a @ b,
+        "linear_relu_div": lambda a, w, b: torch.relu(F.linear(a, w, b)) / 2.0,
+    }[name]
 
 
 def _ours(name):
-    return {"relu": cupy_ops.relu, "relu_div": lambda t: cupy_ops.relu_div(t, 3.0),
-            "matmul": cupy_ops.matmul, "linear_relu_div": lambda a, w, b: cupy_ops.linear_relu_div(a, w, b, 2.0)}[name]
+    return {
+        "relu": cupy_ops.relu,
+        "relu_div": lambda t: cupy_ops.relu_div(t, 3.0),
+        "matmul": cupy_ops.matmul,
+        "linear_relu_div": lambda a, w, b: cupy_ops.linear_relu_div(a, w, b, 2.0),
+    }[name]
 
 
 def _primals(name, cuda):
     g = torch.Generator(device=cuda).manual_seed(7)
     r = lambda *s: torch.randn(*s, device=cuda, dtype=torch.float64, generator=g)  # noqa: E731
-    return {"relu": (r(30, 17),), "relu_div": (r(30, 17),), "matmul": (r(9, 12), r(12, 5)),
-            "linear_relu_div": (r(9, 12), r(5, 12), r(5))}[name]
+    return {
+        "relu": (r(30, 17),),
+        "relu_div": (r(30, 17),),
+        "matmul": (r(9, 12), r(12, 5)),
+        "linear_relu_div": (r(9, 12), r(5, 12), r(5)),
+    }[name]
 
 
 @pytest.mark.parametrize("name", ["relu", "relu_div", "matmul", "linear_relu_div"])
@@ -168,9 +189,11 @@ def test_forward_mode_ad_jvp_vmap_and_grad_match_torch(name, cuda):
     torch.testing.assert_close(torch.func.jvp(ours, primals, tangents)[1], torch.func.jvp(ref, primals, tangents)[1])
     batched = tuple(torch.stack([p, 2 * p, -p]) for p in primals)
     torch.testing.assert_close(torch.func.vmap(ours)(*batched), torch.func.vmap(ref)(*batched))
-    loss = lambda f: (lambda *a: f(*a).sum())  # noqa: E731
-    for g1, g2 in zip(torch.func.grad(loss(ours), argnums=tuple(range(len(primals))))(*primals),
-                      torch.func.grad(loss(ref), argnums=tuple(range(len(primals))))(*primals)):
+    loss = lambda f: lambda *a: f(*a).sum()  # noqa: E731
+    for g1, g2 in zip(
+        torch.func.grad(loss(ours), argnums=tuple(range(len(primals))))(*primals),
+        torch.func.grad(loss(ref), argnums=tuple(range(len(primals))))(*primals),
+    ):
         torch.testing.assert_close(g1, g2)
     torch.testing.assert_close(torch.func.jacfwd(ours)(*primals), torch.func.jacfwd(ref)(*primals))
 
@@ -195,23 +218,31 @@ def test_opcheck_over_every_op_on_generated_inputs(cuda):
         r = lambda *s, grad=False: torch.randn(*s, device=cuda, generator=g).to(dtype).requires_grad_(grad)  # noqa: E731
         x = r(33, 65, grad=dtype != torch.bfloat16)
         for view in (x, x.detach().t(), x.detach()[:, ::2], r(0, 5), r(1)):
-            cases += [(torch.ops.cupy_ops.relu.default, (view,)),
-                      (torch.ops.cupy_ops.relu_div.default, (view, -2.5)),
-                      (torch.ops.cupy_ops.relu_backward.default, (view, torch.randn_like(view.detach()), 4.0))]
-        cases += [(torch.ops.cupy_ops.relu_out.default, (torch.empty_like(x.detach()), x.detach())),
-                  (torch.ops.cupy_ops.relu_div_out.default, (torch.empty_like(x.detach()), x.detach(), 3.0))]
+            cases += [
+                (torch.ops.cupy_ops.relu.default, (view,)),
+                (torch.ops.cupy_ops.relu_div.default, (view, -2.5)),
+                (torch.ops.cupy_ops.relu_backward.default, (view, torch.randn_like(view.detach()), 4.0)),
+            ]
+        cases += [
+            (torch.ops.cupy_ops.relu_out.default, (torch.empty_like(x.detach()), x.detach())),
+            (torch.ops.cupy_ops.relu_div_out.default, (torch.empty_like(x.detach()), x.detach(), 3.0)),
+        ]
         a, b = r(17, 9, grad=True), r(9, 11, grad=True)
         w, bias = r(11, 9, grad=True), r(11, grad=True)
         for algo in ("auto", "naive"):
-            cases += [(torch.ops.cupy_ops.matmul.default, (a, b, algo)),
-                      (torch.ops.cupy_ops.matmul.default, (a.detach().t().contiguous().t(), b, algo)),
-                      (torch.ops.cupy_ops.matmul.default, (r(0, 9), b, algo)),
-                      (torch.ops.cupy_ops.matmul_out.default, (torch.empty(17, 11, device=cuda, dtype=dtype),
-                                                               a.detach(), b.detach(), algo)),
-                      (torch.ops.cupy_ops.linear_relu.default, (a, w, bias, algo)),
-                      (torch.ops.cupy_ops.linear_relu.default, (a, w, None, algo)),
-                      (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, algo)),
-                      (torch.ops.cupy_ops.linear_relu_div.default, (a, w, None, -0.5, algo))]
+            cases += [
+                (torch.ops.cupy_ops.matmul.default, (a, b, algo)),
+                (torch.ops.cupy_ops.matmul.default, (a.detach().t().contiguous().t(), b, algo)),
+                (torch.ops.cupy_ops.matmul.default, (r(0, 9), b, algo)),
+                (
+                    torch.ops.cupy_ops.matmul_out.default,
+                    (torch.empty(17, 11, device=cuda, dtype=dtype), a.detach(), b.detach(), algo),
+                ),
+                (torch.ops.cupy_ops.linear_relu.default, (a, w, bias, algo)),
+                (torch.ops.cupy_ops.linear_relu.default, (a, w, None, algo)),
+                (torch.ops.cupy_ops.linear_relu_div.default, (a, w, bias, 2.0, algo)),
+                (torch.ops.cupy_ops.linear_relu_div.default, (a, w, None, -0.5, algo)),
+            ]
     for op, args in cases:
         torch.library.opcheck(op, args)
 
@@ -227,7 +258,7 @@ def test_tf32x3_computes_outputs_wider_than_the_grid_with_a_row_major_b(cuda):
     p = cupy_ops.gemm_plan(a, b, algo="tf32x3")
     assert not p.swap
     got = cupy_ops.matmul(a, b, algo="tf32x3")
-    want = (a.double() @ b.double())
+    want = a.double() @ b.double()
     assert (got.double() - want).abs().max() <= 1e-5 * want.abs().max()
 
 

@@ -7,15 +7,16 @@ from a copy.
 
 The comparison: the GEMMs within torch's tolerances for the dtype (``torch.testing.assert_close``'s
 defaults, as torch's OpInfo tests compare them) or, failing that, of torch's error order against
-torch's result in float64 (``conftest.assert_of_torchs_error_order``: a broadcast operand's gradient,
-where torch rounds each batch entry's product before summing and we round once); relu bit for bit. linear is compared as the
-fused op computes it: ``linear_relu_div(x, w, b, d)`` against ``torch.relu(F.linear(x, w, b)) / d``
-with d = 2 (a power of two: the division is exact in both, so only the GEMM's rounding differs),
-and ``linear_relu`` against ``torch.relu(F.linear(x, w, b))``.
+torch's result in float64 (``conftest.assert_of_torchs_error_order``: a broadcast operand's
+gradient, where torch rounds each batch entry's product before summing and we round once); relu bit
+for bit. linear is compared as the fused op computes it: ``linear_relu_div(x, w, b, d)`` against
+``torch.relu(F.linear(x, w, b)) / d`` with d = 2 (a power of two: the division is exact in both, so
+only the GEMM's rounding differs), and ``linear_relu`` against ``torch.relu(F.linear(x, w, b))``.
 
 op_db's module imports ``expecttest``, which torch's test dependencies have; without it the
 tests skip with that reason.
 """
+
 import functools
 
 import pytest
@@ -32,7 +33,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DIVISOR = 2.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _op_db():
     try:
         from torch.testing._internal.common_methods_invocations import op_db
@@ -48,10 +49,18 @@ CALLS = {
     "mm": [("matmul", lambda a, b: cupy_ops.matmul(a, b), torch.mm, False)],
     "bmm": [("matmul", lambda a, b: cupy_ops.matmul(a, b), torch.bmm, False)],
     "nn.functional.linear": [
-        ("linear_relu_div", lambda x, w, b=None: cupy_ops.linear_relu_div(x, w, b, DIVISOR),
-         lambda x, w, b=None: torch.relu(F.linear(x, w, b)) / DIVISOR, False),
-        ("linear_relu", lambda x, w, b=None: cupy_ops.linear_relu(x, w, b),
-         lambda x, w, b=None: torch.relu(F.linear(x, w, b)), False),
+        (
+            "linear_relu_div",
+            lambda x, w, b=None: cupy_ops.linear_relu_div(x, w, b, DIVISOR),
+            lambda x, w, b=None: torch.relu(F.linear(x, w, b)) / DIVISOR,
+            False,
+        ),
+        (
+            "linear_relu",
+            lambda x, w, b=None: cupy_ops.linear_relu(x, w, b),
+            lambda x, w, b=None: torch.relu(F.linear(x, w, b)),
+            False,
+        ),
     ],
     "nn.functional.relu": [("relu", lambda x: cupy_ops.relu(x), torch.relu, True)],
 }
@@ -66,8 +75,9 @@ def _compare(got, expected, exact: bool, what: str, reference=None):
     if expected is None:
         assert got is None, what
         return
-    assert got.shape == expected.shape and got.dtype == expected.dtype, \
+    assert got.shape == expected.shape and got.dtype == expected.dtype, (
         f"{what}: {tuple(got.shape)} {got.dtype} against torch's {tuple(expected.shape)} {expected.dtype}"
+    )
     if exact:
         assert_bitwise_equal(got, expected)
     elif reference is None:
@@ -117,8 +127,10 @@ def test_op_db_samples(cuda, name, dtype):
         for i, sample in enumerate(info.sample_inputs(cuda, dtype, requires_grad=grad)):
             for layout, s in (("contiguous", sample), ("non-contiguous", sample.noncontiguous())):
                 for label, ours, theirs, exact in CALLS[name]:
-                    what = (f"{name}{'.' + info.variant_test_name if info.variant_test_name else ''} sample {i} "
-                            f"({layout}; {[tuple(t.shape) for t in _tensors(s)]}) through {label}")
+                    what = (
+                        f"{name}{'.' + info.variant_test_name if info.variant_test_name else ''} sample {i} "
+                        f"({layout}; {[tuple(t.shape) for t in _tensors(s)]}) through {label}"
+                    )
                     count += 1
                     try:
                         _run_sample(s, ours, theirs, exact, what)

@@ -1,5 +1,6 @@
 """In-place and out=: each behaviour side by side with torch's own (torch.clamp_min(x, 0, out=)
 is torch's relu with an out= form; x.div_(d) its in-place divide)."""
+
 import warnings
 
 import pytest
@@ -28,9 +29,12 @@ def test_an_inplace_write_bumps_the_version_counter(inplace, cuda):
     as it does after torch's own in-place ops."""
     x = torch.randn(1000, device=cuda, requires_grad=True)
     w = torch.randn(1000, device=cuda)
-    write = {"relu_": lambda: cupy_ops.relu_(w), "relu_div_": lambda: cupy_ops.relu_div_(w, 2.0),
-             "relu out=": lambda: cupy_ops.relu(w.detach().clone(), out=w),
-             "relu_div out=": lambda: cupy_ops.relu_div(w.detach().clone(), 3.0, out=w)}[inplace]
+    write = {
+        "relu_": lambda: cupy_ops.relu_(w),
+        "relu_div_": lambda: cupy_ops.relu_div_(w, 2.0),
+        "relu out=": lambda: cupy_ops.relu(w.detach().clone(), out=w),
+        "relu_div out=": lambda: cupy_ops.relu_div(w.detach().clone(), 3.0, out=w),
+    }[inplace]
     torch_y = (x * w).sum()
     w.relu_()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
@@ -45,10 +49,12 @@ def test_an_inplace_write_bumps_the_version_counter(inplace, cuda):
 
 def test_out_partially_overlapping_the_input_is_refused(cuda):
     buf = torch.randn(1 << 20, device=cuda)
-    raises_like_torch(PARTIAL, lambda: cupy_ops.relu(buf[:-1], out=buf[1:]),
-                      lambda: torch.clamp_min(buf[:-1], 0, out=buf[1:]))
-    raises_like_torch(PARTIAL, lambda: cupy_ops.relu_div(buf[:-1], 2.0, out=buf[1:]),
-                      lambda: torch.div(buf[:-1], 2.0, out=buf[1:]))
+    raises_like_torch(
+        PARTIAL, lambda: cupy_ops.relu(buf[:-1], out=buf[1:]), lambda: torch.clamp_min(buf[:-1], 0, out=buf[1:])
+    )
+    raises_like_torch(
+        PARTIAL, lambda: cupy_ops.relu_div(buf[:-1], 2.0, out=buf[1:]), lambda: torch.div(buf[:-1], 2.0, out=buf[1:])
+    )
     # full overlap (the same elements, the same order) is in place, as for torch
     expected = torch.relu(buf)
     assert cupy_ops.relu(buf, out=buf.view(-1)) is not None
@@ -81,8 +87,11 @@ def test_out_with_an_input_that_requires_grad_is_refused(cuda):
 
 def test_inplace_on_a_leaf_that_requires_grad_is_refused_with_torchs_message(cuda):
     leaf = torch.randn(10, device=cuda, requires_grad=True)
-    raises_like_torch("a leaf Variable that requires grad is being used in an in-place operation",
-                      lambda: cupy_ops.relu_(leaf), lambda: torch.relu_(leaf))
+    raises_like_torch(
+        "a leaf Variable that requires grad is being used in an in-place operation",
+        lambda: cupy_ops.relu_(leaf),
+        lambda: torch.relu_(leaf),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -93,6 +102,7 @@ def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtyp
     cannot run over its own input, so the op computes aside and copies."""
     from cupy_ops.ops.linear_relu_div import LINEAR_RELU_DIV
     from cupy_ops.ops.matmul import MATMUL
+
     torch.manual_seed(0)
     for shape in ((384, 384), (3, 192, 192)):
         a, b = torch.randn(shape, device=cuda, dtype=dtype), torch.randn(shape, device=cuda, dtype=dtype)
@@ -109,8 +119,11 @@ def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtyp
         x = a.clone()
         torch.ops.cupy_ops.matmul_out(x, x, x, "auto")
         assert_bitwise_equal(x, cupy_ops.matmul(a, a))
-    x, w, bias = (torch.randn(256, 256, device=cuda, dtype=dtype), torch.randn(256, 256, device=cuda, dtype=dtype),
-                  torch.randn(256, device=cuda, dtype=dtype))
+    x, w, bias = (
+        torch.randn(256, 256, device=cuda, dtype=dtype),
+        torch.randn(256, 256, device=cuda, dtype=dtype),
+        torch.randn(256, device=cuda, dtype=dtype),
+    )
     want = cupy_ops.linear_relu_div(x, w, bias, 2.0)
     for target in ("x", "weight"):
         xx, ww = x.clone(), w.clone()
@@ -119,8 +132,18 @@ def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtyp
         assert_bitwise_equal(out, want)
 
 
-@pytest.mark.parametrize("sa, sb", [((3, 17, 9), (3, 9, 11)), ((2, 1, 17, 9), (3, 9, 11)), ((4, 17, 9), (9, 11)),
-                                    ((17, 9), (4, 9, 11)), ((9,), (4, 9, 11)), ((3, 17, 9), (9,)), ((9,), (9,))])
+@pytest.mark.parametrize(
+    "sa, sb",
+    [
+        ((3, 17, 9), (3, 9, 11)),
+        ((2, 1, 17, 9), (3, 9, 11)),
+        ((4, 17, 9), (9, 11)),
+        ((17, 9), (4, 9, 11)),
+        ((9,), (4, 9, 11)),
+        ((3, 17, 9), (9,)),
+        ((9,), (9,)),
+    ],
+)
 def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
     """matmul's out= over torch.matmul's batched, broadcast and 1-D shapes, side by side with
     torch.matmul(out=): an empty ``out``, one of another shape (resized, warned as torch warns),
@@ -129,12 +152,13 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
     with the strided ``out``: "The size of tensor a (17) must match the size of tensor b (68)")
     ours still writes the product."""
     from cupy_ops.ops.matmul import MATMUL
+
     torch.manual_seed(1)
     a, b = torch.randn(sa, device=cuda), torch.randn(sb, device=cuda)
     want, ref = cupy_ops.matmul(a, b), torch.matmul(a, b)
     outs = [("empty", lambda: torch.empty(0, device=cuda)), ("wrong", lambda: torch.empty(5, device=cuda))]
     if ref.dim() >= 2:
-        back = tuple(range(ref.dim() - 1, -1, -1))   # the right shape, the strides reversed
+        back = tuple(range(ref.dim() - 1, -1, -1))  # the right shape, the strides reversed
         outs.append(("strided", lambda: torch.empty(ref.shape[::-1], device=cuda).permute(*back)))
     for name, make in outs:
         ours, theirs = make(), make()
@@ -145,7 +169,7 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
             warnings.simplefilter("always")
             try:
                 torch.matmul(a, b, out=theirs)
-            except RuntimeError as exc:   # its copy back from a reshaped copy of out, not out's shape
+            except RuntimeError as exc:  # its copy back from a reshaped copy of out, not out's shape
                 assert name == "strided" and a.dim() > 2 and b.dim() <= 2, (name, exc)
                 theirs = None
         if theirs is not None:

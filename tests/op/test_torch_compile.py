@@ -1,5 +1,6 @@
 """The built-in ops as torch ops: opcheck, torch.compile(fullgraph=True), reduce-overhead (CUDA
 graphs), manual graph capture; and plain eager calls that stay off the dispatcher."""
+
 import importlib
 
 import pytest
@@ -75,7 +76,7 @@ def test_manual_cuda_graph_capture(cuda):
     with torch.no_grad():
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):      # warm up (compiles the kernels) before capture
+        with torch.cuda.stream(s):  # warm up (compiles the kernels) before capture
             for _ in range(2):
                 model(static_x)
                 cupy_ops.relu(static_x)
@@ -96,8 +97,13 @@ def test_eager_calls_skip_the_dispatcher(cuda, monkeypatch):
         raise AssertionError("a plain eager call went through the custom op")
 
     mods = {m: importlib.import_module(f"cupy_ops.ops.{m}") for m in ("relu", "relu_div", "matmul", "linear_relu_div")}
-    for declared in (mods["relu"].RELU, mods["relu_div"].RELU_DIV, mods["matmul"].MATMUL,
-                     mods["linear_relu_div"].LINEAR_RELU, mods["linear_relu_div"].LINEAR_RELU_DIV):
+    for declared in (
+        mods["relu"].RELU,
+        mods["relu_div"].RELU_DIV,
+        mods["matmul"].MATMUL,
+        mods["linear_relu_div"].LINEAR_RELU,
+        mods["linear_relu_div"].LINEAR_RELU_DIV,
+    ):
         monkeypatch.setattr(declared, "overload", boom)
         monkeypatch.setattr(declared, "_eager_apply", boom)
     x = torch.randn(64, 64, device=cuda)
@@ -106,5 +112,5 @@ def test_eager_calls_skip_the_dispatcher(cuda, monkeypatch):
     cupy_ops.relu_div(x, 2.0)
     cupy_ops.matmul(x, x)
     with torch.no_grad():
-        cupy_ops.linear_relu_div(x, w, None, 2.0)   # weights require grad, but grad mode is off
+        cupy_ops.linear_relu_div(x, w, None, 2.0)  # weights require grad, but grad mode is off
         relu.ModelNew()(x)

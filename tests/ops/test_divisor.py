@@ -1,6 +1,8 @@
-"""The divisor rule (ops/divisor.py) against exact arithmetic: the scale relu_div multiplies by is torch's, the double reciprocal rounded to the compute type."""
-import math  # noqa: E402
-from fractions import Fraction  # noqa: E402
+"""The divisor rule (ops/divisor.py) against exact arithmetic: the scale relu_div multiplies by is
+torch's, the double reciprocal rounded to the compute type."""
+
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -8,11 +10,10 @@ import torch
 
 from cupy_ops.ops import divisor as _divisor
 
-BINARY64 = (53, -1022, 1023)   # significand bits, least normal exponent, greatest exponent
+BINARY64 = (53, -1022, 1023)  # significand bits, least normal exponent, greatest exponent
 BINARY32 = (24, -126, 127)
 _F32_MAX, _F32_TINY, _F32_TRUE_MIN = float(np.finfo(np.float32).max), 2.0**-126, 2.0**-149
 _rng_d = np.random.default_rng(20261127)
-
 
 
 def round_to_nearest_even(q, fmt):
@@ -23,10 +24,10 @@ def round_to_nearest_even(q, fmt):
         return q
     p, emin, emax = fmt
     a = abs(q)
-    e = a.numerator.bit_length() - a.denominator.bit_length()   # 2^(e-1) < a < 2^(e+1)
+    e = a.numerator.bit_length() - a.denominator.bit_length()  # 2^(e-1) < a < 2^(e+1)
     if Fraction(2) ** e > a:
-        e -= 1                                                   # now 2^e <= a < 2^(e+1)
-    quantum = Fraction(2) ** (max(e, emin) - p + 1)              # below 2^emin: the subnormals' spacing
+        e -= 1  # now 2^e <= a < 2^(e+1)
+    quantum = Fraction(2) ** (max(e, emin) - p + 1)  # below 2^emin: the subnormals' spacing
     n, rest = divmod(a, quantum)
     if 2 * rest > quantum or (2 * rest == quantum and n % 2):
         n += 1
@@ -59,19 +60,41 @@ def _same(got, want) -> bool:
     return got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
 
 
-_OVERFLOW_TIE = float(1 / Fraction(2**128 - 2**103))   # 1 / d near the midpoint of fp32's max and 2^128
+_OVERFLOW_TIE = float(1 / Fraction(2**128 - 2**103))  # 1 / d near the midpoint of fp32's max and 2^128
 
 
 DIVISORS = (
     # log-uniform magnitudes over 1e-45..1e45, both signs
-    [float(s * 10.0 ** e) for e, s in zip(_rng_d.uniform(-45, 45, 600), _rng_d.choice([-1.0, 1.0], 600))]
+    [float(s * 10.0**e) for e, s in zip(_rng_d.uniform(-45, 45, 600), _rng_d.choice([-1.0, 1.0], 600))]
     # fp32's boundaries: the reciprocal overflows, reaches the largest finite value, the least
     # normal, the subnormals and their rounding to 0 (2^-150 is a tie: to even, 0)
-    + [_F32_MAX, -_F32_MAX, 1 / _F32_MAX, math.nextafter(1 / _F32_MAX, 0), math.nextafter(1 / _F32_MAX, 1),
-       _F32_TINY, _F32_TRUE_MIN, -_F32_TRUE_MIN, 2.0**-127, 2.0**-128, -(2.0**-128), 2.0**127, 2.0**128,
-       _OVERFLOW_TIE, math.nextafter(_OVERFLOW_TIE, 0), math.nextafter(_OVERFLOW_TIE, 1), -_OVERFLOW_TIE,
-       2.0**149, 1.5 * 2.0**149, 2.0**150, math.nextafter(2.0**150, 0), math.nextafter(2.0**150, math.inf),
-       1.25 * 2.0**150, 2.0**151, -(2.0**151)]
+    + [
+        _F32_MAX,
+        -_F32_MAX,
+        1 / _F32_MAX,
+        math.nextafter(1 / _F32_MAX, 0),
+        math.nextafter(1 / _F32_MAX, 1),
+        _F32_TINY,
+        _F32_TRUE_MIN,
+        -_F32_TRUE_MIN,
+        2.0**-127,
+        2.0**-128,
+        -(2.0**-128),
+        2.0**127,
+        2.0**128,
+        _OVERFLOW_TIE,
+        math.nextafter(_OVERFLOW_TIE, 0),
+        math.nextafter(_OVERFLOW_TIE, 1),
+        -_OVERFLOW_TIE,
+        2.0**149,
+        1.5 * 2.0**149,
+        2.0**150,
+        math.nextafter(2.0**150, 0),
+        math.nextafter(2.0**150, math.inf),
+        1.25 * 2.0**150,
+        2.0**151,
+        -(2.0**151),
+    ]
     # reciprocals that fall in fp32's subnormals: d over 2^126..2^128, both signs
     + [s * 2.0**126 * (1 + k / 64) for k in range(129) for s in (1.0, -1.0)]
     # reciprocals past double's range or in its subnormals
@@ -80,7 +103,8 @@ DIVISORS = (
     + [0.6372658082104927, 0.5412914007013113, 0.9406392351008829, 0.7967688936918248]
     # the special values, everyday divisors, and the other kinds torch takes
     + [0.0, -0.0, math.inf, -math.inf, math.nan, 2.0, 3.0, 0.1, 1e-3, 7e-4, 65504.0, 1e-30]
-    + [7, -3, 2**70, True, False, np.float32(0.1), np.float64(1e-3), np.int64(3)])
+    + [7, -3, 2**70, True, False, np.float32(0.1), np.float64(1e-3), np.int64(3)]
+)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])

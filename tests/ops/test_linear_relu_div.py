@@ -5,6 +5,7 @@ rounding of the Linear output to the dtype (torch rounds it before the ReLU) and
 result: each one unit roundoff of the dtype. ReLU does not increase errors; the divide is
 exact for the divisors used here (powers of two, and 3 with its fp32 reciprocal).
 """
+
 import math
 
 import pytest
@@ -41,8 +42,9 @@ from gemm_checks import ALGO_DTYPES  # noqa: E402
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
-@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (257, 64, 300),
-                                     (0, 4, 3), (4, 0, 3)], ids=str)
+@pytest.mark.parametrize(
+    "M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (33, 4097, 65), (257, 64, 300), (0, 4, 3), (4, 0, 3)], ids=str
+)
 def test_linear_relu_div_shapes(M, K, N, algo, dtype, cuda):
     require_algo(algo)
     x = torch.randn(M, K, device=cuda).to(dtype)
@@ -66,8 +68,9 @@ def test_linear_relu_div_strided(algo, dtype, cuda):
 
 # (without a bias the denormal is the product itself: only where CUDA cores form it, as
 # tensor cores may flush one; with a bias it is the epilogue's sum, on every path)
-DENORMAL_CASES = [(algo, dtype, True) for algo, dtype in ALGO_DTYPES] + \
-    [(algo, dtype, False) for algo, dtype in ALGO_DTYPES if algo in ("naive", "simt")]
+DENORMAL_CASES = [(algo, dtype, True) for algo, dtype in ALGO_DTYPES] + [
+    (algo, dtype, False) for algo, dtype in ALGO_DTYPES if algo in ("naive", "simt")
+]
 
 
 @pytest.mark.parametrize("algo, dtype, with_bias", DENORMAL_CASES, ids=str)
@@ -77,17 +80,17 @@ def test_linear_relu_div_keeps_denormals(algo, dtype, with_bias, cuda):
     smallest normal gives that denormal, bit for bit; without a bias (the epilogue adds -0.0)
     a product of two normals that is that denormal stays it."""
     require_algo(algo)
-    half_tiny = torch.finfo(dtype).tiny / 2             # a denormal of the dtype
+    half_tiny = torch.finfo(dtype).tiny / 2  # a denormal of the dtype
     if with_bias:
-        e = math.frexp(torch.finfo(dtype).tiny)[1] // 2 + 3   # v = 2^(2e): 64 x the smallest normal
+        e = math.frexp(torch.finfo(dtype).tiny)[1] // 2 + 3  # v = 2^(2e): 64 x the smallest normal
         x_val, w_val, b = 2.0**e, 2.0**e, torch.full((5,), -(2.0 ** (2 * e) - half_tiny), dtype=dtype, device=cuda)
-        assert b[0].item() == -(2.0 ** (2 * e) - half_tiny)   # representable: the sum is exact
+        assert b[0].item() == -(2.0 ** (2 * e) - half_tiny)  # representable: the sum is exact
     else:
         x_val, w_val, b = 0.125, half_tiny * 8, None
     x = torch.full((3, 1), x_val, dtype=dtype, device=cuda)
     w = torch.full((5, 1), w_val, dtype=dtype, device=cuda)
     exact = torch.full((3, 5), half_tiny, dtype=dtype, device=cuda)
-    assert torch.equal(torch.relu(F.linear(x, w, b)) / 1.0, exact)   # torch's layer: the specification
+    assert torch.equal(torch.relu(F.linear(x, w, b)) / 1.0, exact)  # torch's layer: the specification
     got = cupy_ops.linear_relu_div(x, w, b, 1.0, algo=algo)
     assert torch.equal(got, exact), f"{got[0, 0].item()!r} != {half_tiny!r}"
 

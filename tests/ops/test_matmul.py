@@ -5,6 +5,7 @@ errs by at most gamma_K = K*u / (1 - K*u) times sum_k |a_mk| |b_kn| (Higham, Acc
 Stability of Numerical Algorithms, sect. 3.1); rounding the result to the output dtype adds
 one unit roundoff of that dtype times |c|. A wrong index or a missed term errs by O(|c|).
 """
+
 import pytest
 import torch
 
@@ -15,8 +16,17 @@ from gemm_checks import ALGO_DTYPES, TF32_ROUNDOFF, assert_gemm_close, roundoff
 
 pytestmark = pytest.mark.gpu
 
-SHAPES = [(1, 1, 1), (3, 5, 7), (127, 129, 128), (129, 128, 127), (64, 4097, 33), (257, 31, 4097),
-          (0, 5, 3), (5, 3, 0), (5, 0, 3)]
+SHAPES = [
+    (1, 1, 1),
+    (3, 5, 7),
+    (127, 129, 128),
+    (129, 128, 127),
+    (64, 4097, 33),
+    (257, 31, 4097),
+    (0, 5, 3),
+    (5, 3, 0),
+    (5, 0, 3),
+]
 
 
 @pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
@@ -47,7 +57,7 @@ def test_matmul_strided_operands(algo, dtype, cuda):
         "size-1 dims": (big_a[:1, :77], big_b[:77, :1]),
         "column of a.t()": (big_a[:1, :].t(), big_b[:1, :]),
     }
-    for name, (a, b) in cases.items():
+    for _name, (a, b) in cases.items():
         c = cupy_ops.matmul(a, b, algo=algo)
         assert_gemm_close(c, a, b, operand_roundoff=roundoff(algo, dtype))
 
@@ -118,7 +128,7 @@ def test_tf32_operands_are_rounded_to_nearest_as_torch_does(algo, cuda):
     def rna(x):  # half a TF32 ulp added to the magnitude bits, then the 13 low bits dropped
         return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
 
-    prods = rna(a).double().unsqueeze(2) * rna(b).double().unsqueeze(0)   # exact products
+    prods = rna(a).double().unsqueeze(2) * rna(b).double().unsqueeze(0)  # exact products
     ref, absum = prods.sum(1), prods.abs().sum(1)
     bound = 8 * 2.0**-24 * absum + 1e-30
     got = cupy_ops.matmul(a, b, algo=algo).double()

@@ -18,6 +18,7 @@ Only the kernel families the GPU runs are drawn (``runnable``: the Hopper famili
 capability 9.0). The fast suite draws 200 examples per property (100 for the large GEMMs); the
 ones marked slow, 1,000.
 """
+
 import functools
 import math
 
@@ -38,19 +39,42 @@ from hypothesis import strategies as st  # noqa: E402
 
 gpu = pytest.mark.gpu
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
-FAST = settings(max_examples=200, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 GEMM_FAST = settings(FAST, max_examples=100)
 SLOW = settings(FAST, max_examples=1000)
-INT = {torch.float16: (np.int16, torch.int16), torch.bfloat16: (np.int16, torch.int16),
-       torch.float32: (np.int32, torch.int32), torch.float64: (np.int64, torch.int64)}
+INT = {
+    torch.float16: (np.int16, torch.int16),
+    torch.bfloat16: (np.int16, torch.int16),
+    torch.float32: (np.int32, torch.int32),
+    torch.float64: (np.int64, torch.int64),
+}
 
 
 def special(dtype):
     info = torch.finfo(dtype)
-    return [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, info.tiny / 4, -info.tiny / 4,
-            info.tiny, -info.tiny, info.max, -info.max, info.eps, -info.eps, info.smallest_normal * info.eps,
-            -info.smallest_normal * info.eps]
+    return [
+        math.nan,
+        -math.nan,
+        math.inf,
+        -math.inf,
+        0.0,
+        -0.0,
+        info.tiny / 4,
+        -info.tiny / 4,
+        info.tiny,
+        -info.tiny,
+        info.max,
+        -info.max,
+        info.eps,
+        -info.eps,
+        info.smallest_normal * info.eps,
+        -info.smallest_normal * info.eps,
+    ]
 
 
 def exponent_range(dtype):
@@ -121,12 +145,43 @@ def as_kind(d: float, kind: str, device):
 # torch's divisor kinds; values log-uniform over 1e-30..1e30 of both signs, any double, and the
 # special ones: 0, -0, +-inf, NaN, subnormals (of fp32 and fp64) and values that once broke
 DIVISORS = st.tuples(
-    st.one_of(st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -3e-42, 5e-324, 1e-310,
-                               2.0, 3.0, 0.1, 1e-3, 7e-4, 65504.0]),
-              st.builds(lambda e, s: s * 10.0 ** e, st.floats(-30, 30), st.sampled_from([-1.0, 1.0])),
-              st.floats()),
-    st.sampled_from(["float", "int", "np.float32", "np.float64", "cpu float64", "cpu float32",
-                     "cpu float16", "cpu bfloat16", "cuda"]))
+    st.one_of(
+        st.sampled_from(
+            [
+                0.0,
+                -0.0,
+                math.inf,
+                -math.inf,
+                math.nan,
+                1e-40,
+                -3e-42,
+                5e-324,
+                1e-310,
+                2.0,
+                3.0,
+                0.1,
+                1e-3,
+                7e-4,
+                65504.0,
+            ]
+        ),
+        st.builds(lambda e, s: s * 10.0**e, st.floats(-30, 30), st.sampled_from([-1.0, 1.0])),
+        st.floats(),
+    ),
+    st.sampled_from(
+        [
+            "float",
+            "int",
+            "np.float32",
+            "np.float64",
+            "cpu float64",
+            "cpu float32",
+            "cpu float16",
+            "cpu bfloat16",
+            "cuda",
+        ]
+    ),
+)
 
 
 def test_representable_values_cover_the_dtypes_range():
@@ -141,13 +196,13 @@ def test_representable_values_cover_the_dtypes_range():
         exps = set(torch.floor(torch.log2(finite)).long().tolist())
         assert len(exps) >= min(hi - lo + 1, 2000) // 2, (dtype, len(exps))
         sub = (finite < torch.finfo(dtype).smallest_normal).double().mean().item()
-        if dtype == torch.float16:   # 1/32 of the patterns are subnormal, 1/32 inf or NaN
+        if dtype == torch.float16:  # 1/32 of the patterns are subnormal, 1/32 inf or NaN
             assert 0.02 < sub < 0.045 and 0.02 < (~x.isfinite()).double().mean().item() < 0.045
         else:
             assert sub > 0, dtype
         y = representable(dtype, 20000, rng, (0.4, 0.4)).double()
         assert y.isnan().any() and y.isposinf().any() and y.isneginf().any(), dtype
-        assert y.isinf().double().mean().item() < 0.1, dtype   # not "all inf" (a scale of 10^38 in fp16)
+        assert y.isinf().double().mean().item() < 0.1, dtype  # not "all inf" (a scale of 10^38 in fp16)
         z = representable(dtype, 20000, rng, (0.0, 1.0))
         assert z.isfinite().double().mean().item() > 0.9, dtype
 
@@ -168,7 +223,7 @@ def test_relu_div_property(x, d):
 
 # --- GEMM: sizes across tile and split boundaries ------------------------------------------
 
-GEMM_BUDGET = 2**28   # M N K of one example at most: the fp64 reference and naive stay fast
+GEMM_BUDGET = 2**28  # M N K of one example at most: the fp64 reference and naive stay fast
 REGIMES = ("small", "edges", "split", "wide")
 
 
@@ -192,12 +247,13 @@ def gemm_sizes(regime: str, seed: int) -> tuple[int, int, int]:
     return M, max(min(K, GEMM_BUDGET // max(M * N, 1)), 1 if K else 0), N
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def runnable(dev) -> tuple:
     """The (algo, dtype) pairs of test_matmul's table that ``dev`` runs (a family that needs
     another GPU is left out, not drawn to raise)."""
-    return tuple((a, d) for a, d in ALGO_DTYPES
-                 if a in ("auto", "accurate") or gemm.supports(a, 1, 1, 1, d, dev) is None)
+    return tuple(
+        (a, d) for a, d in ALGO_DTYPES if a in ("auto", "accurate") or gemm.supports(a, 1, 1, 1, d, dev) is None
+    )
 
 
 def test_the_strategy_draws_only_the_families_a_gpu_runs():
@@ -224,6 +280,7 @@ def test_the_gemm_sizes_reach_every_branch_of_the_plan():
                     p = gemm.plan(M, N, K, dtype, gemm.Matrix(M, K, K, 1, es, True), b, "EpiNone", H100, algo=algo)
                     seen.add(branch(p))
     from gemm_plans import ALL_CASES
+
     assert {c.branch for c in ALL_CASES} <= seen, {c.branch for c in ALL_CASES} - seen
     assert {0, 1} <= sizes and max(sizes) > 2000 and {127, 128, 129} & sizes
 
@@ -232,8 +289,9 @@ def gemm_values(shape, dtype, g, scale_rows: bool, rng):
     """randn of ``shape`` times 2^e per row (``scale_rows``) or per column, e uniform over the
     dtype's window (products of two stay normal in the fp32 accumulator and the sum finite in
     the dtype), with zeros, -0.0 and the dtype's subnormals mixed in."""
-    lo, hi = {torch.float16: (-10, 2), torch.bfloat16: (-50, 50), torch.float32: (-50, 50),
-              torch.float64: (-300, 300)}[dtype]
+    lo, hi = {torch.float16: (-10, 2), torch.bfloat16: (-50, 50), torch.float32: (-50, 50), torch.float64: (-300, 300)}[
+        dtype
+    ]
     v = torch.randn(shape, device="cuda", generator=g, dtype=torch.float64)
     n = shape[0] if scale_rows else shape[1]
     e = torch.from_numpy(rng.integers(lo, hi + 1, n)).double().cuda()
@@ -294,23 +352,30 @@ def documented_error(algo, a, b):
         return None
     ad, bd = a.double().abs(), b.double().abs()
     if algo == "fp16x3":
-        if a.shape[1] == 0:   # K = 0: nothing summed
+        if a.shape[1] == 0:  # K = 0: nothing summed
             return torch.zeros((a.shape[0], b.shape[1]), dtype=torch.float64, device=a.device)
-        ad, bd = (t.abs() for t in shifted(a, b))   # X of the operands it splits
+        ad, bd = (t.abs() for t in shifted(a, b))  # X of the operands it splits
         fin_a, fin_b = ad.nan_to_num(posinf=0.0), bd.nan_to_num(posinf=0.0)
         da = 2.0**-37 * fin_a.amax(dim=1, keepdim=True)
         db = 2.0**-37 * fin_b.amax(dim=0, keepdim=True)
         return da * bd.sum(0, keepdim=True) + ad.sum(1, keepdim=True) * db + a.shape[1] * da * db
+
     def sub(t):
         return ((t != 0) & (t < torch.finfo(torch.float32).smallest_normal)).double()
+
     sa, sb = sub(ad), sub(bd)
     return 2.0**-124 * (sa @ bd + ad @ sb + 2.0**-124 * (sa @ sb))
 
 
 def check_matmul(case):
     algo, a, b = case
-    assert_gemm_close(cupy_ops.matmul(a, b, algo=algo), a, b, extra_abs=documented_error(algo, a, b),
-                      operand_roundoff=roundoff(algo, a.dtype))
+    assert_gemm_close(
+        cupy_ops.matmul(a, b, algo=algo),
+        a,
+        b,
+        extra_abs=documented_error(algo, a, b),
+        operand_roundoff=roundoff(algo, a.dtype),
+    )
 
 
 @gpu

@@ -1,4 +1,5 @@
 """relu / relu_ against torch.relu, bit for bit, over shapes, layouts and special values."""
+
 import pytest
 import torch
 
@@ -44,9 +45,9 @@ def test_relu_every_alignment(dtype, cuda):
     flat = torch.randn(5000, device=cuda).to(dtype)
     for off in range(9):
         for n in (1, 7, 8, 9, 4097):
-            x = flat[off:off + n]
-            assert_bitwise_equal(cupy_ops.relu(x), torch.relu(x))         # fresh output: other alignment
-            y = x.clone() if off == 0 else flat.clone()[off:off + n]      # in place: same alignment
+            x = flat[off : off + n]
+            assert_bitwise_equal(cupy_ops.relu(x), torch.relu(x))  # fresh output: other alignment
+            y = x.clone() if off == 0 else flat.clone()[off : off + n]  # in place: same alignment
             expected = torch.relu(y)
             assert cupy_ops.relu_(y) is y
             assert_bitwise_equal(y, expected)
@@ -74,7 +75,7 @@ def test_relu_inplace_and_out(dtype, cuda):
 
 def test_relu_out_errors(cuda):
     x = torch.randn(8, device=cuda)
-    wrong = torch.empty(4, device=cuda)   # torch resizes a wrongly shaped out, warning that it had elements
+    wrong = torch.empty(4, device=cuda)  # torch resizes a wrongly shaped out, warning that it had elements
     with pytest.warns(UserWarning, match="was resized"):
         assert cupy_ops.relu(x, out=wrong) is wrong
     assert_bitwise_equal(wrong, torch.relu(x))
@@ -82,7 +83,7 @@ def test_relu_out_errors(cuda):
         cupy_ops.relu(x, out=torch.empty(8, device=cuda, dtype=torch.float16))
     with pytest.raises(ValueError, match="out must be on the same device as x"):
         cupy_ops.relu(x, out=torch.empty(8))
-    with pytest.raises(TypeError, match="out must be a torch.Tensor or None, got list"):
+    with pytest.raises(TypeError, match=r"out must be a torch\.Tensor or None, got list"):
         cupy_ops.relu(x, out=[0.0])
     leaf = torch.randn(8, device=cuda, requires_grad=True)
     with pytest.raises(RuntimeError, match="requires grad"):

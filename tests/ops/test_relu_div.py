@@ -1,4 +1,5 @@
 """relu_div / relu_div_ against torch.relu(x) / divisor, bit for bit."""
+
 import math
 
 import numpy as np
@@ -62,10 +63,14 @@ def test_relu_div_is_bit_exact_for_every_divisor_kind_and_value(dtype, cuda):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_relu_div_gpu_divisor_of_any_shape_and_dtype_promotes_as_torch(dtype, cuda):
     x = torch.randn(1000, device=cuda).to(dtype)
-    for d in (torch.tensor(0.3, device=cuda), torch.tensor([0.3], device=cuda, dtype=torch.float64),
-              torch.tensor([[0.3]], device=cuda, dtype=torch.float16), torch.tensor([3], device=cuda)):
+    for d in (
+        torch.tensor(0.3, device=cuda),
+        torch.tensor([0.3], device=cuda, dtype=torch.float64),
+        torch.tensor([[0.3]], device=cuda, dtype=torch.float16),
+        torch.tensor([3], device=cuda),
+    ):
         expected = torch.relu(x) / d
-        assert_bitwise_equal(cupy_ops.relu_div(x, d), expected)     # dtype and shape as torch's
+        assert_bitwise_equal(cupy_ops.relu_div(x, d), expected)  # dtype and shape as torch's
         y = x.clone()
         if expected.shape != x.shape:
             with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
@@ -73,7 +78,7 @@ def test_relu_div_gpu_divisor_of_any_shape_and_dtype_promotes_as_torch(dtype, cu
             continue
         assert cupy_ops.relu_div_(y, d) is y
         assert_bitwise_equal(y, torch.relu(x).div_(d))
-    x0 = torch.tensor(1.7, device=cuda).to(dtype)       # a 0-dim x: a 0-dim divisor promotes it
+    x0 = torch.tensor(1.7, device=cuda).to(dtype)  # a 0-dim x: a 0-dim divisor promotes it
     for d in (torch.tensor(3.0, dtype=torch.float64), torch.tensor(3.0, device=cuda, dtype=torch.float64)):
         assert_bitwise_equal(cupy_ops.relu_div(x0, d), torch.relu(x0) / d)
 
@@ -91,11 +96,11 @@ def test_relu_div_cpu_divisor_with_dimensions_is_refused_as_torch_refuses_it(cud
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_relu_div_views_inplace_out(dtype, cuda):
     base = torch.randn(130, 67, device=cuda).to(dtype)
-    for name, v in views(base).items():
+    for _name, v in views(base).items():
         assert_bitwise_equal(cupy_ops.relu_div(v, 3.0), torch.relu(v) / 3.0)
     flat = torch.randn(5000, device=cuda).to(dtype)
     for off in range(9):
-        y = flat.clone()[off:off + 4097]
+        y = flat.clone()[off : off + 4097]
         expected = torch.relu(y) / 0.7
         assert cupy_ops.relu_div_(y, 0.7) is y
         assert_bitwise_equal(y, expected)

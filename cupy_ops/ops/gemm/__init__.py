@@ -16,6 +16,7 @@ The two ops differ only in their epilogue (``"EpiNone"``; ``"EpiBiasReluScale"``
 scale) and in their arguments: linear_relu_div's B is ``weight.T``. Geometry shared with the
 kernels: ``geometry``; the tuning tables: ``tables``; the decisions behind both: docs/gemm.md.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,13 +39,34 @@ from .planner import (
 )
 from .runtime import device_info
 
-__all__ = ["FAMILIES", "ALGOS", "EPILOGUES", "BatchPlan", "Device", "GemmPlan", "Matrix", "Operand", "Overrides",
-           "choose", "device_info", "fp32_accurate", "gemm_plan", "matmul_into", "plan", "plan_for", "run",
-           "runs_sm90a", "supports", "tf32_allowed", "variants"]
+__all__ = [
+    "ALGOS",
+    "EPILOGUES",
+    "FAMILIES",
+    "BatchPlan",
+    "Device",
+    "GemmPlan",
+    "Matrix",
+    "Operand",
+    "Overrides",
+    "choose",
+    "device_info",
+    "fp32_accurate",
+    "gemm_plan",
+    "matmul_into",
+    "plan",
+    "plan_for",
+    "run",
+    "runs_sm90a",
+    "supports",
+    "tf32_allowed",
+    "variants",
+]
 
 
-def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
-              bias_relu_scale: bool = False) -> GemmPlan | BatchPlan:
+def gemm_plan(
+    a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto", bias_relu_scale: bool = False
+) -> GemmPlan | BatchPlan:
     """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
     instantiation, tile, split-K, grid and what is done to each operand (read in place,
     copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
@@ -75,8 +97,15 @@ def gemm_plan(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto",
     return batch.batch_plan(a, b, epilogue, algo)
 
 
-def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
-                bias: torch.Tensor | None = None, scale: float = 1.0) -> torch.Tensor:
+def matmul_into(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    epilogue: str = "EpiNone",
+    algo: str = "auto",
+    bias: torch.Tensor | None = None,
+    scale: float = 1.0,
+) -> torch.Tensor:
     """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
     caller) and ``out`` contiguous of the product's shape: folded into one GEMM or one GEMM per
     batch entry (``batch``), each as its plan says."""

@@ -16,10 +16,11 @@ out in one of these ways, chosen here (``batch_plan``) and nowhere else:
 - ``"loop"``: the same where the family has no batched kernel (or cannot take the operands):
   one 2-D GEMM per batch entry, each on views; the interim for those families.
 
-Families with a batched kernel: ``naive``, ``simt``, ``tc`` and ``wgmma`` (16-bit, and TF32: a
-small entries with a row-major b copied K-major once; the batch in its tile walk, not the grid's z); ``tf32x3`` and ``fp16x3`` loop.
-Pure except ``run``: ``batch_plan`` reads shapes and strides only.
-"""
+Families with a batched kernel: ``naive``, ``simt``, ``tc`` and ``wgmma`` (16-bit, and TF32: a small
+entries with a row-major b copied K-major once; the batch in its tile walk, not the grid's z);
+``tf32x3`` and ``fp16x3`` loop. Pure except ``run``: ``batch_plan`` reads shapes and strides
+only."""
+
 from __future__ import annotations
 
 import itertools
@@ -54,11 +55,14 @@ class BatchPlan:
         return getattr(self.gemm, name)
 
     def __str__(self) -> str:
-        how = {"2-D": "", "folded": "batch folded into M (a view); ",
-               "folded, a copied": "batch folded into M (a copied first: its strides do not fold); ",
-               "batched": f"the batch in the grid ({self.launches} launch{'es' if self.launches > 1 else ''}); ",
-               "loop": f"one 2-D GEMM per batch entry ({self.launches} launches; no batched kernel for the "
-                       f"family or these operands); "}[self.mode]
+        how = {
+            "2-D": "",
+            "folded": "batch folded into M (a view); ",
+            "folded, a copied": "batch folded into M (a copied first: its strides do not fold); ",
+            "batched": f"the batch in the grid ({self.launches} launch{'es' if self.launches > 1 else ''}); ",
+            "loop": f"one 2-D GEMM per batch entry ({self.launches} launches; no batched kernel for the "
+            f"family or these operands); ",
+        }[self.mode]
         return f"batch {self.batch_shape}: {how}{self.gemm if self.gemm is not None else 'empty output, no launch'}"
 
 
@@ -103,15 +107,21 @@ def _batches(a2, b2, batch, c):
     """Both operands expanded to the batch (stride 0 where broadcast) and ``c``, their batch
     dimensions split into outer ones and one inner dimension collapsed from the longest run at
     the end that collapses for both: ``[(a3, b3, c3), ...]``, one (B, ., .) triple per outer index."""
-    if len(batch) == 1:   # torch.bmm's case, on the eager hot path: nothing to collapse
-        return [(a2 if a2.dim() == 3 and a2.shape[0] == batch[0] else a2.expand(batch + tuple(a2.shape[-2:])),
-                 b2 if b2.dim() == 3 and b2.shape[0] == batch[0] else b2.expand(batch + tuple(b2.shape[-2:])), c)]
+    if len(batch) == 1:  # torch.bmm's case, on the eager hot path: nothing to collapse
+        return [
+            (
+                a2 if a2.dim() == 3 and a2.shape[0] == batch[0] else a2.expand(batch + tuple(a2.shape[-2:])),
+                b2 if b2.dim() == 3 and b2.shape[0] == batch[0] else b2.expand(batch + tuple(b2.shape[-2:])),
+                c,
+            )
+        ]
     ae = a2.expand(batch + tuple(a2.shape[-2:]))
     be = b2.expand(batch + tuple(b2.shape[-2:]))
     n = len(batch)
-    start = next(i for i in range(n) if _collapses(batch[i:], ae.stride()[i:n]) and
-                 _collapses(batch[i:], be.stride()[i:n]))
-    a3, b3, c3 = (t.flatten(start, n - 1) for t in (ae, be, c))   # views: the run collapses
+    start = next(
+        i for i in range(n) if _collapses(batch[i:], ae.stride()[i:n]) and _collapses(batch[i:], be.stride()[i:n])
+    )
+    a3, b3, c3 = (t.flatten(start, n - 1) for t in (ae, be, c))  # views: the run collapses
     return [(a3[i], b3[i], c3[i]) for i in itertools.product(*map(range, batch[:start]))]
 
 
@@ -120,7 +130,7 @@ def _launches(a2, b2, batch, c, epilogue, algo):
     ``c`` the output viewed as ``batch + (M, N)`` (contiguous)."""
     mode = batch_mode(a2, b2)
     K, N = b2.shape[-2], b2.shape[-1]
-    if mode == "2-D":   # (a batch of ones at most)
+    if mode == "2-D":  # (a batch of ones at most)
         work = [(a2, b2, c.view(a2.shape[0], N))]
     elif mode.startswith("folded"):
         rows = prod(a2.shape[:-1])
@@ -141,8 +151,7 @@ def output_view(out: torch.Tensor, batch: tuple, M: int, N: int) -> torch.Tensor
     return out.view(batch + (M, N))
 
 
-def batch_plan(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto"
-               ) -> BatchPlan:
+def batch_plan(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto") -> BatchPlan:
     """The ``BatchPlan`` of ``a @ b`` (torch.matmul's shapes, arguments already checked);
     each launch planned by ``planner.plan_for``."""
     a2, b2, batch = as_matrices(a, b)
@@ -155,24 +164,31 @@ def batch_plan(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo
     return BatchPlan(mode, len(work), batch, p)
 
 
-def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, epilogue: str = "EpiNone",
-        algo: str = "auto", bias: torch.Tensor | None = None, scale: float = 1.0) -> None:
+def run(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    epilogue: str = "EpiNone",
+    algo: str = "auto",
+    bias: torch.Tensor | None = None,
+    scale: float = 1.0,
+) -> None:
     """``out`` (contiguous, torch.matmul's shape of ``a @ b``) = epilogue(``a @ b``): each GEMM
     (2-D, or a batch) planned by ``planner.plan_for`` and run by ``planner.run``. Nothing runs
     for an empty output; K = 0 gives the epilogue of 0."""
-    if a.dim() == 2 and b.dim() == 2:   # the eager hot path: one GEMM, nothing to fold
+    if a.dim() == 2 and b.dim() == 2:  # the eager hot path: one GEMM, nothing to fold
         if out.numel():
             run_plan(plan_for(a, b, epilogue, algo), a, b, out, bias, scale)
         return
     if out.numel() == 0:
         return
-    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1:   # torch.bmm's case: as _batches makes it
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1:  # torch.bmm's case: as _batches makes it
         p = plan_for(a, b, epilogue, algo)
         if getattr(p, "batch", 0):
             run_plan(p, a, b, out, bias, scale)
             return
     a2, b2, batch = as_matrices(a, b)
     c = output_view(out, batch, a2.shape[-2], b2.shape[-1])
-    mode, p, work = _launches(a2, b2, batch, c, epilogue, algo)
+    _mode, p, work = _launches(a2, b2, batch, c, epilogue, algo)
     for i, (x, y, z) in enumerate(work):
         run_plan(p if i == 0 else plan_for(x, y, epilogue, algo), x, y, z, bias, scale)

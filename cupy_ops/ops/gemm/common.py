@@ -4,6 +4,7 @@
 Pure: reads shapes, strides, alignment, the dtype and the device's properties, never a tensor,
 so a CPU test can plan any problem.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from ...launch import cdiv
 from . import geometry
 from .tables import WG_CLUSTERS, WG_SPLIT_MAX_WAVES, WG_SPLIT_MIN_KTILES
 
-EPILOGUES = ("EpiNone", "EpiBiasReluScale")   # the epilogue tags of every kernel (gemm_epilogue.cuh)
+EPILOGUES = ("EpiNone", "EpiBiasReluScale")  # the epilogue tags of every kernel (gemm_epilogue.cuh)
 TENSOR_CORE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -31,11 +32,11 @@ class Matrix:
     aligned16: bool
 
     @classmethod
-    def of(cls, t: torch.Tensor) -> "Matrix":
+    def of(cls, t: torch.Tensor) -> Matrix:
         return cls(t.shape[0], t.shape[1], t.stride(0), t.stride(1), t.element_size(), t.data_ptr() % 16 == 0)
 
     @property
-    def T(self) -> "Matrix":
+    def T(self) -> Matrix:
         return Matrix(self.cols, self.rows, self.stride1, self.stride0, self.itemsize, self.aligned16)
 
 
@@ -87,8 +88,9 @@ class Overrides:
             raise ValueError(f"tile_n must be one of {geometry.WG_TILE_NS}, got {self.tile_n!r}")
         if self.cluster is not None and self.cluster not in WG_CLUSTERS:
             raise ValueError(f"cluster must be one of {WG_CLUSTERS}, got {self.cluster!r}")
-        if self.group is not None and (not isinstance(self.group, int) or isinstance(self.group, bool)
-                                       or self.group < 1):
+        if self.group is not None and (
+            not isinstance(self.group, int) or isinstance(self.group, bool) or self.group < 1
+        ):
             raise ValueError(f"group must be an int >= 1, got {self.group!r}")
 
     @property
@@ -123,53 +125,61 @@ class Operand:
 class GemmPlan:
     """What ``cupy_ops.ops.gemm.run`` launches for one GEMM (see ``cupy_ops.ops.gemm.plan``)."""
 
-    family: str                  # the kernel family: "naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"
-    kernel: str                  # its name expression (cuda_src/gemm.cu or gemm_sm90a.cu)
-    source: str                  # "gemm.cu" or "gemm_sm90a.cu"
+    family: str  # the kernel family: "naive", "simt", "tc", "wgmma", "tf32x3", "fp16x3"
+    kernel: str  # its name expression (cuda_src/gemm.cu or gemm_sm90a.cu)
+    source: str  # "gemm.cu" or "gemm_sm90a.cu"
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem: int
     a: Operand
     b: Operand
-    tile: tuple[int, int]        # block tile (M, N); (1, 1) for the naive kernel
-    slices: int = 1              # split-K: blocks per output tile, each over ``kslice`` of K
+    tile: tuple[int, int]  # block tile (M, N); (1, 1) for the naive kernel
+    slices: int = 1  # split-K: blocks per output tile, each over ``kslice`` of K
     kslice: int = 0
-    reduce: str | None = None    # the split-K reduction (applies the epilogue)
+    reduce: str | None = None  # the split-K reduction (applies the epilogue)
     reduce_grid: tuple[int, int, int] = (1, 1, 1)
-    bk: int = 0                  # Hopper kernel: K per tile (the TMA box)
-    cluster: int = 1             # Hopper kernel: CTAs per cluster (2: a pair sharing the B tile)
-    group: int = 1               # ... cluster rows per group of its tile walk (WgWalk)
-    persistent: bool = False     # ... grid: the clusters that run at once (else one per unit)
-    tma_store: bool = False      # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
-    swap: bool = False           # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
-    ksplit: bool = False         # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
-    single: bool = False         # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
-    batch: int = 0               # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
+    bk: int = 0  # Hopper kernel: K per tile (the TMA box)
+    cluster: int = 1  # Hopper kernel: CTAs per cluster (2: a pair sharing the B tile)
+    group: int = 1  # ... cluster rows per group of its tile walk (WgWalk)
+    persistent: bool = False  # ... grid: the clusters that run at once (else one per unit)
+    tma_store: bool = False  # ... epilogue: TMA stores of C (C's rows 16-byte aligned)
+    swap: bool = False  # Hopper kernels: C^T = B^T A^T (fp32, row-major B): grid, tile and cluster are C^T's
+    ksplit: bool = False  # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
+    single: bool = False  # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
+    batch: int = 0  # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
         split = f", split-K {self.slices} x {self.kslice}" if self.slices > 1 else ""
         if self.family == "wgmma":
-            split += (f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
-                      f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
-                      f"{', K split between the warpgroups' if self.ksplit else ''}"
-                      f"{', one tile per CTA, epilogue staged in the ring' if self.single else ''}")
+            split += (
+                f", {'persistent, ' if self.persistent else ''}cluster {self.cluster}, group {self.group}, "
+                f"{'TMA' if self.tma_store else 'thread'} stores{', C^T = B^T A^T' if self.swap else ''}"
+                f"{', K split between the warpgroups' if self.ksplit else ''}"
+                f"{', one tile per CTA, epilogue staged in the ring' if self.single else ''}"
+            )
         if self.batch:
             split += f", batch of {self.batch} in the grid"
-        return (f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
-                f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes))
+        return (
+            f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
+            f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes)
+        )
 
 
 def tiled_sizes(M: int, N: int, K: int) -> str | None:
     """Why the tiled kernels (every family but the naive one) cannot take an M x K x N GEMM:
     the row tiles in a grid's y dimension, 32-bit sizes. None: they can."""
     if cdiv(M, geometry.SIMT_TILE) > geometry.MAX_GRID_Y:
-        return (f"takes at most {geometry.MAX_GRID_Y * geometry.SIMT_TILE} rows (M), got {M}; use 'auto' (it takes the naive "
-                f"kernel there) or 'naive'")
+        return (
+            f"takes at most {geometry.MAX_GRID_Y * geometry.SIMT_TILE} rows (M), got {M}; use 'auto' (it takes "
+            f"the naive kernel there) or 'naive'"
+        )
     for dim, size in (("N", N), ("K", K)):
         if size > geometry.INT32_MAX:
-            return (f"takes {dim} up to {geometry.INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
-                    f"naive kernel there) or 'naive'")
+            return (
+                f"takes {dim} up to {geometry.INT32_MAX} (32-bit sizes), got {dim} = {size}; use 'auto' (it takes the "
+                f"naive kernel there) or 'naive'"
+            )
     return None
 
 
@@ -183,8 +193,10 @@ def needs_hopper(family: str, dev: Device, instead: str) -> str | None:
     """Why ``family`` (an sm_90a kernel) cannot run on ``dev``; None where it can."""
     if dev.has_wgmma:
         return None
-    return (f"needs a Hopper GPU (compute capability 9.0); cuda:{dev.index} has "
-            f"{'.'.join(map(str, dev.capability))} (use 'auto' or {instead})")
+    return (
+        f"needs a Hopper GPU (compute capability 9.0); cuda:{dev.index} has "
+        f"{'.'.join(map(str, dev.capability))} (use 'auto' or {instead})"
+    )
 
 
 def reduce_grid(n: int) -> tuple[int, int, int]:
@@ -214,9 +226,11 @@ def n_major_in_place(b: Matrix) -> bool:
     return b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
 
 
-def split(M: int, N: int, K: int, bn: int, bk: int, sm_count: int,
-          max_waves: float = WG_SPLIT_MAX_WAVES) -> tuple[int, int]:
-    """``(slices, kslice)``: split-K of the Hopper families (wgmma, tf32x3, fp16x3) for 128 x 128 tiles (``bn`` 128) that fill at most
+def split(
+    M: int, N: int, K: int, bn: int, bk: int, sm_count: int, max_waves: float = WG_SPLIT_MAX_WAVES
+) -> tuple[int, int]:
+    """``(slices, kslice)``: split-K of the Hopper families (wgmma, tf32x3, fp16x3) for 128 x 128
+    tiles (``bn`` 128) that fill at most
     ``max_waves`` of the SMs; each slice at least WG_SPLIT_MIN_KTILES k-tiles."""
     if bn != 128:
         return 1, K

@@ -8,6 +8,7 @@ fp16x3_colmax_n + fp16x3_split_n), then three fp16 products per k-step, partial 
 scale undone in the epilogue; 128 x 128 tiles, split-K as tf32x3's. Taken by name only; its
 error model: docs/numerics.md.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,10 +36,15 @@ NAME = "fp16x3"
 
 
 def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
-    return (tiled_sizes(M, N, K)
-            or (None if dtype == torch.float32 else f"is the fp32 kernel on fp16 tensor cores (three products); "
-                                                     f"takes float32 operands, got {dtype}")
-            or needs_hopper(NAME, dev, "simt (fp32 on the CUDA cores)"))
+    return (
+        tiled_sizes(M, N, K)
+        or (
+            None
+            if dtype == torch.float32
+            else f"is the fp32 kernel on fp16 tensor cores (three products); takes float32 operands, got {dtype}"
+        )
+        or needs_hopper(NAME, dev, "simt (fp32 on the CUDA cores)")
+    )
 
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
@@ -61,7 +67,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         how = "fp16x3_colmax_n, fp16x3_split"
     elif k_source(M, N) == "a":
         how = "fp16x3_colmax_n, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
-    elif rowcol(N):   # B's t and its columns' keys in one read
+    elif rowcol(N):  # B's t and its columns' keys in one read
         how = "fp16x3_rowcolmax, fp16x3_split, fp16x3_split_n"
     else:
         how = "fp16x3_rowmax, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
@@ -69,14 +75,29 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # (``persistent=False``: one CTA a tile)
     tiles = cdiv(N, bn) * cdiv(M, geometry.WG_BM)
     persistent = tiles > dev.sm_count if ov.persistent is None else bool(ov.persistent)
-    common = dict(grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices), block=(geometry.WG_THREADS, 1, 1),
-                  smem=geometry.X3_SMEM_BYTES,
-                  a=kmajor_operand(a), b=pb, tile=(geometry.WG_BM, bn), bk=bk,
-                  group=ov.group or WG_GROUP, persistent=persistent,
-                  notes=(f"operands split into fp16 pieces ({how})",))
+    common = dict(
+        grid=(min(tiles, dev.sm_count) if persistent else tiles, 1, slices),
+        block=(geometry.WG_THREADS, 1, 1),
+        smem=geometry.X3_SMEM_BYTES,
+        a=kmajor_operand(a),
+        b=pb,
+        tile=(geometry.WG_BM, bn),
+        bk=bk,
+        group=ov.group or WG_GROUP,
+        persistent=persistent,
+        notes=(f"operands split into fp16 pieces ({how})",),
+    )
     if slices > 1:
-        return GemmPlan(NAME, f"gemm_fp16x3_partial<{bn}, {template_arg(n_major)}>", SM90A, slices=slices, kslice=kslice,
-                        reduce=f"gemm_splitk_reduce<float, {epi}>", reduce_grid=reduce_grid(M * N), **common)
+        return GemmPlan(
+            NAME,
+            f"gemm_fp16x3_partial<{bn}, {template_arg(n_major)}>",
+            SM90A,
+            slices=slices,
+            kslice=kslice,
+            reduce=f"gemm_splitk_reduce<float, {epi}>",
+            reduce_grid=reduce_grid(M * N),
+            **common,
+        )
     return GemmPlan(NAME, f"gemm_fp16x3<{bn}, {epi}, {template_arg(n_major)}>", SM90A, kslice=K, **common)
 
 
@@ -85,8 +106,11 @@ def variants() -> dict[str, list[str]]:
     for nm in (False, True):
         exprs += [f"gemm_fp16x3<{bn}, {e}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"gemm_fp16x3_partial<{bn}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS]
-    return {SM90A: exprs + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"] +
-            [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]}
+    return {
+        SM90A: exprs
+        + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]
+        + [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]
+    }
 
 
 KERNELS = declare(variants())
@@ -97,6 +121,7 @@ KERNELS = declare(variants())
 # operand's K-slices (B's rows or A's columns; ``k_source``), clamped to [-126, 126]; the
 # source's values are split times 2^-t[k] (kneg), the other's times 2^t[k]; tk 0: no shift.
 
+
 def k_source(M: int, N: int) -> str:
     """Which operand's K-slices give t: "a" (its columns) where A is the smaller to read
     again (M < N: the level2/63 layer's 1024 x 8192 against its 8192 x 8192 weight), else "b"
@@ -104,22 +129,31 @@ def k_source(M: int, N: int) -> str:
     return "a" if M < N else "b"
 
 
-def split_rows(x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0,
-               kneg: bool = False) -> None:
+def split_rows(
+    x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0, kneg: bool = False
+) -> None:
     """fp16x3_split of ``x`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32)."""
     rows, k = x.shape
-    launch.launch(handle(KERNELS, "fp16x3_split", x.get_device()), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1),
-                  (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg))
+    launch.launch(
+        handle(KERNELS, "fp16x3_split", x.get_device()),
+        (rows, 1, 1),
+        (geometry.X3H_SPLIT_THREADS, 1, 1),
+        (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg),
+    )
 
 
 def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
     """fp16x3_rowmax: t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart) into ``tk``
     (int8, K)."""
     k, n = b.shape
-    launch.launch(handle(KERNELS, "fp16x3_rowmax", b.get_device()), (cdiv(k, geometry.X3H_NSPLIT_THREADS // 32), 1, 1),
-                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, tk))
+    launch.launch(
+        handle(KERNELS, "fp16x3_rowmax", b.get_device()),
+        (cdiv(k, geometry.X3H_NSPLIT_THREADS // 32), 1, 1),
+        (geometry.X3H_NSPLIT_THREADS, 1, 1),
+        (b.data_ptr(), op.ld, k, n, tk),
+    )
 
 
 def rowcol(n: int) -> tuple[int, int] | None:
@@ -147,32 +181,51 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> None
     (j, threads), dev = fused, b.get_device()
     # rows a block: two blocks an SM where K allows, from X3H_ROWCOL_STEPS steps (fewer lost
     # to the barriers) up to X3H_ROWCOL_ROWS (each block's maxima take N atomics)
-    rows = min(geometry.X3H_ROWCOL_ROWS, max(geometry.X3H_ROWCOL_VECS // j * geometry.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)))
-    launch.launch(handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev), (cdiv(k, rows), 1, 1), (threads, 1, 1),
-                  (b.data_ptr(), op.ld, k, n, rows, tk, key))
+    rows = min(
+        geometry.X3H_ROWCOL_ROWS,
+        max(geometry.X3H_ROWCOL_VECS // j * geometry.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)),
+    )
+    launch.launch(
+        handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev),
+        (cdiv(k, rows), 1, 1),
+        (threads, 1, 1),
+        (b.data_ptr(), op.ld, k, n, rows, tk, key),
+    )
 
 
-def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0,
-                done: int = 0) -> None:
+def column_keys(
+    x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0, done: int = 0
+) -> None:
     """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
     16-byte aligned), row r shifted by ``tk``'s, atomicMax'd into ``key`` (int32, cols: zeroed
     first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32)."""
     rows, cols = x.shape
-    launch.launch(handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
-                  (cdiv(cols, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(rows, geometry.X3H_COLMAX_ROWS), geometry.MAX_GRID_Y), 1),
-                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done))
+    launch.launch(
+        handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
+        (
+            cdiv(cols, 4 * geometry.X3H_NSPLIT_THREADS),
+            min(cdiv(rows, geometry.X3H_COLMAX_ROWS), geometry.MAX_GRID_Y),
+            1,
+        ),
+        (geometry.X3H_NSPLIT_THREADS, 1, 1),
+        (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done),
+    )
 
 
-def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int,
-                  tk: int = 0, kneg: bool = True) -> None:
+def split_columns(
+    b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int, tk: int = 0, kneg: bool = True
+) -> None:
     """fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart) into the pieces at
     ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns' exponents at ``ex``, row k
     times 2^-+t[k], by the columns' keys in ``key`` (int32, N: column_keys' with the same tk and
     kneg, or row_and_column_keys')."""
     k, n = b.shape
-    launch.launch(handle(KERNELS, "fp16x3_split_n", b.get_device()),
-                  (cdiv(n, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(k, geometry.X3H_NSPLIT_ROWS), geometry.MAX_GRID_Y), 1),
-                  (geometry.X3H_NSPLIT_THREADS, 1, 1), (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg))
+    launch.launch(
+        handle(KERNELS, "fp16x3_split_n", b.get_device()),
+        (cdiv(n, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(k, geometry.X3H_NSPLIT_ROWS), geometry.MAX_GRID_Y), 1),
+        (geometry.X3H_NSPLIT_THREADS, 1, 1),
+        (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg),
+    )
 
 
 def piece_ld(k: int) -> int:
@@ -197,27 +250,28 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     (M, K), N = a.shape, b.shape[1]
     n_major = p.b.prep == "n-major split"
     a2 = prepare(a, p.a)
-    bt = b if n_major else prepare(b.t(), p.b)   # row-major (K, N) as is, or (N, K) K-major
-    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)   # pieces' rows: A's of K values, B's of N or K
-    b_rows = K if n_major else N   # rows of B's pieces
+    bt = b if n_major else prepare(b.t(), p.b)  # row-major (K, N) as is, or (N, K) K-major
+    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)  # pieces' rows: A's of K values, B's of N or K
+    b_rows = K if n_major else N  # rows of B's pieces
     a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
     # B's columns' keys (N-major), t's keys and their count, zeroed by one memset; t's bytes
     (ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk), total = carve(
-        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K])
+        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K]
+    )
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
     ws[key:tk].zero_()
     from_a = k_source(M, N) == "a"
-    if from_a or not n_major:   # A's columns, or B's rows as B^T's columns
+    if from_a or not n_major:  # A's columns, or B's rows as B^T's columns
         src, op = (a2, p.a) if from_a else (bt, p.b)
         column_keys(src, op.ld, base + tkey, tout=base + tk, done=base + done)
-    else:   # t of B's rows, and its columns' keys over the rows shifted, in one read
+    else:  # t of B's rows, and its columns' keys over the rows shifted, in one read
         row_and_column_keys(bt, p.b, base + tk, base + key)
     # the operand t came from split first: L2 still holds part of it (B's N-major split
     # 43 against 49 us at 4096^2, H100)
     if from_a:
         split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, True)
-    if n_major:   # each column's scale over the shifted rows
+    if n_major:  # each column's scale over the shifted rows
         if from_a:
             column_keys(bt, p.b.ld, base + key, base + tk, kneg=False)
         split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
@@ -232,10 +286,12 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group),
-                      p.smem)
+        launch.launch(
+            h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group), p.smem
+        )
         reduce(p, part, c, bias, scale)
     else:
-        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale,
-                                                  p.group), p.smem)
-    del ws, a2, bt   # launched: the stream orders any reuse of this memory after the kernel
+        launch.launch(
+            h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale, p.group), p.smem
+        )
+    del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel

@@ -4,27 +4,28 @@ sources as -D defines (``DEFINES`` for gemm.cu, ``SM90A_DEFINES`` for gemm_sm90a
 stages, ...) from these and checks at compile time that they fit. How each number was chosen:
 docs/gemm.md.
 """
+
 from __future__ import annotations
 
 import torch
 
 # --- SIMT (gemm_simt.cuh): the tiled fp32 CUDA-core kernel ----------------------------------
-SIMT_TILE = 128          # block tile, M and N
-SIMT_THREADS = 256       # 16 x 16 threads, 8 x 8 outputs each
-SIMT_BK = 16             # k-tile (docs/gemm.md#simt)
-SIMT_PAD = 4             # floats of padding per shared-memory tile row: the transposing stores hit distinct banks
+SIMT_TILE = 128  # block tile, M and N
+SIMT_THREADS = 256  # 16 x 16 threads, 8 x 8 outputs each
+SIMT_BK = 16  # k-tile (docs/gemm.md#simt)
+SIMT_PAD = 4  # floats of padding per shared-memory tile row: the transposing stores hit distinct banks
 # two buffers of the A and B k-tiles (SIMT_BK rows of SIMT_TILE + SIMT_PAD floats); passed as
 # dynamic shared memory by the variants that take it so (tables.SIMT_OCCUPANCY)
 SIMT_SMEM_BYTES = 2 * 2 * SIMT_BK * (SIMT_TILE + SIMT_PAD) * 4
 
 # --- tc (gemm_tc.cuh): mma.sync, sm_80+ ------------------------------------------------------
-TC_TILE = 128            # block tile, M and N
-TC_THREADS = 128         # 4 warps of 64 x 64
-TC_SMEM_BYTES = 61440    # 3 cp.async stages of (128 + 128) rows x 80 bytes (docs/gemm.md#tc)
+TC_TILE = 128  # block tile, M and N
+TC_THREADS = 128  # 4 warps of 64 x 64
+TC_SMEM_BYTES = 61440  # 3 cp.async stages of (128 + 128) rows x 80 bytes (docs/gemm.md#tc)
 
 # --- wgmma (gemm_wgmma.cuh): Hopper, wgmma + TMA ---------------------------------------------
-WG_BM = 128              # block tile: 128 x BN
-WG_THREADS = 384         # 3 warpgroups: producer + 2 consumers
+WG_BM = 128  # block tile: 128 x BN
+WG_THREADS = 384  # 3 warpgroups: producer + 2 consumers
 WG_TILE_NS = (64, 128, 256)  # compiled tile widths BN (64: clusters of 1 only)
 # the epilogue's staging buffers, 4 KB per consumer warp (docs/gemm.md#staged-epilogue)
 WG_EPI_BYTES = 8 * 4096
@@ -44,7 +45,7 @@ WG_SWAP_BOX = 32
 # idle by then (docs/gemm.md#one-tile-per-cta)
 WG_KSPLIT_BM = 64
 WG_KSPLIT_SMEM_BYTES = 227 * 1024
-WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}   # 128 bytes of K per tile row
+WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}  # 128 bytes of K per tile row
 
 # --- tf32x3 / fp16x3 (gemm_tf32x3.cuh, gemm_fp16x3.cuh): fp32 accuracy on the tensor cores ---
 # all a block may have on compute capability 9.0: tf32x3 5 stages of A + B (32 KB each) and its
@@ -70,27 +71,45 @@ X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 X3H_ROWCOL_THREADS, X3H_ROWCOL_VECS, X3H_ROWCOL_JS, X3H_ROWCOL_STEPS, X3H_ROWCOL_ROWS = 512, 8, (1, 2, 4), 2, 32
 
 # --- shared kernels --------------------------------------------------------------------------
-TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8   # transpose.cu: tile, block 32 x 8
+TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8  # transpose.cu: tile, block 32 x 8
 NAIVE_BLOCK = (16, 16, 1)
 # the naive kernel sums K in runs of NAIVE_CHUNK products, then the runs: its rounding error
 # grows as K / NAIVE_CHUNK + NAIVE_CHUNK instead of K (a gradient summed over 250 rows, one of
 # torch's matmul samples, erred 2.5x cuBLAS's summed in one run); K <= NAIVE_CHUNK: the same bits
 NAIVE_CHUNK = 32
-REDUCE_THREADS = 256                     # gemm_splitk_reduce
+REDUCE_THREADS = 256  # gemm_splitk_reduce
 
 # --- limits of the tiled kernels -------------------------------------------------------------
-MAX_GRID_Y = 65535        # a grid's y (and z) dimension
-MAX_GRID_Z = 65535        # a grid's z: the batched kernels' entries per launch
-INT32_MAX = 2**31 - 1     # the tiled kernels take M, N, K as int (indices into them are 64-bit)
+MAX_GRID_Y = 65535  # a grid's y (and z) dimension
+MAX_GRID_Z = 65535  # a grid's z: the batched kernels' entries per launch
+INT32_MAX = 2**31 - 1  # the tiled kernels take M, N, K as int (indices into them are 64-bit)
 
-DEFINES = {"SG_TILE": SIMT_TILE, "SG_THREADS": SIMT_THREADS, "SG_BK": SIMT_BK, "SG_PAD": SIMT_PAD,
-           "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
-           "TC_TILE": TC_TILE, "TC_THREADS": TC_THREADS, "TC_SMEM_BYTES": TC_SMEM_BYTES, "NAIVE_CHUNK": NAIVE_CHUNK}
-SM90A_DEFINES = {"WG_BM": WG_BM, "WG_THREADS": WG_THREADS, "WG_SMEM_BYTES": WG_SMEM_BYTES, "WG_EPI_BYTES": WG_EPI_BYTES,
-                 "WG_SWAP_BOX": WG_SWAP_BOX, "WG_KSPLIT_BM": WG_KSPLIT_BM, "WG_KSPLIT_SMEM_BYTES": WG_KSPLIT_SMEM_BYTES,
-                 "X3_SMEM_BYTES": X3_SMEM_BYTES,
-                 "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS, "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
-                 "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS, "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
-                 "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS,
-                 "X3H_ROWCOL_THREADS": X3H_ROWCOL_THREADS, "X3H_ROWCOL_VECS": X3H_ROWCOL_VECS}
+DEFINES = {
+    "SG_TILE": SIMT_TILE,
+    "SG_THREADS": SIMT_THREADS,
+    "SG_BK": SIMT_BK,
+    "SG_PAD": SIMT_PAD,
+    "SG_SMEM_BYTES": SIMT_SMEM_BYTES,
+    "TC_TILE": TC_TILE,
+    "TC_THREADS": TC_THREADS,
+    "TC_SMEM_BYTES": TC_SMEM_BYTES,
+    "NAIVE_CHUNK": NAIVE_CHUNK,
+}
+SM90A_DEFINES = {
+    "WG_BM": WG_BM,
+    "WG_THREADS": WG_THREADS,
+    "WG_SMEM_BYTES": WG_SMEM_BYTES,
+    "WG_EPI_BYTES": WG_EPI_BYTES,
+    "WG_SWAP_BOX": WG_SWAP_BOX,
+    "WG_KSPLIT_BM": WG_KSPLIT_BM,
+    "WG_KSPLIT_SMEM_BYTES": WG_KSPLIT_SMEM_BYTES,
+    "X3_SMEM_BYTES": X3_SMEM_BYTES,
+    "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS,
+    "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
+    "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS,
+    "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
+    "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS,
+    "X3H_ROWCOL_THREADS": X3H_ROWCOL_THREADS,
+    "X3H_ROWCOL_VECS": X3H_ROWCOL_VECS,
+}
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}

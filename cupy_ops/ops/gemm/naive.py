@@ -1,5 +1,6 @@
 """naive: one thread per output element, any strides, every size in 64-bit: the reference
 kernel (gemm_naive.cuh), and what "auto" takes for float64 and sizes the tiled kernels refuse."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -19,9 +20,17 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 
 
 def plan(M, N, K, dtype, a, b, epi, dev, ov) -> GemmPlan:
-    return GemmPlan(NAME, f"gemm_naive<{CUDA_NAMES[dtype]}, {epi}>", "gemm.cu",
-                    (cdiv(N, 16), max(1, min(cdiv(M, 16), geometry.MAX_GRID_Y)), 1), geometry.NAIVE_BLOCK, 0,
-                    Operand("as is", a.stride1 == 1, a.stride0), Operand("as is", b.stride0 == 1, b.stride1), (1, 1))
+    return GemmPlan(
+        NAME,
+        f"gemm_naive<{CUDA_NAMES[dtype]}, {epi}>",
+        "gemm.cu",
+        (cdiv(N, 16), max(1, min(cdiv(M, 16), geometry.MAX_GRID_Y)), 1),
+        geometry.NAIVE_BLOCK,
+        0,
+        Operand("as is", a.stride1 == 1, a.stride0),
+        Operand("as is", b.stride0 == 1, b.stride1),
+        (1, 1),
+    )
 
 
 def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
@@ -29,13 +38,19 @@ def batched(p: GemmPlan, a, b, sa: int, sb: int, batch: int, epi: str, dev, ov) 
     ``sb`` elements apart): every batch of matmul's (no epilogue; linear_relu_div's batch folds)."""
     if epi != "EpiNone":
         return None
-    return replace(p, kernel=p.kernel.replace("gemm_naive<", "gemm_naive_batched<"),
-                   grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),), batch=batch)
+    return replace(
+        p,
+        kernel=p.kernel.replace("gemm_naive<", "gemm_naive_batched<"),
+        grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),),
+        batch=batch,
+    )
 
 
 def variants() -> dict[str, list[str]]:
-    return {"gemm.cu": [f"gemm_naive<{T}, {e}>" for T in CUDA_NAMES.values() for e in EPILOGUES]
-            + [f"gemm_naive_batched<{T}, EpiNone>" for T in CUDA_NAMES.values()]}
+    return {
+        "gemm.cu": [f"gemm_naive<{T}, {e}>" for T in CUDA_NAMES.values() for e in EPILOGUES]
+        + [f"gemm_naive_batched<{T}, EpiNone>" for T in CUDA_NAMES.values()]
+    }
 
 
 KERNELS = declare(variants())
@@ -46,10 +61,46 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     h = handle(KERNELS, p.kernel, c.get_device())
     if not p.batch:
-        launch.launch(h, p.grid, p.block, (a.data_ptr(), a.stride(0), a.stride(1), b.data_ptr(), b.stride(0),
-                                           b.stride(1), c.data_ptr(), M, N, K, bias, scale))
+        launch.launch(
+            h,
+            p.grid,
+            p.block,
+            (
+                a.data_ptr(),
+                a.stride(0),
+                a.stride(1),
+                b.data_ptr(),
+                b.stride(0),
+                b.stride(1),
+                c.data_ptr(),
+                M,
+                N,
+                K,
+                bias,
+                scale,
+            ),
+        )
         return
     for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
-        launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block,
-                      (a.data_ptr(), a.stride(1), a.stride(2), a.stride(0), b.data_ptr(), b.stride(1), b.stride(2),
-                       b.stride(0), c.data_ptr(), M, N, K, z0, bias, scale))
+        launch.launch(
+            h,
+            p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),),
+            p.block,
+            (
+                a.data_ptr(),
+                a.stride(1),
+                a.stride(2),
+                a.stride(0),
+                b.data_ptr(),
+                b.stride(1),
+                b.stride(2),
+                b.stride(0),
+                c.data_ptr(),
+                M,
+                N,
+                K,
+                z0,
+                bias,
+                scale,
+            ),
+        )

@@ -1,6 +1,7 @@
 """The GEMM plan: which family takes a problem (``choose``), its plan (``plan``, cached by
 ``plan_for``) and the runner (``run``). Pure but for ``plan_for``'s tensors and ``run``; the
 batch layer (``batch``) and the two ops reach the families through here."""
+
 from __future__ import annotations
 
 import torch
@@ -17,6 +18,7 @@ FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 _HOPPER = (wgmma.NAME, tf32x3.NAME, fp16x3.NAME)
 
+
 def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
     """Why ``family`` cannot compute an (M x K) @ (K x N) GEMM of ``dtype`` on ``dev`` (None: it can)."""
     return FAMILIES[family].supports(M, N, K, dtype, dev)
@@ -32,8 +34,9 @@ def fp32_accurate(M: int, N: int, K: int, batched: bool = False) -> str:
     return "fp16x3" if M * N * K >= X3H_MIN_WORK else "tf32x3"
 
 
-def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool,
-           batched: bool = False) -> str:
+def choose(
+    algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, tf32: bool, batched: bool = False
+) -> str:
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
     (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take:
@@ -54,9 +57,21 @@ def choose(algo: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device, t
     return "simt"
 
 
-def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilogue: str, dev: Device, *,
-         algo: str = "auto", tf32: bool = False, batch: tuple[int, int, int] | None = None,
-         **overrides) -> GemmPlan:
+def plan(
+    M: int,
+    N: int,
+    K: int,
+    dtype: torch.dtype,
+    a: Matrix,
+    b: Matrix,
+    epilogue: str,
+    dev: Device,
+    *,
+    algo: str = "auto",
+    tf32: bool = False,
+    batch: tuple[int, int, int] | None = None,
+    **overrides,
+) -> GemmPlan:
     """The plan of C (M, N) = epilogue(A @ B) for A (``a``: M x K) and B (``b``: K x N) of
     ``dtype`` on ``dev`` (M, N > 0). ``algo`` picks the family (``choose``); ``tf32``: torch
     allows TF32 for fp32 matmuls now; ``batch``: ``(entries, a's batch stride, b's batch
@@ -70,11 +85,11 @@ def plan(M: int, N: int, K: int, dtype: torch.dtype, a: Matrix, b: Matrix, epilo
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None)
-    if K == 0 and family in _HOPPER:   # no tile for TMA to load: tc's kernel writes the epilogue of 0
+    if K == 0 and family in _HOPPER:  # no tile for TMA to load: tc's kernel writes the epilogue of 0
         p = tc.plan_empty_k(M, N, K, dtype, a, b, epilogue, dev, ov)
     else:
         p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
-    batched = getattr(FAMILIES[p.family], "batched", None)   # (K = 0 on Hopper: tc's plan)
+    batched = getattr(FAMILIES[p.family], "batched", None)  # (K = 0 on Hopper: tc's plan)
     if batch is not None and batched is not None:
         return batched(p, a, b, batch[1], batch[2], batch[0], epilogue, dev, ov) or p
     return p
@@ -109,8 +124,7 @@ _plans: dict[tuple, GemmPlan] = {}
 _PLAN_CACHE_LIMIT = 4096
 
 
-def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto",
-             **overrides) -> GemmPlan:
+def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", **overrides) -> GemmPlan:
     """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
     supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
     ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
@@ -118,23 +132,48 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
     any batch strides (0: broadcast), B > 0 (``plan``'s ``batch``). Raises ``ValueError`` when
     ``algo`` cannot take them."""
     tf32 = a.dtype == torch.float32 and tf32_allowed()
-    key = (a.shape, a.stride(), a.data_ptr() & 15 == 0, b.shape, b.stride(), b.data_ptr() & 15 == 0, a.dtype,
-           a.get_device(), epilogue, algo, tf32, tuple(sorted(overrides.items())))
+    key = (
+        a.shape,
+        a.stride(),
+        a.data_ptr() & 15 == 0,
+        b.shape,
+        b.stride(),
+        b.data_ptr() & 15 == 0,
+        a.dtype,
+        a.get_device(),
+        epilogue,
+        algo,
+        tf32,
+        tuple(sorted(overrides.items())),
+    )
     p = _plans.get(key)
     if p is None:
         entries = None
         if a.dim() == 3:
             entries, a, b = (a.shape[0], a.stride(0), b.stride(0)), a[0], b[0]
-        p = plan(a.shape[0], b.shape[1], a.shape[1], a.dtype, Matrix.of(a), Matrix.of(b), epilogue,
-                 device_info(a.get_device()), algo=algo, tf32=tf32, batch=entries, **overrides)
+        p = plan(
+            a.shape[0],
+            b.shape[1],
+            a.shape[1],
+            a.dtype,
+            Matrix.of(a),
+            Matrix.of(b),
+            epilogue,
+            device_info(a.get_device()),
+            algo=algo,
+            tf32=tf32,
+            batch=entries,
+            **overrides,
+        )
         if len(_plans) >= _PLAN_CACHE_LIMIT:
             _plans.clear()
         _plans[key] = p
     return p
 
 
-def run(p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None,
-        scale: float = 1.0) -> torch.Tensor:
+def run(
+    p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None, scale: float = 1.0
+) -> torch.Tensor:
     """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
     contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``). A batched plan
     (``p.batch``): ``a`` (B, M, K), ``b`` (B, K, N), ``c`` (B, M, N) contiguous."""

@@ -1,6 +1,7 @@
 """What every GEMM family's runner shares: its kernels declared on the compile layer, the
 device's properties for the plan, operands brought into the planned form, the split-K
 reduction."""
+
 from __future__ import annotations
 
 import torch
@@ -25,8 +26,13 @@ def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
         for e in exprs:
             by_name.setdefault(e.split("<")[0], []).append(e)
         for name, ex in by_name.items():
-            kernels[name] = Kernel.builtin(filename, name, ex, arch="sm_90a" if sm90a else None,
-                                           defines=geometry.SM90A_DEFINES if sm90a else geometry.DEFINES)
+            kernels[name] = Kernel.builtin(
+                filename,
+                name,
+                ex,
+                arch="sm_90a" if sm90a else None,
+                defines=geometry.SM90A_DEFINES if sm90a else geometry.DEFINES,
+            )
     return kernels
 
 
@@ -48,8 +54,12 @@ def device_info(index: int) -> Device:
 
 # --- operands ---------------------------------------------------------------------------------
 
-TRANSPOSE = Kernel.builtin("transpose.cu", "transpose", {dt: f"transpose<{c}>" for dt, c in CUDA_NAMES.items()},
-                           defines=geometry.TRANSPOSE_DEFINES)
+TRANSPOSE = Kernel.builtin(
+    "transpose.cu",
+    "transpose",
+    {dt: f"transpose<{c}>" for dt, c in CUDA_NAMES.items()},
+    defines=geometry.TRANSPOSE_DEFINES,
+)
 
 
 def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
@@ -65,8 +75,12 @@ def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
         rows = t.shape[0]
         tile = geometry.TRANSPOSE_TILE
         grid = (launch.cdiv(rows, tile), min(launch.cdiv(k, tile), geometry.MAX_GRID_Y), 1)
-        launch.launch(TRANSPOSE.handle(t.dtype, t.get_device()), grid, (tile, geometry.TRANSPOSE_ROWS, 1),
-                      (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows))
+        launch.launch(
+            TRANSPOSE.handle(t.dtype, t.get_device()),
+            grid,
+            (tile, geometry.TRANSPOSE_ROWS, 1),
+            (t.data_ptr(), t.stride(1), buf.data_ptr(), op.ld, k, rows),
+        )
     else:
         buf[..., :k].copy_(t)
     if op.ld > k:
@@ -75,6 +89,7 @@ def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
 
 
 # --- split-K ----------------------------------------------------------------------------------
+
 
 def reduce_variants() -> list[str]:
     """The split-K reductions (gemm.cu), one per tensor-core dtype and epilogue."""
@@ -87,5 +102,9 @@ REDUCE = declare({"gemm.cu": reduce_variants()})
 def reduce(p, ws: torch.Tensor, c: torch.Tensor, bias: int, scale: float) -> None:
     """c = epilogue(sum of the split-K slices of ``ws``), in order (deterministic)."""
     M, N = c.shape
-    launch.launch(handle(REDUCE, p.reduce, c.get_device()), p.reduce_grid, (geometry.REDUCE_THREADS, 1, 1),
-                  (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale))
+    launch.launch(
+        handle(REDUCE, p.reduce, c.get_device()),
+        p.reduce_grid,
+        (geometry.REDUCE_THREADS, 1, 1),
+        (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale),
+    )

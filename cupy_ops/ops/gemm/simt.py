@@ -1,6 +1,7 @@
 """simt: the tiled fp32 GEMM on the CUDA cores (gemm_simt.cuh): 128 x 128 tiles, 8 x 8 outputs
 a thread, operands read in place along either axis, split-K when the tiles leave SMs idle. What
 "auto" takes for float32 while torch keeps TF32 off (its default)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -41,8 +42,11 @@ def kernel(a_kmajor: bool, b_kmajor: bool, epi: str, split: bool) -> tuple[str, 
     """The instantiation for these layouts and epilogue, and the dynamic shared memory its
     launch passes."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", split)
-    return (f"gemm_simt<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {template_arg(split)}, {blocks}, {template_arg(dyn)}>",
-            geometry.SIMT_SMEM_BYTES if dyn else 0)
+    return (
+        f"gemm_simt<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {template_arg(split)}, {blocks}, "
+        f"{template_arg(dyn)}>",
+        geometry.SIMT_SMEM_BYTES if dyn else 0,
+    )
 
 
 def operand(t: Matrix) -> Operand:
@@ -71,7 +75,7 @@ def split(M: int, N: int, K: int, sm_count: int) -> tuple[int, int]:
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     pa = operand(a)
-    pb_ = operand(b)        # B (K, N): "major" = N-major (row-major)
+    pb_ = operand(b)  # B (K, N): "major" = N-major (row-major)
     pb = Operand(pb_.prep, not pb_.kmajor, pb_.ld, pb_.vec)
     slices, kslice = split(M, N, K, dev.sm_count) if ov.split_k else (1, K)
     grid = (cdiv(N, geometry.SIMT_TILE), cdiv(M, geometry.SIMT_TILE), slices)
@@ -79,16 +83,31 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     is_split = slices > 1
     name, smem = kernel(pa.kmajor, pb.kmajor, "EpiNone" if is_split else epi, is_split)
     if is_split:
-        return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (geometry.SIMT_TILE, geometry.SIMT_TILE), slices, kslice,
-                        f"gemm_splitk_reduce<float, {epi}>", reduce_grid(M * N))
+        return GemmPlan(
+            NAME,
+            name,
+            "gemm.cu",
+            grid,
+            block,
+            smem,
+            pa,
+            pb,
+            (geometry.SIMT_TILE, geometry.SIMT_TILE),
+            slices,
+            kslice,
+            f"gemm_splitk_reduce<float, {epi}>",
+            reduce_grid(M * N),
+        )
     return GemmPlan(NAME, name, "gemm.cu", grid, block, smem, pa, pb, (geometry.SIMT_TILE, geometry.SIMT_TILE), 1, K)
 
 
 def batched_kernel(a_kmajor: bool, b_kmajor: bool, epi: str) -> tuple[str, int]:
     """``kernel``'s batched twin (``gemm_simt_batched``, never split: the batch fills the SMs)."""
     blocks, dyn = occupancy(a_kmajor, b_kmajor, epi != "EpiNone", False)
-    return (f"gemm_simt_batched<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {blocks}, {template_arg(dyn)}>",
-            geometry.SIMT_SMEM_BYTES if dyn else 0)
+    return (
+        f"gemm_simt_batched<{template_arg(a_kmajor)}, {template_arg(b_kmajor)}, {epi}, {blocks}, {template_arg(dyn)}>",
+        geometry.SIMT_SMEM_BYTES if dyn else 0,
+    )
 
 
 def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
@@ -100,8 +119,19 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     name, smem = batched_kernel(p.a.kmajor, p.b.kmajor, epi)
     pa = replace(p.a, vec=p.a.vec and batch_aligned(sa, 4))
     pb = replace(p.b, vec=p.b.vec and batch_aligned(sb, 4))
-    return replace(p, kernel=name, smem=smem, a=pa, b=pb, grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),), slices=1,
-                   kslice=a.cols, reduce=None, reduce_grid=(1, 1, 1), batch=batch)
+    return replace(
+        p,
+        kernel=name,
+        smem=smem,
+        a=pa,
+        b=pb,
+        grid=p.grid[:2] + (min(batch, geometry.MAX_GRID_Z),),
+        slices=1,
+        kslice=a.cols,
+        reduce=None,
+        reduce_grid=(1, 1, 1),
+        batch=batch,
+    )
 
 
 def variants() -> dict[str, list[str]]:
@@ -123,9 +153,28 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         h = handle(KERNELS, p.kernel, c.get_device())
         vec = int(p.a.vec) | int(p.b.vec) << 1
         for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
-            launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block,
-                          (a.data_ptr(), p.a.ld, a.stride(0), b.data_ptr(), p.b.ld, b.stride(0), c.data_ptr(), M, N,
-                           K, vec, z0, bias, scale), p.smem)
+            launch.launch(
+                h,
+                p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),),
+                p.block,
+                (
+                    a.data_ptr(),
+                    p.a.ld,
+                    a.stride(0),
+                    b.data_ptr(),
+                    p.b.ld,
+                    b.stride(0),
+                    c.data_ptr(),
+                    M,
+                    N,
+                    K,
+                    vec,
+                    z0,
+                    bias,
+                    scale,
+                ),
+                p.smem,
+            )
         return
     (M, K), N = a.shape, b.shape[1]
     if p.a.prep == "contiguous copy":
@@ -133,8 +182,25 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     if p.b.prep == "contiguous copy":
         b = b.contiguous()
     out = c if p.slices == 1 else torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block,
-                  (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, out.data_ptr(), M, N, K,
-                   int(p.a.vec) | int(p.b.vec) << 1, p.kslice, bias, scale), p.smem)
+    launch.launch(
+        handle(KERNELS, p.kernel, c.get_device()),
+        p.grid,
+        p.block,
+        (
+            a.data_ptr(),
+            p.a.ld,
+            b.data_ptr(),
+            p.b.ld,
+            out.data_ptr(),
+            M,
+            N,
+            K,
+            int(p.a.vec) | int(p.b.vec) << 1,
+            p.kslice,
+            bias,
+            scale,
+        ),
+        p.smem,
+    )
     if p.slices > 1:
         reduce(p, out, c, bias, scale)

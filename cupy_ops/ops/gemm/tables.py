@@ -2,6 +2,7 @@
 cluster or kernel. Each entry was decided by a measurement recorded in docs/gemm.md (the
 anchor beside it); the planners (the family modules) read them, nothing else.
 """
+
 from __future__ import annotations
 
 # --- SIMT ------------------------------------------------------------------------------------
@@ -9,17 +10,22 @@ from __future__ import annotations
 # 128) and whether the tiles are dynamic shared memory, by (A K-major, B K-major, fused
 # epilogue); split-K partial products and layouts not listed: (1, False). At the 128-register
 # cap ptxas schedules the fragment loads by how the tiles are declared (docs/gemm.md#simt-occupancy).
-SIMT_OCCUPANCY = {(True, False, False): (2, True), (True, False, True): (2, True),
-                  (True, True, True): (2, False), (True, True, False): (1, True),
-                  (False, False, False): (2, False), (False, False, True): (2, False),
-                  (False, True, False): (2, True)}
-SIMT_SPLIT_MIN_K = 128    # smallest K a SIMT split-K slice gets (docs/gemm.md#simt-split-k)
+SIMT_OCCUPANCY = {
+    (True, False, False): (2, True),
+    (True, False, True): (2, True),
+    (True, True, True): (2, False),
+    (True, True, False): (1, True),
+    (False, False, False): (2, False),
+    (False, False, True): (2, False),
+    (False, True, False): (2, True),
+}
+SIMT_SPLIT_MIN_K = 128  # smallest K a SIMT split-K slice gets (docs/gemm.md#simt-split-k)
 
 # --- wgmma: tile width, split-K, clusters ----------------------------------------------------
-WGMMA_WIDE_MIN_WAVES = 0.5   # below this many waves of 128 x 256 tiles, 128-wide (docs/gemm.md#tile-width)
-WG_SPLIT_MAX_WAVES = 0.25    # split K only for outputs of at most this many waves of 128 x 128 tiles
-WG_SPLIT_MIN_KTILES = 8      # smallest K range (in k-tiles) a Hopper split-K slice gets (docs/gemm.md#split-k)
-WG_NARROW_MAX_WAVES = 0.5    # 128 x 64 tiles between the split-K share and this (docs/gemm.md#tile-width)
+WGMMA_WIDE_MIN_WAVES = 0.5  # below this many waves of 128 x 256 tiles, 128-wide (docs/gemm.md#tile-width)
+WG_SPLIT_MAX_WAVES = 0.25  # split K only for outputs of at most this many waves of 128 x 128 tiles
+WG_SPLIT_MIN_KTILES = 8  # smallest K range (in k-tiles) a Hopper split-K slice gets (docs/gemm.md#split-k)
+WG_NARROW_MAX_WAVES = 0.5  # 128 x 64 tiles between the split-K share and this (docs/gemm.md#tile-width)
 # Clusters of 2 CTAs sharing each B tile (TMA multicast) as a persistent grid, from
 # WG_CLUSTER_MIN_WAVES waves of tiles on; one CTA per tile below (docs/gemm.md#clusters).
 WG_CLUSTERS = (1, 2)
@@ -28,7 +34,7 @@ WG_CLUSTER_MIN_WAVES = 1.0
 # area at whole waves relative to the first): the one that finishes first wins, a partly
 # filled last wave counted whole (docs/gemm.md#whole-waves).
 WG_WIDE_SPEEDS = ((256, 2, 1.0), (256, 1, 0.95), (128, 2, 0.85))
-WG_GROUP = 8                 # tile-walk group height in cluster rows (docs/gemm.md#whole-waves)
+WG_GROUP = 8  # tile-walk group height in cluster rows (docs/gemm.md#whole-waves)
 # The K-splitting warpgroups (64 x 128 tiles) where the table would take 128 x 64 tiles, or
 # split K with at most WG_KSPLIT_MAX_KTILES k-tiles (docs/gemm.md#k-split-warpgroups).
 WG_KSPLIT = True
@@ -43,7 +49,7 @@ WG_SINGLE_MAX_KTILES = 24
 WG_BATCH_COPY_MAX_WORK = 2**30
 
 # --- fp32 accuracy on the tensor cores -------------------------------------------------------
-X3_SPLIT_MAX_WAVES = 0.5     # tf32x3 / fp16x3 split K up to half a wave (docs/gemm.md#tf32x3)
+X3_SPLIT_MAX_WAVES = 0.5  # tf32x3 / fp16x3 split K up to half a wave (docs/gemm.md#tf32x3)
 # fp16x3 from this many multiply-adds (M N K) on, tf32x3 below: the split pass pays off
 # (docs/gemm.md#fp16x3-or-tf32x3)
 X3H_MIN_WORK = 2**33

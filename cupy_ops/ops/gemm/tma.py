@@ -7,6 +7,7 @@ and which box one load copies; it is built on the host by the driver's
 function, so it is called through ctypes (``launch.cuda_fn``). Maps
 are cached by everything they encode (one dict lookup per launch once warm).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -24,9 +25,9 @@ from ... import launch
 # so does a map of an output (the Hopper kernel's TMA stores of C write the fp32 values as they are).
 _DATA_TYPE = {torch.float16: 6, torch.float32: 11, torch.bfloat16: 9}
 _FLOAT32 = 7
-_SWIZZLE_128B = 3            # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
-_L2_PROMOTION_256B = 3       # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-_OOB_FILL_ZEROS = 0          # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
+_SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
+_L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+_OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
 _CACHE_LIMIT = 4096
 
 _encode = None
@@ -36,16 +37,29 @@ _cache: dict[tuple, bytes] = {}
 def _encoder():
     global _encode
     if _encode is None:
-        _encode = launch.cuda_fn("cuTensorMapEncodeTiled",
-                                 [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-                                  ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-                                  ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-                                  ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int])
+        _encode = launch.cuda_fn(
+            "cuTensorMapEncodeTiled",
+            [
+                ctypes.c_void_p,
+                ctypes.c_int,
+                ctypes.c_uint32,
+                ctypes.c_void_p,
+                ctypes.POINTER(ctypes.c_uint64),
+                ctypes.POINTER(ctypes.c_uint64),
+                ctypes.POINTER(ctypes.c_uint32),
+                ctypes.POINTER(ctypes.c_uint32),
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+            ],
+        )
     return _encode
 
 
-def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
-               exact: bool = False) -> bytes:
+def tensor_map(
+    t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *, exact: bool = False
+) -> bytes:
     """The tensor map of the matrix at ``t.data_ptr()``: ``outer`` rows of ``inner``
     contiguous elements, rows ``ld`` elements apart, loaded or stored in boxes of
     ``box_inner`` x ``box_outer`` with the 128-byte swizzle. Parts of a box past the matrix
@@ -57,8 +71,19 @@ def tensor_map(t: torch.Tensor, inner: int, outer: int, ld: int, box_inner: int,
     return tensor_map_at(t.data_ptr(), t.dtype, inner, outer, ld, box_inner, box_outer, exact=exact)
 
 
-def tensor_map_at(ptr: int, dtype: torch.dtype, inner: int, outer: int, ld: int, box_inner: int, box_outer: int, *,
-                  exact: bool = False, depth: int = 0, depth_stride: int = 0) -> bytes:
+def tensor_map_at(
+    ptr: int,
+    dtype: torch.dtype,
+    inner: int,
+    outer: int,
+    ld: int,
+    box_inner: int,
+    box_outer: int,
+    *,
+    exact: bool = False,
+    depth: int = 0,
+    depth_stride: int = 0,
+) -> bytes:
     """``tensor_map`` of the ``dtype`` matrix at device address ``ptr`` (a part of a workspace).
     ``depth`` > 0: a 3-D map of ``depth`` such matrices ``depth_stride`` elements apart (a batch,
     the outermost coordinate; boxes one matrix deep)."""
@@ -74,12 +99,15 @@ def tensor_map_at(ptr: int, dtype: torch.dtype, inner: int, outer: int, ld: int,
     box = (ctypes.c_uint32 * rank)(box_inner, box_outer, *((1,) if depth else ()))
     elem = (ctypes.c_uint32 * rank)(*((1,) * rank))
     code = _FLOAT32 if exact and dtype == torch.float32 else _DATA_TYPE[dtype]
-    rc = _encoder()(buf, code, rank, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B,
-                    _OOB_FILL_ZEROS)
+    rc = _encoder()(
+        buf, code, rank, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZEROS
+    )
     if rc != 0:
         batch = f" x {depth} ({depth_stride} apart)" if depth else ""
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner}{batch} {dtype} "
-                           f"matrix with row pitch {ld} at 0x{ptr:x}, box {box_outer}x{box_inner}")
+        raise RuntimeError(
+            f"cuTensorMapEncodeTiled failed (CUresult {rc}) for a {outer}x{inner}{batch} {dtype} "
+            f"matrix with row pitch {ld} at 0x{ptr:x}, box {box_outer}x{box_inner}"
+        )
     m = bytes(buf)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()

@@ -6,6 +6,7 @@ warpgroups, or for 16-bit 128 x 64 tiles with the epilogue staged in the ring); 
 row-major B as C^T = B^T A^T. What "auto" takes for 16-bit (and TF32-allowed float32) on
 Hopper. The choices and their measurements: docs/gemm.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,13 +38,15 @@ NAME = "wgmma"
 
 
 def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
-    return (tiled_sizes(M, N, K)
-            or (None if dtype in TENSOR_CORE_DTYPES else f"takes float16, bfloat16 or float32 (TF32) operands, "
-                                                         f"got {dtype}")
-            or needs_hopper(NAME, dev, "tc"))
+    return (
+        tiled_sizes(M, N, K)
+        or (None if dtype in TENSOR_CORE_DTYPES else f"takes float16, bfloat16 or float32 (TF32) operands, got {dtype}")
+        or needs_hopper(NAME, dev, "tc")
+    )
 
 
 # --- the tables' rules (pure; CPU tests call them) ------------------------------------------
+
 
 def tile_n(M: int, N: int, sm_count: int) -> int:
     """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
@@ -90,8 +93,10 @@ def tma_store(N: int, itemsize: int, slices: int, override: bool | None = None) 
     stores; True where impossible: ValueError."""
     possible = slices == 1 and (N * itemsize) % 16 == 0
     if override and not possible:
-        raise ValueError(f"tma_store=True needs C's rows a multiple of 16 bytes and no split-K; got N = {N} "
-                         f"elements of {itemsize} bytes, {slices} K slices")
+        raise ValueError(
+            f"tma_store=True needs C's rows a multiple of 16 bytes and no split-K; got N = {N} "
+            f"elements of {itemsize} bytes, {slices} K slices"
+        )
     return possible and override is not False
 
 
@@ -103,8 +108,10 @@ def ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True
     if bn == 64:
         return True
     slices = split(M, N, K, bn, bk, sm_count)[0] if split_k else 1
-    return slices > 1 and (cdiv(K, bk) <= tables.WG_KSPLIT_MAX_KTILES or
-                           cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices)
+    return slices > 1 and (
+        cdiv(K, bk) <= tables.WG_KSPLIT_MAX_KTILES
+        or cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128) >= cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices
+    )
 
 
 def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
@@ -121,12 +128,19 @@ def swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c
     over B. Needs B's rows 16-byte aligned (its tensor map) and, ``c_map`` (the wgmma kernel's
     epilogue stores through the TMA), C's. ``override`` False: the transpose pass (tuning,
     tests); True where impossible: ValueError."""
-    possible = (dtype == torch.float32 and b.stride1 == 1 and b.aligned16 and (b.stride0 * b.itemsize) % 16 == 0
-                and (not c_map or (N * b.itemsize) % 16 == 0))
+    possible = (
+        dtype == torch.float32
+        and b.stride1 == 1
+        and b.aligned16
+        and (b.stride0 * b.itemsize) % 16 == 0
+        and (not c_map or (N * b.itemsize) % 16 == 0)
+    )
     if override and not possible:
-        raise ValueError(f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
-                         f"from a 16-byte boundary{' and N a multiple of 4' if c_map else ''}; got {dtype}, b "
-                         f"strides ({b.stride0}, {b.stride1}), N = {N}")
+        raise ValueError(
+            f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
+            f"from a 16-byte boundary{' and N a multiple of 4' if c_map else ''}; got {dtype}, b "
+            f"strides ({b.stride0}, {b.stride1}), N = {N}"
+        )
     return possible and override is not False
 
 
@@ -141,15 +155,25 @@ def layout(M: int, N: int, K: int, bk: int, dev, ov) -> dict:
     wide_grid = tiles >= tables.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, geometry.WG_BM) > 1
     cluster = ov.cluster or (model[1] if model else 2 if wide_grid else 1)
     if cluster * 64 > bn:
-        raise ValueError(f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
-                         f"of B), got tile_n={bn}")
+        raise ValueError(
+            f"cluster={cluster} needs tile_n >= {cluster * 64} (each CTA loads whole 64-column boxes "
+            f"of B), got tile_n={bn}"
+        )
     persistent = cluster > 1 if ov.persistent is None else ov.persistent
     grid, units = walk(M, N, bn, slices, cluster, dev.sm_count)
-    return dict(bn=bn, slices=slices, kslice=kslice, cluster=cluster, group=ov.group or tables.WG_GROUP,
-                persistent=persistent, grid=(grid if persistent else cluster * units, 1, 1))
+    return dict(
+        bn=bn,
+        slices=slices,
+        kslice=kslice,
+        cluster=cluster,
+        group=ov.group or tables.WG_GROUP,
+        persistent=persistent,
+        grid=(grid if persistent else cluster * units, 1, 1),
+    )
 
 
 # --- the plan -------------------------------------------------------------------------------
+
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     T, bk = CUDA_NAMES[dtype], geometry.WG_BK[dtype]
@@ -166,10 +190,24 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=ov.split_k and not ov.swap)) if swap else None
     if swap and geo["slices"] == 1:
         bn, cl = geo["bn"], geo["cluster"]
-        return GemmPlan(NAME, f"gemm_wgmma_swap<{bn}, {cl}, {epi}>", SM90A, geo["grid"],
-                        (geometry.WG_THREADS, 1, 1), geometry.WG_SMEM_BYTES, pa, Operand("n-major", False, b.stride0), (geometry.WG_BM, bn),
-                        kslice=K, bk=bk, cluster=cl, group=geo["group"], persistent=geo["persistent"],
-                        tma_store=True, swap=True)
+        return GemmPlan(
+            NAME,
+            f"gemm_wgmma_swap<{bn}, {cl}, {epi}>",
+            SM90A,
+            geo["grid"],
+            (geometry.WG_THREADS, 1, 1),
+            geometry.WG_SMEM_BYTES,
+            pa,
+            Operand("n-major", False, b.stride0),
+            (geometry.WG_BM, bn),
+            kslice=K,
+            bk=bk,
+            cluster=cl,
+            group=geo["group"],
+            persistent=geo["persistent"],
+            tma_store=True,
+            swap=True,
+        )
     # a row-major B (matmul's b) is read in place, N-major, through the instruction's
     # transpose bit (16-bit types; TF32 reads K-major only); any other B as (N, K) K-major
     if dtype != torch.float32 and n_major_in_place(b):
@@ -177,35 +215,94 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     else:
         pb, n_major = kmajor_operand(b.T), False
     if ov.ksplit and ov.shape:
-        raise ValueError("ksplit=True takes no tile_n, cluster or persistent override (its tile is "
-                         f"{geometry.WG_KSPLIT_BM} x 128, one CTA each)")
+        raise ValueError(
+            "ksplit=True takes no tile_n, cluster or persistent override (its tile is "
+            f"{geometry.WG_KSPLIT_BM} x 128, one CTA each)"
+        )
     if ov.single and (ov.shape or ov.ksplit or dtype == torch.float32):
-        got = ", ".join([str(dtype)] + [f"{o}={getattr(ov, o)!r}" for o in ("tile_n", "cluster", "persistent", "ksplit")
-                                        if getattr(ov, o) is not None])
-        raise ValueError(f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
-                         f"override (its tile is {geometry.WG_BM} x 64, one CTA each); got {got}")
+        got = ", ".join(
+            [str(dtype)]
+            + [
+                f"{o}={getattr(ov, o)!r}"
+                for o in ("tile_n", "cluster", "persistent", "ksplit")
+                if getattr(ov, o) is not None
+            ]
+        )
+        raise ValueError(
+            f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
+            f"override (its tile is {geometry.WG_BM} x 64, one CTA each); got {got}"
+        )
     small = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
     store = tma_store(N, a.itemsize, 1, ov.tma_store)
     if ov.single or (ov.single is None and small and singles(M, K, dtype, bk)):
-        return GemmPlan(NAME, f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {epi}>", SM90A,
-                        (cdiv(M, geometry.WG_BM) * cdiv(N, 64), 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb,
-                        (geometry.WG_BM, 64), kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, single=True)
+        return GemmPlan(
+            NAME,
+            f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {epi}>",
+            SM90A,
+            (cdiv(M, geometry.WG_BM) * cdiv(N, 64), 1, 1),
+            (geometry.WG_THREADS, 1, 1),
+            geometry.WG_KSPLIT_SMEM_BYTES,
+            pa,
+            pb,
+            (geometry.WG_BM, 64),
+            kslice=K,
+            bk=bk,
+            group=ov.group or tables.WG_GROUP,
+            tma_store=store,
+            single=True,
+        )
     if ov.ksplit or small:
         units = cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128)
-        return GemmPlan(NAME, f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {epi}>", SM90A,
-                        (units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_KSPLIT_SMEM_BYTES, pa, pb, (geometry.WG_KSPLIT_BM, 128),
-                        kslice=K, bk=bk, group=ov.group or tables.WG_GROUP, tma_store=store, ksplit=True)
+        return GemmPlan(
+            NAME,
+            f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {epi}>",
+            SM90A,
+            (units, 1, 1),
+            (geometry.WG_THREADS, 1, 1),
+            geometry.WG_KSPLIT_SMEM_BYTES,
+            pa,
+            pb,
+            (geometry.WG_KSPLIT_BM, 128),
+            kslice=K,
+            bk=bk,
+            group=ov.group or tables.WG_GROUP,
+            tma_store=store,
+            ksplit=True,
+        )
     geo = layout(M, N, K, bk, dev, ov)
     bn, cluster, slices = geo["bn"], geo["cluster"], geo["slices"]
     store = tma_store(N, a.itemsize, slices, ov.tma_store)
-    common = dict(grid=geo["grid"], block=(geometry.WG_THREADS, 1, 1), smem=geometry.WG_SMEM_BYTES, a=pa, b=pb, tile=(geometry.WG_BM, bn),
-                  bk=bk, cluster=cluster, group=geo["group"], persistent=geo["persistent"])
+    common = dict(
+        grid=geo["grid"],
+        block=(geometry.WG_THREADS, 1, 1),
+        smem=geometry.WG_SMEM_BYTES,
+        a=pa,
+        b=pb,
+        tile=(geometry.WG_BM, bn),
+        bk=bk,
+        cluster=cluster,
+        group=geo["group"],
+        persistent=geo["persistent"],
+    )
     if slices > 1:
-        return GemmPlan(NAME, f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, {bn}, {cluster}>", SM90A,
-                        slices=slices, kslice=geo["kslice"], reduce=f"gemm_splitk_reduce<{T}, {epi}>",
-                        reduce_grid=reduce_grid(M * N), **common)
-    return GemmPlan(NAME, f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cluster}, {epi}>", SM90A, kslice=K,
-                    tma_store=store, **common)
+        return GemmPlan(
+            NAME,
+            f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, {bn}, {cluster}>",
+            SM90A,
+            slices=slices,
+            kslice=geo["kslice"],
+            reduce=f"gemm_splitk_reduce<{T}, {epi}>",
+            reduce_grid=reduce_grid(M * N),
+            **common,
+        )
+    return GemmPlan(
+        NAME,
+        f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cluster}, {epi}>",
+        SM90A,
+        kslice=K,
+        tma_store=store,
+        **common,
+    )
 
 
 def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi: str, dev, ov) -> GemmPlan | None:
@@ -223,11 +320,18 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     M, K, N = a.rows, a.cols, b.cols
     # a b the 2-D plan swaps (TF32 with a row-major b; there is no batched swapped kernel) or
     # copies: copied once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
-    copy_b = ((p.swap and not ov.swap) or p.b.prep in ("transpose", "k-major copy")) \
-        and M * N * K <= tables.WG_BATCH_COPY_MAX_WORK
-    if p.family != NAME or (p.swap and not copy_b) or epi != "EpiNone" or p.a.prep != "as is" \
-            or not (copy_b or p.b.prep in ("as is", "n-major")) or not batch_aligned(sa, es) \
-            or not (copy_b or batch_aligned(sb, es)):
+    copy_b = (
+        (p.swap and not ov.swap) or p.b.prep in ("transpose", "k-major copy")
+    ) and M * N * K <= tables.WG_BATCH_COPY_MAX_WORK
+    if (
+        p.family != NAME
+        or (p.swap and not copy_b)
+        or epi != "EpiNone"
+        or p.a.prep != "as is"
+        or not (copy_b or p.b.prep in ("as is", "n-major"))
+        or not batch_aligned(sa, es)
+        or not (copy_b or batch_aligned(sb, es))
+    ):
         return None
     pb = Operand("k-major copy", True, cdiv(K * es, 16) * 16 // es) if copy_b else p.b
     # entries one after another (or broadcast): the 3-D maps' batch stride past a whole entry
@@ -236,8 +340,10 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
         return None
     rows = cdiv(M, geometry.WG_BM)
     if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
-        raise ValueError("the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
-                         "a cluster, the threads' stores)")
+        raise ValueError(
+            "the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
+            "a cluster, the threads' stores)"
+        )
     bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= tables.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
     units = rows * cdiv(N, bn) * batch
     if units > geometry.INT32_MAX:
@@ -248,27 +354,52 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     # the 2-D plan's element type: bf16, f16 or float (the swapped kernel's is float)
     T = "float" if p.swap else p.kernel.split("<")[1].split(",")[0]
     n_major = pb.prep == "n-major"
-    return GemmPlan(NAME, f"gemm_wgmma_batched<{T}, {template_arg(n_major)}, {bn}, {epi}>", SM90A,
-                    (min(units, dev.sm_count) if persistent else units, 1, 1), (geometry.WG_THREADS, 1, 1), geometry.WG_SMEM_BYTES,
-                    p.a, pb, (geometry.WG_BM, bn), kslice=K, bk=p.bk, group=ov.group or tables.WG_GROUP, persistent=persistent,
-                    batch=batch)
+    return GemmPlan(
+        NAME,
+        f"gemm_wgmma_batched<{T}, {template_arg(n_major)}, {bn}, {epi}>",
+        SM90A,
+        (min(units, dev.sm_count) if persistent else units, 1, 1),
+        (geometry.WG_THREADS, 1, 1),
+        geometry.WG_SMEM_BYTES,
+        p.a,
+        pb,
+        (geometry.WG_BM, bn),
+        kslice=K,
+        bk=p.bk,
+        group=ov.group or tables.WG_GROUP,
+        persistent=persistent,
+        batch=batch,
+    )
 
 
 def variants() -> dict[str, list[str]]:
-    exprs = [f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {template_arg(n_major)}, {bn}, EpiNone>" for dt in TENSOR_CORE_DTYPES
-             for n_major in ((False, True) if dt != torch.float32 else (False,)) for bn in (128, 256)]
+    exprs = [
+        f"gemm_wgmma_batched<{CUDA_NAMES[dt]}, {template_arg(n_major)}, {bn}, EpiNone>"
+        for dt in TENSOR_CORE_DTYPES
+        for n_major in ((False, True) if dt != torch.float32 else (False,))
+        for bn in (128, 256)
+    ]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
-        for n_major in ((False, True) if dt != torch.float32 else (False,)):
-            for cl in tables.WG_CLUSTERS:   # pairs share B tiles of at least 128 columns
-                exprs += [f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS
-                          for e in EPILOGUES if cl * 64 <= bn]
+        for n_major in (False, True) if dt != torch.float32 else (False,):
+            for cl in tables.WG_CLUSTERS:  # pairs share B tiles of at least 128 columns
+                exprs += [
+                    f"gemm_wgmma<{T}, {template_arg(n_major)}, {bn}, {cl}, {e}>"
+                    for bn in geometry.WG_TILE_NS
+                    for e in EPILOGUES
+                    if cl * 64 <= bn
+                ]
                 exprs.append(f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, 128, {cl}>")
             exprs += [f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {e}>" for e in EPILOGUES]
             if dt != torch.float32:
                 exprs += [f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {e}>" for e in EPILOGUES]
-    exprs += [f"gemm_wgmma_swap<{bn}, {cl}, {e}>" for bn in geometry.WG_TILE_NS for cl in tables.WG_CLUSTERS for e in EPILOGUES
-              if cl * 64 <= bn]
+    exprs += [
+        f"gemm_wgmma_swap<{bn}, {cl}, {e}>"
+        for bn in geometry.WG_TILE_NS
+        for cl in tables.WG_CLUSTERS
+        for e in EPILOGUES
+        if cl * 64 <= bn
+    ]
     return {SM90A: exprs}
 
 
@@ -276,6 +407,7 @@ KERNELS = declare(variants())
 
 
 # --- the runner (shared with tf32x3) --------------------------------------------------------
+
 
 def maps(p: GemmPlan, a, b):
     """``(a_map, b_map, keep)``: the TMA maps of the operands (tf32x3 reads the fp32 values
@@ -285,17 +417,20 @@ def maps(p: GemmPlan, a, b):
     (M, K), N = a.shape, b.shape[1]
     exact = p.family == "tf32x3"
     a2 = prepare(a, p.a)
-    if p.swap:   # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
-        return (tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=exact),
-                tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b))
+    if p.swap:  # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
+        return (
+            tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=exact),
+            tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact),
+            (a2, b),
+        )
     a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
-    if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
+    if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
         return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
     bt = prepare(b.t(), p.b)
     return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
 
 
-NO_MAP = bytes(128)   # the c_map argument when the kernel stores C with its threads (not read)
+NO_MAP = bytes(128)  # the c_map argument when the kernel stores C with its threads (not read)
 
 
 def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
@@ -308,24 +443,32 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     grid = p.grid
     if p.persistent:
         grid = (min(p.grid[0], p.cluster * max(launch.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
-    walk_args = (p.group,) if p.family == NAME else ()   # the tf32x3 kernel has no tile walk
+    walk_args = (p.group,) if p.family == NAME else ()  # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem,
-                      p.cluster)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster)
         reduce(p, ws, c, bias, scale)
     elif p.swap and p.family == NAME:
         box = geometry.WG_SWAP_BOX
         c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
         launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
     elif p.family == NAME:
-        c_map = (tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
-                 if p.tma_store else NO_MAP)
-        launch.launch(h, grid, p.block, (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group,
-                                         bias, scale), p.smem, p.cluster)
+        c_map = (
+            tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
+            if p.tma_store
+            else NO_MAP
+        )
+        launch.launch(
+            h,
+            grid,
+            p.block,
+            (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, bias, scale),
+            p.smem,
+            p.cluster,
+        )
     else:
         launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
-    del keep   # launched: the stream orders any reuse of this memory after the kernel
+    del keep  # launched: the stream orders any reuse of this memory after the kernel
 
 
 def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
@@ -335,24 +478,58 @@ def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     B, M, K = a.shape
     N = b.shape[2]
     a_bc, b_bc = B == 1 or a.stride(0) == 0, B == 1 or b.stride(0) == 0
-    a_map = tma.tensor_map_at(a.data_ptr(), a.dtype, K, M, p.a.ld, p.bk, p.tile[0], depth=1 if a_bc else B,
-                              depth_stride=M * p.a.ld if a_bc else a.stride(0))
-    if p.b.prep == "n-major":   # boxes of 64 columns (128 bytes) x bk rows of K
-        b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, 64, p.bk, depth=1 if b_bc else B,
-                                  depth_stride=K * p.b.ld if b_bc else b.stride(0))
-    elif p.b.prep == "k-major copy":   # B^T of every entry (of entry 0 where broadcast), K-major, padded
+    a_map = tma.tensor_map_at(
+        a.data_ptr(),
+        a.dtype,
+        K,
+        M,
+        p.a.ld,
+        p.bk,
+        p.tile[0],
+        depth=1 if a_bc else B,
+        depth_stride=M * p.a.ld if a_bc else a.stride(0),
+    )
+    if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
+        b_map = tma.tensor_map_at(
+            b.data_ptr(),
+            b.dtype,
+            N,
+            K,
+            p.b.ld,
+            64,
+            p.bk,
+            depth=1 if b_bc else B,
+            depth_stride=K * p.b.ld if b_bc else b.stride(0),
+        )
+    elif p.b.prep == "k-major copy":  # B^T of every entry (of entry 0 where broadcast), K-major, padded
         bt = prepare((b[:1] if b_bc else b).transpose(1, 2), p.b)
-        b_map = tma.tensor_map_at(bt.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=bt.shape[0],
-                                  depth_stride=N * p.b.ld)
-    else:                       # B^T (N, K) K-major
-        b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=1 if b_bc else B,
-                                  depth_stride=N * p.b.ld if b_bc else b.stride(0))
+        b_map = tma.tensor_map_at(
+            bt.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=bt.shape[0], depth_stride=N * p.b.ld
+        )
+    else:  # B^T (N, K) K-major
+        b_map = tma.tensor_map_at(
+            b.data_ptr(),
+            b.dtype,
+            K,
+            N,
+            p.b.ld,
+            p.bk,
+            p.tile[1],
+            depth=1 if b_bc else B,
+            depth_stride=N * p.b.ld if b_bc else b.stride(0),
+        )
     h = handle(KERNELS, p.kernel, c.get_device())
     grid = p.grid
-    if p.persistent:   # the CTAs that run at once (the kernel walks the tiles over them)
+    if p.persistent:  # the CTAs that run at once (the kernel walks the tiles over them)
         grid = (min(p.grid[0], max(launch.resident_clusters(h, 1, p.block, p.smem), 1)), 1, 1)
-    launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1,
-                                     bias, scale), p.smem, p.cluster)
+    launch.launch(
+        h,
+        grid,
+        p.block,
+        (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, bias, scale),
+        p.smem,
+        p.cluster,
+    )
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:

@@ -4,6 +4,7 @@ torch's exception type; the batch folds into M on a view where the strides allow
 2-D GEMM per batch entry. CPU tests drive the batch layer (ops/gemm/batch.py) with torch's own
 2-D product in place of a kernel; GPU tests run the ops against torch, forward and backward,
 with property tests over random batch shapes, broadcasting and views."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,20 +24,50 @@ hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not install
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-FAST = settings(max_examples=60, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 # every shape pair of torch's own matmul OpInfo samples, and more broadcasting
 SHAPE_PAIRS = [
-    ((20,), (20,)), ((5, 10), (10,)), ((10,), (10, 5)), ((5, 10), (10, 5)), ((5, 0), (0, 10)),
-    ((5, 5, 10), (10,)), ((5, 5, 10), (10, 5)), ((5, 5, 0), (0, 5)), ((10,), (5, 10, 5)),
-    ((5, 10), (5, 10, 5)), ((0, 0), (5, 0, 0)), ((5, 5, 10, 10), (5, 5, 10, 5)), ((5, 5, 10, 10), (10,)),
-    ((10,), (5, 5, 10, 5)), ((5, 5, 5), (1, 5, 5)), ((3, 1, 4, 5), (2, 5, 6)), ((1, 4, 5), (3, 1, 5, 6)),
-    ((0, 4, 5), (5, 6)), ((2, 0, 4, 5), (1, 5, 6)), ((4, 0), (0,)), ((0,), (0,)), ((7, 1, 3), (3, 1)),
+    ((20,), (20,)),
+    ((5, 10), (10,)),
+    ((10,), (10, 5)),
+    ((5, 10), (10, 5)),
+    ((5, 0), (0, 10)),
+    ((5, 5, 10), (10,)),
+    ((5, 5, 10), (10, 5)),
+    ((5, 5, 0), (0, 5)),
+    ((10,), (5, 10, 5)),
+    ((5, 10), (5, 10, 5)),
+    ((0, 0), (5, 0, 0)),
+    ((5, 5, 10, 10), (5, 5, 10, 5)),
+    ((5, 5, 10, 10), (10,)),
+    ((10,), (5, 5, 10, 5)),
+    ((5, 5, 5), (1, 5, 5)),
+    ((3, 1, 4, 5), (2, 5, 6)),
+    ((1, 4, 5), (3, 1, 5, 6)),
+    ((0, 4, 5), (5, 6)),
+    ((2, 0, 4, 5), (1, 5, 6)),
+    ((4, 0), (0,)),
+    ((0,), (0,)),
+    ((7, 1, 3), (3, 1)),
 ]
 BAD_PAIRS = [
-    ((), (3,)), ((3,), ()), ((), ()), ((3,), (4,)), ((2, 3), (4,)), ((3,), (4, 5)), ((2, 3), (4, 5)),
-    ((2, 2, 3), (2, 4, 5)), ((2, 2, 3), (3, 3, 5)), ((2, 2, 3), (4, 5)), ((4, 1, 2, 3), (2, 3, 3, 5)),
+    ((), (3,)),
+    ((3,), ()),
+    ((), ()),
+    ((3,), (4,)),
+    ((2, 3), (4,)),
+    ((3,), (4, 5)),
+    ((2, 3), (4, 5)),
+    ((2, 2, 3), (2, 4, 5)),
+    ((2, 2, 3), (3, 3, 5)),
+    ((2, 2, 3), (4, 5)),
+    ((4, 1, 2, 3), (2, 3, 3, 5)),
 ]
 
 
@@ -90,8 +121,8 @@ def test_bad_shapes_raise_torch_exception_type(sa, sb):
     expected = _torch_error(lambda: torch.matmul(a, b))
     assert expected is RuntimeError
     with pytest.raises(expected):
-        cupy_ops.matmul(a, b)          # the shape is checked before the device
-    with pytest.raises(ValueError):    # and it is a ValueError, as every cupy_ops shape error
+        cupy_ops.matmul(a, b)  # the shape is checked before the device
+    with pytest.raises(ValueError):  # and it is a ValueError, as every cupy_ops shape error
         cupy_ops.matmul(a, b)
 
 
@@ -111,13 +142,22 @@ def test_dtype_mismatch_raises_torch_exception_type():
 @pytest.mark.parametrize("sx", [(3,), (0, 3), (8, 3), (2, 3, 3), (2, 1, 2, 1, 3), (0, 2, 3), (4, 0, 3)])
 def test_linear_output_rule_gives_f_linear_shape(sx):
     x, w, bias = torch.empty(sx, device="meta"), torch.empty(5, 3, device="meta"), torch.empty(5, device="meta")
-    with pytest.raises(ValueError, match="x must be a CUDA tensor"):   # the shape rule passed; the device did not
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):  # the shape rule passed; the device did not
         checks.linear_args(x, w, bias, "auto", ("auto",))
     assert tuple(x.shape[:-1]) + (5,) == tuple(F.linear(x, w, bias).shape)
 
 
-@pytest.mark.parametrize("sx, sw, sb", [((), (4, 5), None), ((2, 3), (4, 5), None), ((7, 2, 3), (4, 5), None),
-                                        ((3,), (4, 5), None), ((2, 5), (4, 5), (3,)), ((2, 5), (1, 4, 5), None)])
+@pytest.mark.parametrize(
+    "sx, sw, sb",
+    [
+        ((), (4, 5), None),
+        ((2, 3), (4, 5), None),
+        ((7, 2, 3), (4, 5), None),
+        ((3,), (4, 5), None),
+        ((2, 5), (4, 5), (3,)),
+        ((2, 5), (1, 4, 5), None),
+    ],
+)
 def test_linear_bad_shapes_raise_torch_exception_type(sx, sw, sb):
     x, w = torch.randn(sx), torch.randn(sw)
     bias = None if sb is None else torch.randn(sb)
@@ -134,7 +174,7 @@ def test_batch_layer_gives_torch_matmul(sa, sb):
 
 
 def test_a_foldable_batch_is_one_gemm_on_a_view():
-    a = torch.randn(6, 4, 5)[:, 1:3]          # (6, 2, 5): rows 2 apart: the batch does not fold
+    a = torch.randn(6, 4, 5)[:, 1:3]  # (6, 2, 5): rows 2 apart: the batch does not fold
     b = torch.randn(5, 3)
     seen = []
 
@@ -142,8 +182,11 @@ def test_a_foldable_batch_is_one_gemm_on_a_view():
         seen.append((x, y, z))
         cpu_gemm(p, x, y, z, bias, scale)
 
-    for t, mode in ((torch.randn(6, 4, 5), "folded"), (torch.randn(4, 6, 5).transpose(0, 1)[:, :4], "folded, a copied"),
-                    (a, "folded, a copied")):
+    for t, mode in (
+        (torch.randn(6, 4, 5), "folded"),
+        (torch.randn(4, 6, 5).transpose(0, 1)[:, :4], "folded, a copied"),
+        (a, "folded, a copied"),
+    ):
         seen.clear()
         out = torch.empty(checks.matmul_shape(t, b), dtype=torch.float64)
         run_with(t, b, out, lambda *args: None, record)
@@ -176,7 +219,7 @@ def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
 
 
 class _BatchedPlan:
-    batch = 1   # what a family's batched plan says: the batch goes in the grid
+    batch = 1  # what a family's batched plan says: the batch goes in the grid
 
 
 def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
@@ -190,14 +233,25 @@ def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
         seen.append((x.shape[0], x.stride(0), y.stride(0)))
         z.copy_(torch.bmm(x.double(), y.double()))
 
-    for sa, sb, launches in (((4, 3, 5), (4, 5, 2), 1), ((3, 5), (4, 5, 2), 1), ((2, 3, 4, 5), (5, 6), None),
-                             ((1, 3, 4, 5), (2, 1, 5, 6), 2), ((2, 3, 4, 5), (2, 3, 5, 6), 1), ((5,), (2, 3, 5, 6), 1),
-                             ((2, 1, 4, 5), (2, 3, 5, 6), 2)):
+    for sa, sb, launches in (
+        ((4, 3, 5), (4, 5, 2), 1),
+        ((3, 5), (4, 5, 2), 1),
+        ((2, 3, 4, 5), (5, 6), None),
+        ((1, 3, 4, 5), (2, 1, 5, 6), 2),
+        ((2, 3, 4, 5), (2, 3, 5, 6), 1),
+        ((5,), (2, 3, 5, 6), 1),
+        ((2, 1, 4, 5), (2, 3, 5, 6), 2),
+    ):
         a, b = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
         seen.clear()
         out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
-        run_with(a, b, out, lambda *args: _BatchedPlan(), lambda p, x, y, z, bias, scale:
-                  (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, bias, scale))
+        run_with(
+            a,
+            b,
+            out,
+            lambda *args: _BatchedPlan(),
+            lambda p, x, y, z, bias, scale: (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, bias, scale),
+        )
         torch.testing.assert_close(out, torch.matmul(a, b))
         p = plan_with(a, b, lambda *args: _BatchedPlan())
         if launches is None:
@@ -220,49 +274,60 @@ def test_an_empty_output_plans_no_launch():
         run_with(a, b, out, lambda *args: None, lambda *args: pytest.fail("a launch for an empty output"))
 
 
-
-
 def _plan(B, M, K, N, dtype, dev, sa=None, sb=None, b_kmajor=False, epilogue="EpiNone", tf32=False, **overrides):
     es = torch.empty((), dtype=dtype).element_size()
     a = gemm.Matrix(M, K, K, 1, es, True)
     b = gemm.Matrix(K, N, 1, K, es, True) if b_kmajor else gemm.Matrix(K, N, N, 1, es, True)
-    return gemm.plan(M, N, K, dtype, a, b, epilogue, dev, tf32=tf32,
-                     batch=(B, M * K if sa is None else sa, K * N if sb is None else sb), **overrides)
+    return gemm.plan(
+        M,
+        N,
+        K,
+        dtype,
+        a,
+        b,
+        epilogue,
+        dev,
+        tf32=tf32,
+        batch=(B, M * K if sa is None else sa, K * N if sb is None else sb),
+        **overrides,
+    )
 
 
 def test_plans_of_a_batch_by_family():
     """Which families plan a batched kernel (CPU: the plans are pure), and where they do not."""
     p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100)
     assert p.kernel == "gemm_wgmma_batched<bf16, true, 256, EpiNone>" and p.batch == 32
-    assert p.grid == (132, 1, 1) and p.persistent and not p.tma_store      # 1024 tiles: persistent
+    assert p.grid == (132, 1, 1) and p.persistent and not p.tma_store  # 1024 tiles: persistent
     p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100, persistent=False)
     assert p.grid == (8 * 4 * 32, 1, 1) and not p.persistent
-    assert not _plan(2, 128, 64, 128, torch.bfloat16, H100).persistent            # less than a wave
-    assert _plan(32, 1024, 128, 1024, torch.float16, H100, b_kmajor=True).kernel == \
-        "gemm_wgmma_batched<f16, false, 256, EpiNone>"
+    assert not _plan(2, 128, 64, 128, torch.bfloat16, H100).persistent  # less than a wave
+    assert (
+        _plan(32, 1024, 128, 1024, torch.float16, H100, b_kmajor=True).kernel
+        == "gemm_wgmma_batched<f16, false, 256, EpiNone>"
+    )
     assert _plan(2, 128, 64, 128, torch.bfloat16, H100).kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>"
-    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=0).batch == 4           # a broadcast
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=0).batch == 4  # a broadcast
     assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sa=128 * 64 + 4).batch == 0  # entries off 16 bytes
-    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sb=64).batch == 0           # entries interleaved
+    assert _plan(4, 128, 64, 128, torch.bfloat16, H100, sb=64).batch == 0  # entries interleaved
     assert _plan(4, 128, 64, 128, torch.bfloat16, H100, epilogue="EpiBiasReluScale").batch == 0
-    assert _plan(4, 128, 64, 128, torch.bfloat16, A100).batch == 0                 # tc: b row-major is transposed
-    p = _plan(4, 128, 64, 128, torch.bfloat16, A100, b_kmajor=True)                 # ... K-major read in place
+    assert _plan(4, 128, 64, 128, torch.bfloat16, A100).batch == 0  # tc: b row-major is transposed
+    p = _plan(4, 128, 64, 128, torch.bfloat16, A100, b_kmajor=True)  # ... K-major read in place
     assert p.kernel == "gemm_tc_batched<bf16, EpiNone>" and p.grid == (1, 1, 4)
-    p = _plan(4, 128, 64, 128, torch.float32, H100, b_kmajor=True, tf32=True)       # TF32, K-major b
+    p = _plan(4, 128, 64, 128, torch.float32, H100, b_kmajor=True, tf32=True)  # TF32, K-major b
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>"
-    p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True)                    # TF32, row-major b: copied
+    p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True)  # TF32, row-major b: copied
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>" and p.b.prep == "k-major copy"
     assert p.b.ld == 64
-    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=True).batch == 0   # swap=True: a loop
-    assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True).batch == 0    # entries that fill the GPU
+    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=True).batch == 0  # swap=True: a loop
+    assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True).batch == 0  # entries that fill the GPU
     # "accurate": small entries on simt's batched kernel (the x3 families loop), large ones fp16x3
     assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="accurate").kernel.startswith("gemm_simt_batched<")
     p = _plan(8, 2048, 2048, 2048, torch.float32, H100, algo="accurate")
     assert p.family == "fp16x3" and p.batch == 0
-    assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="tf32x3").family == "tf32x3"   # asked for by name
-    p = _plan(70000, 2, 3, 2, torch.float32, H100)                                  # simt: chunks of 65535
+    assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="tf32x3").family == "tf32x3"  # asked for by name
+    p = _plan(70000, 2, 3, 2, torch.float32, H100)  # simt: chunks of 65535
     assert p.kernel.startswith("gemm_simt_batched<") and p.grid[2] == 65535 and p.batch == 70000 and p.slices == 1
-    p = _plan(3, 256, 4096, 256, torch.float32, H100)                               # no split-K over a batch
+    p = _plan(3, 256, 4096, 256, torch.float32, H100)  # no split-K over a batch
     assert p.batch == 3 and p.slices == 1 and p.reduce is None
     assert _plan(3, 20, 30, 40, torch.float64, H100).kernel == "gemm_naive_batched<double, EpiNone>"
     # the batched wgmma kernel's overrides: width and the persistent grid
@@ -273,6 +338,7 @@ def test_plans_of_a_batch_by_family():
 
 
 # --- views and broadcasting, generated ---------------------------------------------------------
+
 
 @st.composite
 def operand(draw, batch_shape, rows, cols, dtype=torch.float64, device="cpu"):
@@ -288,8 +354,9 @@ def operand(draw, batch_shape, rows, cols, dtype=torch.float64, device="cpu"):
         base = torch.randn((1,) * len(batch_shape) + (rows, cols), dtype=dtype, device=device)
         t = base.expand(shape)
     elif kind == "batch-transposed" and len(batch_shape) >= 2:
-        t = torch.randn((batch_shape[1], batch_shape[0]) + tuple(batch_shape[2:]) + (rows, cols), dtype=dtype,
-                        device=device).transpose(0, 1)
+        t = torch.randn(
+            (batch_shape[1], batch_shape[0]) + tuple(batch_shape[2:]) + (rows, cols), dtype=dtype, device=device
+        ).transpose(0, 1)
     else:
         t = torch.randn(shape, dtype=dtype, device=device)
     assert t.shape == shape
@@ -305,8 +372,8 @@ def matmul_operands(draw, dtype=torch.float64, device="cpu", max_size=9):
     batch = draw(st.lists(st.integers(0, 3), max_size=3))
     a_batch = [draw(st.sampled_from([s, 1])) for s in batch]
     b_batch = [draw(st.sampled_from([s, 1])) for s in batch]
-    a_batch = a_batch[draw(st.integers(0, len(a_batch))):]
-    b_batch = b_batch[draw(st.integers(0, len(b_batch))):]
+    a_batch = a_batch[draw(st.integers(0, len(a_batch))) :]
+    b_batch = b_batch[draw(st.integers(0, len(b_batch))) :]
     a_vec, b_vec = draw(st.booleans()) and not a_batch, draw(st.booleans()) and not b_batch
     a = operand(a_batch, 1, K, dtype, device) if a_vec else operand(a_batch, M, K, dtype, device)
     b = operand(b_batch, K, 1, dtype, device) if b_vec else operand(b_batch, K, N, dtype, device)
@@ -323,6 +390,7 @@ def test_batch_layer_on_views_and_broadcasts(ab):
 
 
 # --- on the GPU ------------------------------------------------------------------------------
+
 
 # torch's tolerances for the dtype (torch.testing.assert_close's defaults), as torch's own
 # OpInfo tests compare a GEMM; the sizes here are small (K <= 40), as op_db's
@@ -343,9 +411,13 @@ def test_matmul_shapes_against_torch(cuda, dtype, sa, sb):
     assert got.shape == expected.shape and got.dtype == expected.dtype
     assert_of_torchs_error_order(got, expected, exact, "forward")
     g = torch.randn_like(expected)
-    for i, (ours, theirs, e) in enumerate(zip(torch.autograd.grad(got, (a, b), g),
-                                              torch.autograd.grad(expected, (a, b), g),
-                                              torch.autograd.grad(exact, (a64, b64), g.double()))):
+    for i, (ours, theirs, e) in enumerate(
+        zip(
+            torch.autograd.grad(got, (a, b), g),
+            torch.autograd.grad(expected, (a, b), g),
+            torch.autograd.grad(exact, (a64, b64), g.double()),
+        )
+    ):
         assert_of_torchs_error_order(ours, theirs, e, f"gradient {i}")
 
 
@@ -381,7 +453,7 @@ def test_linear_relu_div_on_strided_leading_dimensions(cuda):
 @pytest.mark.gpu
 def test_gemm_plan_says_how_a_batch_runs(cuda):
     a, b = torch.randn(8, 64, 32, device=cuda), torch.randn(8, 32, 16, device=cuda)
-    p = cupy_ops.gemm_plan(a, b)   # float32, TF32 off: simt, which has a batched kernel
+    p = cupy_ops.gemm_plan(a, b)  # float32, TF32 off: simt, which has a batched kernel
     assert p.mode == "batched" and p.launches == 1 and p.family == "simt" and p.gemm.batch == 8
     assert "gemm_simt_batched" in p.kernel and "batch of 8" in str(p)
     p = cupy_ops.gemm_plan(a.double(), b.double())
@@ -389,9 +461,9 @@ def test_gemm_plan_says_how_a_batch_runs(cuda):
     p = cupy_ops.gemm_plan(a, b[0])
     assert p.mode == "folded" and p.launches == 1 and p.gemm.batch == 0
     p = cupy_ops.gemm_plan(a.half(), b.half())
-    if HOPPER:   # the batched wgmma kernel
+    if HOPPER:  # the batched wgmma kernel
         assert p.mode == "batched" and p.launches == 1 and "gemm_wgmma_batched" in p.kernel
-    else:        # tc has no batched kernel
+    else:  # tc has no batched kernel
         assert p.mode == "loop" and p.launches == 8 and p.gemm.batch == 0 and "8 launches" in str(p)
 
 
@@ -401,17 +473,18 @@ def test_batched_kernels_on_batch_strides(cuda, dtype):
     """The batched kernels (simt: float32, naive: float64) over batch strides that keep or break
     16-byte alignment, stride-0 broadcasts, transposed operands, a split-K-sized product, and
     more entries than one launch's grid takes (65535)."""
+
     def t(*shape):
         return torch.randn(shape, device=cuda, dtype=dtype)
 
     cases = [
-        (t(5, 130, 67), t(5, 67, 129)),                          # sizes off the tile
-        (t(5, 130, 68)[:, :, 1:], t(5, 67, 129)),                # batch stride 130 * 68, entries off 16 bytes
-        (t(3, 7, 33, 20)[:, 1], t(3, 20, 18)),                   # batch stride 7 * 33 * 20, rows 20 apart
-        (t(1, 64, 48).expand(6, 64, 48), t(6, 48, 40)),          # a broadcast: stride 0
-        (t(6, 48, 64).mT, t(6, 40, 48).mT),                      # both transposed (M-major a, K-major b)
-        (t(64, 48), t(6, 48, 40)),                               # 2-D a against a batch of b
-        (t(2, 256, 4096), t(2, 4096, 256)),                      # long K (split-K alone)
+        (t(5, 130, 67), t(5, 67, 129)),  # sizes off the tile
+        (t(5, 130, 68)[:, :, 1:], t(5, 67, 129)),  # batch stride 130 * 68, entries off 16 bytes
+        (t(3, 7, 33, 20)[:, 1], t(3, 20, 18)),  # batch stride 7 * 33 * 20, rows 20 apart
+        (t(1, 64, 48).expand(6, 64, 48), t(6, 48, 40)),  # a broadcast: stride 0
+        (t(6, 48, 64).mT, t(6, 40, 48).mT),  # both transposed (M-major a, K-major b)
+        (t(64, 48), t(6, 48, 40)),  # 2-D a against a batch of b
+        (t(2, 256, 4096), t(2, 4096, 256)),  # long K (split-K alone)
     ]
     for a, b in cases:
         p = cupy_ops.gemm_plan(a, b)
@@ -435,13 +508,13 @@ def test_batched_wgmma_kernel(cuda, dtype):
         return torch.randn(shape, device=cuda, dtype=dtype)
 
     cases = [
-        (t(3, 200, 136), t(3, 136, 72)),                 # M, N, K off the tiles; b N-major
-        (t(32, 256, 128), t(32, 128, 256)),              # attention-like, 256-wide tiles
+        (t(3, 200, 136), t(3, 136, 72)),  # M, N, K off the tiles; b N-major
+        (t(32, 256, 128), t(32, 128, 256)),  # attention-like, 256-wide tiles
         (t(1, 130, 64).expand(5, 130, 64), t(5, 64, 40)),  # a broadcast
-        (t(5, 130, 64), t(1, 64, 40).expand(5, 64, 40)),   # b broadcast
-        (t(4, 96, 80), t(4, 24, 80).mT),                 # b K-major (a transposed view)
-        (t(96, 80), t(4, 80, 24)),                       # 2-D a against a batch of b
-        (t(2, 3, 70, 48), t(3, 48, 56)),                 # two batch dimensions, b broadcast along the first
+        (t(5, 130, 64), t(1, 64, 40).expand(5, 64, 40)),  # b broadcast
+        (t(4, 96, 80), t(4, 24, 80).mT),  # b K-major (a transposed view)
+        (t(96, 80), t(4, 80, 24)),  # 2-D a against a batch of b
+        (t(2, 3, 70, 48), t(3, 48, 56)),  # two batch dimensions, b broadcast along the first
     ]
     for a, b in cases:
         p = cupy_ops.gemm_plan(a, b)
@@ -459,6 +532,7 @@ def test_batched_tc_and_tf32_kernels(cuda):
     """gemm_tc_batched (algo="tc", K-major b: a transposed view, read in place) and the batched
     wgmma kernel on TF32 (torch's TF32 switch on, K-major b), against torch under the same
     switch; a row-major b with TF32 copied K-major once (a broadcast one: its one entry)."""
+
     def t(*shape, dtype=torch.bfloat16):
         return torch.randn(shape, device=cuda, dtype=dtype)
 
@@ -467,7 +541,7 @@ def test_batched_tc_and_tf32_kernels(cuda):
         p = cupy_ops.gemm_plan(a, b, algo="tc")
         assert p.mode == "batched" and "gemm_tc_batched" in p.kernel, str(p)
         got = cupy_ops.matmul(a, b, algo="tc")
-        if dtype == torch.float32:   # tc rounds fp32 operands to TF32
+        if dtype == torch.float32:  # tc rounds fp32 operands to TF32
             torch.testing.assert_close(got, a.double() @ b.double(), atol=0.05, rtol=0.01, check_dtype=False)
         else:
             _close(got, torch.matmul(a, b))
@@ -481,12 +555,17 @@ def test_batched_tc_and_tf32_kernels(cuda):
         assert p.mode == "batched" and p.kernel.startswith("gemm_wgmma_batched<float"), str(p)
         # both TF32: torch's own tests compare TF32 GEMMs at 5e-3 (tf32_on_and_off(0.005))
         torch.testing.assert_close(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=5e-3, rtol=5e-3)
-        for bb in (b.contiguous(), t(1, 72, 136, dtype=torch.float32).expand(3, 72, 136), t(3, 72, 70, dtype=torch.float32)):
+        for bb in (
+            b.contiguous(),
+            t(1, 72, 136, dtype=torch.float32).expand(3, 72, 136),
+            t(3, 72, 70, dtype=torch.float32),
+        ):
             p = cupy_ops.gemm_plan(a, bb)
             assert p.mode == "batched" and p.b.prep == "k-major copy", str(p)
             # both TF32, summed in other orders: of torch's error order against fp64
-            assert_of_torchs_error_order(cupy_ops.matmul(a, bb), torch.matmul(a, bb), a.double() @ bb.double(),
-                                         "TF32, b copied K-major")
+            assert_of_torchs_error_order(
+                cupy_ops.matmul(a, bb), torch.matmul(a, bb), a.double() @ bb.double(), "TF32, b copied K-major"
+            )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
 
@@ -513,28 +592,55 @@ def test_matmul_vmap_and_jvp_on_batched_and_1d_operands(cuda):
         return torch.randn(shape, device=cuda, dtype=torch.float64)
 
     # (a, b, in_dims): per entry matrix x vector, vector x vector, vector x matrix, batched x matrix, ...
-    cases = [(t(3, 4, 5), t(3, 5), (0, 0)), (t(3, 5), t(3, 5), (0, 0)), (t(3, 5), t(5, 6), (0, None)),
-             (t(5,), t(3, 5, 6), (None, 0)), (t(3, 5), t(5,), (0, None)), (t(4, 5), t(3, 5), (None, 0)),
-             (t(3, 2, 4, 5), t(5, 6), (0, None)), (t(2, 4, 5), t(5, 6, 3), (None, 2)),
-             (t(4, 3, 5), t(2, 5, 6), (1, None))]
+    cases = [
+        (t(3, 4, 5), t(3, 5), (0, 0)),
+        (t(3, 5), t(3, 5), (0, 0)),
+        (t(3, 5), t(5, 6), (0, None)),
+        (
+            t(
+                5,
+            ),
+            t(3, 5, 6),
+            (None, 0),
+        ),
+        (
+            t(3, 5),
+            t(
+                5,
+            ),
+            (0, None),
+        ),
+        (t(4, 5), t(3, 5), (None, 0)),
+        (t(3, 2, 4, 5), t(5, 6), (0, None)),
+        (t(2, 4, 5), t(5, 6, 3), (None, 2)),
+        (t(4, 3, 5), t(2, 5, 6), (1, None)),
+    ]
     for a, b, in_dims in cases:
         _close(vmap(cupy_ops.matmul, in_dims=in_dims)(a, b), vmap(torch.matmul, in_dims=in_dims)(a, b))
-    a, b = t(3, 4, 5), t(5,)
+    a, b = (
+        t(3, 4, 5),
+        t(
+            5,
+        ),
+    )
     ta, tb = torch.randn_like(a), torch.randn_like(b)
     _close(jvp(cupy_ops.matmul, (a, b), (ta, tb)), jvp(torch.matmul, (a, b), (ta, tb)))
     w, bias = t(6, 5), t(6)
-    _close(vmap(lambda x: cupy_ops.linear_relu_div(x, w, bias, 2.0))(a),
-           vmap(lambda x: torch.relu(F.linear(x, w, bias)) / 2.0)(a))
+    _close(
+        vmap(lambda x: cupy_ops.linear_relu_div(x, w, bias, 2.0))(a),
+        vmap(lambda x: torch.relu(F.linear(x, w, bias)) / 2.0)(a),
+    )
     tw = torch.randn_like(w)
-    _close(jvp(lambda x, q: cupy_ops.linear_relu_div(x, q, bias, 2.0), (a, w), (ta, tw)),
-           jvp(lambda x, q: torch.relu(F.linear(x, q, bias)) / 2.0, (a, w), (ta, tw)))
+    _close(
+        jvp(lambda x, q: cupy_ops.linear_relu_div(x, q, bias, 2.0), (a, w), (ta, tw)),
+        jvp(lambda x, q: torch.relu(F.linear(x, q, bias)) / 2.0, (a, w), (ta, tw)),
+    )
 
 
 @pytest.mark.gpu
 def test_gradients_of_broadcast_batches_gradcheck(cuda):
     kw = dict(device=cuda, dtype=torch.float64, requires_grad=True)
-    for sa, sb in (((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
-                   ((4,), (4,))):
+    for sa, sb in (((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((4,), (4,))):
         a, b = torch.randn(sa, **kw), torch.randn(sb, **kw)
         assert torch.autograd.gradcheck(cupy_ops.matmul, (a, b))
         assert torch.autograd.gradgradcheck(cupy_ops.matmul, (a, b))

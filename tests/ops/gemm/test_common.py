@@ -1,4 +1,5 @@
 """What every GEMM family shares (ops/gemm/common.py): the operand preparation a plan names."""
+
 import torch
 
 from cupy_ops.ops import gemm
@@ -12,7 +13,7 @@ def test_operand_preparation():
     # by the tiled kernel; a 16-bit row-major b is read in place (N-major)
     assert gplan(300, 200, 100, tf32=True, algo="tc").b.prep == "transpose"
     assert gplan(300, 200, 128, torch.bfloat16).b.prep == "n-major"
-    assert gplan(300, 200, 100, torch.bfloat16).b.prep == "transpose"   # 200-byte rows: not a TMA pitch
+    assert gplan(300, 200, 100, torch.bfloat16).b.prep == "transpose"  # 200-byte rows: not a TMA pitch
     # linear_relu_div: b = weight.T of a row-major weight, read in place (K-major)
     w = rowmajor(100, 200, torch.bfloat16)
     p = gplan(300, 200, 100, torch.bfloat16, b=w.T, epi="EpiBiasReluScale")

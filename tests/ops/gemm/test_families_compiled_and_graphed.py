@@ -40,8 +40,9 @@ def matrices(c: Case):
 
 def cpu_plan(c: Case):
     a, b = matrices(c)
-    return gemm.plan(c.M, c.N, c.K, c.dtype, a, b, "EpiNone" if c.op == "matmul" else "EpiBiasReluScale", H100,
-                     algo=c.algo)
+    return gemm.plan(
+        c.M, c.N, c.K, c.dtype, a, b, "EpiNone" if c.op == "matmul" else "EpiBiasReluScale", H100, algo=c.algo
+    )
 
 
 @pytest.mark.parametrize("c", ALL_CASES, ids=lambda c: c.id)
@@ -56,18 +57,36 @@ def test_every_case_reaches_its_branch(c):
 def test_the_cases_reach_every_branch():
     """No branch of the plan is left out (one case of each, at least), and partial tiles occur
     in every family."""
-    wanted = {"naive", "simt", "simt split-K", "tc", "wgmma one 128x64 tile per CTA", "wgmma K-split warpgroups",
-              "wgmma split-K", "wgmma one CTA a tile 64-wide swapped", "wgmma one CTA a tile 128-wide",
-              "wgmma one CTA a tile 256-wide", "wgmma persistent pairs 128-wide", "wgmma persistent pairs 256-wide",
-              "wgmma persistent pairs 128-wide swapped", "tf32x3", "tf32x3 swapped", "tf32x3 split-K",
-              "tf32x3 split-K swapped", "fp16x3", "fp16x3 N-major split", "fp16x3 split-K",
-              "fp16x3 split-K N-major split"}
+    wanted = {
+        "naive",
+        "simt",
+        "simt split-K",
+        "tc",
+        "wgmma one 128x64 tile per CTA",
+        "wgmma K-split warpgroups",
+        "wgmma split-K",
+        "wgmma one CTA a tile 64-wide swapped",
+        "wgmma one CTA a tile 128-wide",
+        "wgmma one CTA a tile 256-wide",
+        "wgmma persistent pairs 128-wide",
+        "wgmma persistent pairs 256-wide",
+        "wgmma persistent pairs 128-wide swapped",
+        "tf32x3",
+        "tf32x3 swapped",
+        "tf32x3 split-K",
+        "tf32x3 split-K swapped",
+        "fp16x3",
+        "fp16x3 N-major split",
+        "fp16x3 split-K",
+        "fp16x3 split-K N-major split",
+    }
     assert wanted <= {c.branch for c in ALL_CASES}
     for name, cases in GROUPS.items():
         assert {c.full for c in cases} == {True, False}, name
 
 
 # --- on the GPU ---------------------------------------------------------------------------
+
 
 def inputs(cases, seed, device):
     """The flat list of each case's tensors (matmul: a, b; linear: x, weight, bias), seeded."""
@@ -81,6 +100,7 @@ def inputs(cases, seed, device):
 
 def program(cases):
     """The function that runs every case on the flat list of tensors: one output per case."""
+
     def run(*ts):
         outs, i = [], 0
         for c in cases:
@@ -91,6 +111,7 @@ def program(cases):
                 outs.append(cupy_ops.linear_relu_div(ts[i], ts[i + 1], ts[i + 2], 2.0, algo=c.algo))
                 i += 3
         return outs
+
     return run
 
 
@@ -99,7 +120,7 @@ def runnable(group):
         pytest.skip(GPU_REASON)
     if group != "cuda-core" and not HOPPER:
         pytest.skip("the Hopper families need compute capability 9.0")
-    return GROUPS[group]   # naive, simt and tc run on every GPU
+    return GROUPS[group]  # naive, simt and tc run on every GPU
 
 
 def device_plan(c, ts):
@@ -111,7 +132,7 @@ def split_inputs(cases, ts):
     out, i = [], 0
     for c in cases:
         n = 2 if c.op == "matmul" else 3
-        out.append(ts[i:i + n])
+        out.append(ts[i : i + n])
         i += n
     return out
 
@@ -128,6 +149,7 @@ class LaunchSpy:
             if self.on:
                 self.calls.append((h.name, tuple(grid), cluster))
             return real(h, grid, block, args, shared_mem, cluster)
+
         monkeypatch.setattr(launch, "launch", spy)
         monkeypatch.setattr(elementwise, "_launch", spy)
 
@@ -148,7 +170,7 @@ def check_planned(cases, ts, spy):
     dev = gemm.device_info(0)
     for c, t in zip(cases, split_inputs(cases, ts)):
         p = device_plan(c, t)
-        if (dev.sm_count, dev.capability) == (H100.sm_count, H100.capability):   # the shapes were chosen for it
+        if (dev.sm_count, dev.capability) == (H100.sm_count, H100.capability):  # the shapes were chosen for it
             assert branch(p) == c.branch, (c.id, str(p))
         assert p.kernel in spy.names(), f"{c.id}: {p.kernel} was not launched ({sorted(spy.names())})"
         if p.cluster == 2:
@@ -229,6 +251,7 @@ def test_cuda_graph_capture_replays_the_kernels(group, monkeypatch):
 
 # --- whole models at KernelBench's shapes -----------------------------------------------------
 
+
 def kernelbench_models(module):
     """``(Model, ModelNew)`` of a KernelBench problem on the GPU, each seeded with 42 as
     KernelBench builds them."""
@@ -247,7 +270,7 @@ def kernelbench_inputs(module, seed):
 
 
 MODELS = {"level2-63-linear_relu_div": linear_relu_div, "level1-1-matmul": matmul}
-SHAPES = {linear_relu_div: [(1024, 8192)], matmul: [(4096, 4096)] * 2}   # KernelBench's get_inputs
+SHAPES = {linear_relu_div: [(1024, 8192)], matmul: [(4096, 4096)] * 2}  # KernelBench's get_inputs
 
 
 def test_the_model_inputs_are_kernelbenchs():
@@ -273,8 +296,10 @@ def test_model_new_at_kernelbench_shapes_compiles_and_replays(name, monkeypatch)
         assert torch.allclose(eager, ref(*xs), atol=1e-4, rtol=1e-4)
         if HOPPER:
             a, b = (xs[0], new.linear.weight.t()) if module is linear_relu_div else xs
-            assert gemm.plan_for(a, b, "EpiBiasReluScale" if module is linear_relu_div else "EpiNone",
-                                 "accurate").family == "fp16x3"
+            assert (
+                gemm.plan_for(a, b, "EpiBiasReluScale" if module is linear_relu_div else "EpiNone", "accurate").family
+                == "fp16x3"
+            )
         torch._dynamo.reset()
         cm = torch.compile(new, fullgraph=True, mode="reduce-overhead")
         spy = LaunchSpy(monkeypatch)
@@ -351,7 +376,7 @@ def test_elementwise_ops_replay_in_a_cuda_graph_and_under_reduce_overhead(monkey
     spy = LaunchSpy(monkeypatch)
     spy.on = True
     f(x, xb, d)
-    assert len(spy.calls) >= 4, spy.calls   # the spy sees the elementwise launches
+    assert len(spy.calls) >= 4, spy.calls  # the spy sees the elementwise launches
     for step in range(4):
         x, d = torch.randn(1000, 257, device=dev), torch.tensor(0.3 + step, device=dev)
         xb = x.to(torch.bfloat16)

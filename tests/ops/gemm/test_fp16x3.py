@@ -5,6 +5,7 @@ choice between it and 3xTF32. (Its error next to torch fp32's at the benchmark s
 ones, split-K and tall M: test_tf32x3.py, for both; shapes, strides, K = 0, both
 epilogues and denormals against the rounding bound: test_matmul.py and test_linear_relu_div.py,
 which run every algo.)"""
+
 import pytest
 import torch
 
@@ -46,15 +47,15 @@ def split_reference(x, shift=None):
     infinite lo = +-2^-24."""
     s = torch.zeros(x.shape[1], dtype=torch.float64, device=x.device) if shift is None else shift
     mag = (torch.where(x.isfinite(), x.abs(), 0).double() * torch.exp2(s)).amax(1)
-    e = torch.where(mag > 0, 15 - torch.frexp(mag)[1], 0)   # mag = m 2^p, m in [0.5, 1): floor(log2) = p - 1
+    e = torch.where(mag > 0, 15 - torch.frexp(mag)[1], 0)  # mag = m 2^p, m in [0.5, 1): floor(log2) = p - 1
     # exact, then one rounding (as the kernel's, but for values 2^-126 below fp32's normals: lost either way)
     xs = (x.double() * torch.exp2(e.double()[:, None] + s)).float()
     h = xs.half()
     hb = h.view(torch.int16)
-    hb = torch.where(h.float().abs() > xs.abs(), hb - 1, hb)   # round to nearest -> toward zero
+    hb = torch.where(h.float().abs() > xs.abs(), hb - 1, hb)  # round to nearest -> toward zero
     lb = (xs - hb.view(torch.float16).float()).half().view(torch.int16)
     nonzero = (x != 0) | x.isnan()
-    tiny = torch.where(x.signbit(), -32767, 1).to(torch.int16)   # 0x8001 / 0x0001: +-2^-24
+    tiny = torch.where(x.signbit(), -32767, 1).to(torch.int16)  # 0x8001 / 0x0001: +-2^-24
     hi_zero = nonzero & ((hb & 0x7FFF) == 0)
     lo_tiny = nonzero & ~hi_zero & (((lb & 0x7FFF) == 0) | x.isinf())
     hb = torch.where(hi_zero, tiny, hb)
@@ -62,7 +63,7 @@ def split_reference(x, shift=None):
     return hb, lb, e.int()
 
 
-HELD = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4   # values of a row a split block holds
+HELD = gemm.geometry.X3H_SPLIT_THREADS * gemm.geometry.X3H_SPLIT_VECS * 4  # values of a row a split block holds
 
 
 def operand_rows(layout, rows, K, cuda):
@@ -74,7 +75,7 @@ def operand_rows(layout, rows, K, cuda):
         return torch.empty(rows, K, device=cuda)
     if layout == "n-major":
         return torch.empty(K, rows + 4, device=cuda)[:, :rows].t()
-    return torch.empty(K, rows + 5, device=cuda)[:, 1:rows + 1].t()
+    return torch.empty(K, rows + 5, device=cuda)[:, 1 : rows + 1].t()
 
 
 # rows of b the N-major split's grids cover before they stride
@@ -107,26 +108,32 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
     idx = torch.randint(0, K, (min(K, 20),), device=cuda)
     x[9, idx] = specials[torch.randint(0, len(specials), idx.shape, device=cuda)]
     x[10, :] = float("inf")
-    x[11] = torch.randint(-8, 9, (K,), device=cuda).float()   # fp16-exact: remainders 0
-    p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")   # x as b^T, the split's rows
-    assert p.b.prep == ("n-major split" if layout == "n-major" else "transpose" if layout == "columns" and K > 1 else
-                        "as is" if K % 4 == 0 else "k-major copy"), p
+    x[11] = torch.randint(-8, 9, (K,), device=cuda).float()  # fp16-exact: remainders 0
+    p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")  # x as b^T, the split's rows
+    assert p.b.prep == (
+        "n-major split"
+        if layout == "n-major"
+        else "transpose"
+        if layout == "columns" and K > 1
+        else "as is"
+        if K % 4 == 0
+        else "k-major copy"
+    ), p
     # unshifted, then each value k times 2^-t[k] as b's are: t drawn over its bytes' range, and
     # t as fp16x3 takes it from b's rows (x's columns)
     drawn = torch.randint(-126, 127, (K,), device=cuda, dtype=torch.int8)
     t = fp16x3_passes.b_shifts(x.t(), p.b)
     mag = torch.where(x.isfinite(), x.abs(), 0).amax(0).double()
-    assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)), \
-        "t differs"
+    assert torch.equal(t, torch.where(mag > 0, torch.frexp(mag)[1] - 1, 0).clamp(-126, 126).to(torch.int8)), "t differs"
     for tk in (None, drawn, t) + (("rows",) if layout == "n-major" else ()):
-        if layout == "n-major":   # "rows": t and the columns' keys in one pass (fp16x3_rowcolmax), as matmul's
+        if layout == "n-major":  # "rows": t and the columns' keys in one pass (fp16x3_rowcolmax), as matmul's
             pieces, ex, own = fp16x3_passes.pieces_n(x.t(), p.b, tk)
             if isinstance(tk, str):
                 assert torch.equal(own, t), "t of the one pass differs"
                 tk = own
         shift = None if tk is None else -tk.double()
         if layout == "n-major":
-            pieces = pieces[:, :, :rows].transpose(1, 2)   # (2, K, N) -> (2, N, K): b^T's rows
+            pieces = pieces[:, :, :rows].transpose(1, 2)  # (2, K, N) -> (2, N, K): b^T's rows
         else:
             pieces, ex = fp16x3_passes.pieces(x, p.b, tk, kneg=True)
         hb, lb, e = split_reference(x, shift)
@@ -137,16 +144,17 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
             assert got.isnan().equal(nan), f"{what} {name}: NaN placement differs"
             gb = got.view(torch.int16)
             bad = (gb != want) & ~nan
-            assert not bad.any(), (f"{what} {name}: {int(bad.sum())} pieces differ, first at "
-                                   f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
-                                   f"{int(want[bad][0]):#06x}")
+            assert not bad.any(), (
+                f"{what} {name}: {int(bad.sum())} pieces differ, first at "
+                f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
+                f"{int(want[bad][0]):#06x}"
+            )
 
 
-ROWCOL_N = 4 * max(gemm.geometry.X3H_ROWCOL_JS) * gemm.geometry.X3H_ROWCOL_THREADS   # widest row a block holds
+ROWCOL_N = 4 * max(gemm.geometry.X3H_ROWCOL_JS) * gemm.geometry.X3H_ROWCOL_THREADS  # widest row a block holds
 
 
-@pytest.mark.parametrize("K, N", [(1, 5), (300, 2047), (5000, 2049), (9000, 4100), (700, ROWCOL_N),
-                                  (40, ROWCOL_N + 4)])
+@pytest.mark.parametrize("K, N", [(1, 5), (300, 2047), (5000, 2049), (9000, 4100), (700, ROWCOL_N), (40, ROWCOL_N + 4)])
 def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     """fp16x3_rowcolmax (a row-major b's t and its columns' keys over the shifted rows, one read,
     as matmul takes them; fp16x3_rowmax + fp16x3_colmax_n past ROWCOL_N columns) against the
@@ -156,18 +164,20 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     last column."""
     require_algo("fp16x3")
     g = torch.Generator(device=cuda).manual_seed(K + N)
-    b = torch.empty(K, -(-N // 4) * 4, device=cuda)[:, :N]   # rows 16-byte aligned: split in place
-    b.copy_(torch.randn(K, N, device=cuda, generator=g)
-            * torch.exp2(torch.randint(-60, 61, (K, 1), device=cuda, generator=g).float())
-            * torch.exp2(torch.randint(-20, 21, (1, N), device=cuda, generator=g).float()))
+    b = torch.empty(K, -(-N // 4) * 4, device=cuda)[:, :N]  # rows 16-byte aligned: split in place
+    b.copy_(
+        torch.randn(K, N, device=cuda, generator=g)
+        * torch.exp2(torch.randint(-60, 61, (K, 1), device=cuda, generator=g).float())
+        * torch.exp2(torch.randint(-20, 21, (1, N), device=cuda, generator=g).float())
+    )
     for r, v in enumerate((0.0, -0.0, float("inf"), 1e-41, 2.0**120)):
         if r < K:
             b[r] = v * (torch.rand(N, device=cuda, generator=g) + 0.5) if v not in (0.0, float("inf")) else v
     if K > 6:
-        b[5, :: 7] = float("nan")
+        b[5, ::7] = float("nan")
         b[6, -1] = 1e4 * b[6].abs().max()
     b[:, 0] = 0.0
-    p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")   # M >= N: t from b's rows
+    p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")  # M >= N: t from b's rows
     assert p.b.prep == "n-major split", p
     assert ("fp16x3_rowcolmax" in p.notes[0]) == (N <= ROWCOL_N), p.notes
     pieces, ex, t = fp16x3_passes.pieces_n(b, p.b, "rows")
@@ -199,8 +209,8 @@ def test_split_rows_at_the_ends_of_the_two_multiply_range_match_their_definition
     exps = (top - 127) - torch.randint(0, 71, (rows, K), device=cuda, generator=g).double() - s
     mant = 1 + torch.rand(rows, K, device=cuda, generator=g, dtype=torch.float64)
     sign = torch.where(torch.rand(rows, K, device=cuda, generator=g) < 0.5, -1.0, 1.0).double()
-    x64 = sign * mant * torch.exp2(exps.clamp(max=126))   # fp32-finite
-    up = (s > 0).nonzero().flatten()   # the largest where 2^(top - 127 - s) is an fp32 value
+    x64 = sign * mant * torch.exp2(exps.clamp(max=126))  # fp32-finite
+    up = (s > 0).nonzero().flatten()  # the largest where 2^(top - 127 - s) is an fp32 value
     col = up[torch.randint(0, len(up), (rows,), device=cuda, generator=g)]
     x64[torch.arange(rows, device=cuda), col] = 1.75 * torch.exp2((top - 127) - s[col])
     x = x64.float()
@@ -212,6 +222,7 @@ def test_split_rows_at_the_ends_of_the_two_multiply_range_match_their_definition
     for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
         bad = got.view(torch.int16) != want
         assert not bad.any(), f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}"
+
 
 @pytest.mark.parametrize("M, N", [(1024, 1024), (1024, 2048)], ids=["t from b's rows", "t from a's columns"])
 @pytest.mark.parametrize("b_layout", ["row-major", "k-major"])
@@ -259,8 +270,10 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
     require_algo("fp16x3")
     torch.manual_seed(0)
     # no products past fp32's range: where a sum of such overflows depends on the summation order
-    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
-                             2.0**-126, 1e15, 1e-30], device=cuda)
+    specials = torch.tensor(
+        [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40, 2.0**-126, 1e15, 1e-30],
+        device=cuda,
+    )
     for trial in range(8):
         K = 257
         a, b = torch.randn(129, K, device=cuda), torch.randn(K, N, device=cuda)
@@ -268,27 +281,29 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
             idx = torch.randint(0, t.numel(), (60,), device=cuda)
             t.view(-1)[idx] = specials[torch.randint(0, len(specials), (60,), device=cuda)]
         if trial % 2:
-            a[3] = 1.0                      # fp16-exact: remainder 0
+            a[3] = 1.0  # fp16-exact: remainder 0
             b[:, 5] = float("inf")
             a[7] = -0.0
-            a[10, :] = 1e-40                # subnormals meeting inf
+            a[10, :] = 1e-40  # subnormals meeting inf
             a[11, :] = 1e-41 * torch.rand(K, device=cuda)
             a[12, :] = torch.randn(K, device=cuda)
-            a[12, 0] = 1e15                 # the rest of the row lost to its scale (2^-38 of 1e15) ...
-            b[1:, 6] = 1e-10                # ... meeting inf (column 5) and small values
+            a[12, 0] = 1e15  # the rest of the row lost to its scale (2^-38 of 1e15) ...
+            b[1:, 6] = 1e-10  # ... meeting inf (column 5) and small values
             b[:, 12] = float("-inf")
         ref, got = torch_fp32(a, b), cupy_ops.matmul(a, b, algo="fp16x3")
         assert torch.equal(ref.isnan(), got.isnan()), f"trial {trial}: NaN placement differs"
-        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), \
+        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), (
             f"trial {trial}: inf placement or sign differs"
+        )
         fin = ref.isfinite()
         err = (got.double() - a.double() @ b.double()).abs()
         tol = contract_bound(a, b)
         bad = fin & ~(err <= tol)
         assert not bad.any(), f"trial {trial}: {int(bad.sum())} outputs past the bound, e.g. {got[bad][0].item()!r}"
     a = torch.full((64, 64), -0.0, device=cuda)
-    assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="fp16x3"),
-                       torch.zeros(64, 40, device=cuda))
+    assert torch.equal(
+        cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="fp16x3"), torch.zeros(64, 40, device=cuda)
+    )
 
 
 def test_operand_layouts_and_nothing_stored_past_m(cuda):
@@ -298,8 +313,11 @@ def test_operand_layouts_and_nothing_stored_past_m(cuda):
     torch.manual_seed(0)
     r = roundoff("fp16x3", torch.float32)
     big = torch.randn(301, 262, device=cuda)
-    for aa, bb in ((big[1:, 1:], torch.randn(261, 77, device=cuda)), (big[:, :260].t(), big[:, 3:100]),
-                   (big[::2, ::2], big[:131, :50].t().contiguous().t())):
+    for aa, bb in (
+        (big[1:, 1:], torch.randn(261, 77, device=cuda)),
+        (big[:, :260].t(), big[:, 3:100]),
+        (big[::2, ::2], big[:131, :50].t().contiguous().t()),
+    ):
         Mx, Nx = aa.shape[0], bb.shape[1]
         p = gemm.plan_for(aa, bb, "EpiNone", "fp16x3")
         out = torch.full((Mx + 40, Nx), float("nan"), device=cuda)
@@ -319,8 +337,11 @@ def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
         x = torch.rand(M, K, device=cuda)
         with torch.no_grad():
             got = model(x)
-            expect = (cupy_ops.linear_relu_div(x, model.linear.weight, model.linear.bias, 2.0, algo=algo) if HOPPER
-                      else linear_relu_div.ModelNewCublas.forward(model, x))
+            expect = (
+                cupy_ops.linear_relu_div(x, model.linear.weight, model.linear.bias, 2.0, algo=algo)
+                if HOPPER
+                else linear_relu_div.ModelNewCublas.forward(model, x)
+            )
             ref = linear_relu_div.Model.forward(model, x)
         assert torch.equal(got, expect)
         assert torch.allclose(got, ref, atol=1e-4, rtol=1e-4)
@@ -345,7 +366,7 @@ def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
         planned.append((tuple(a.shape), tuple(b.shape), epilogue, algo, p.family))
         return p
 
-    monkeypatch.setattr(gemm.batch, "plan_for", spy)   # the one place the ops plan a GEMM
+    monkeypatch.setattr(gemm.batch, "plan_for", spy)  # the one place the ops plan a GEMM
     torch.manual_seed(3)
     r = roundoff("fp16x3", torch.float32)
     a = torch.randn(130, 200, device=cuda, requires_grad=True)
@@ -353,9 +374,11 @@ def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     g = torch.randn(130, 70, device=cuda)
     cupy_ops.matmul(a, b, algo=algo).backward(g)
     family = lambda M, N, K: "fp16x3" if algo == "fp16x3" else "tf32x3"  # noqa: E731  (all under 2^33 M N K)
-    assert planned == [((130, 200), (200, 70), "EpiNone", algo, family(130, 70, 200)),
-                       ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
-                       ((200, 130), (130, 70), "EpiNone", algo, family(200, 70, 130))], planned
+    assert planned == [
+        ((130, 200), (200, 70), "EpiNone", algo, family(130, 70, 200)),
+        ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
+        ((200, 130), (130, 70), "EpiNone", algo, family(200, 70, 130)),
+    ], planned
     assert_gemm_close(a.grad, g, b.detach().t(), operand_roundoff=r)
     assert_gemm_close(b.grad, a.detach().t(), g, operand_roundoff=r)
     planned.clear()
@@ -363,9 +386,11 @@ def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     w = torch.randn(70, 200, device=cuda, requires_grad=True)
     y = cupy_ops.linear_relu_div(x, w, None, 2.0, algo=algo)
     y.backward(g)
-    assert planned == [((130, 200), (200, 70), "EpiBiasReluScale", algo, family(130, 70, 200)),
-                       ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
-                       ((70, 130), (130, 200), "EpiNone", algo, family(70, 200, 130))], planned
+    assert planned == [
+        ((130, 200), (200, 70), "EpiBiasReluScale", algo, family(130, 70, 200)),
+        ((130, 70), (70, 200), "EpiNone", algo, family(130, 200, 70)),
+        ((70, 130), (130, 200), "EpiNone", algo, family(70, 200, 130)),
+    ], planned
     dz = g * (y.detach() > 0) / 2.0
     assert_gemm_close(x.grad, dz, w.detach(), operand_roundoff=r)
     assert_gemm_close(w.grad, dz.t(), x.detach(), operand_roundoff=r)
@@ -391,20 +416,26 @@ def test_fp16x3_plan():
     swapped kernel, no other tile width. The models' choice by size (X3H_MIN_WORK)."""
     assert "fp16x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="fp16x3")
-    assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == ("fp16x3", "gemm_fp16x3<128, EpiNone, true>",
-                                                                   (128, 128), (132, 1, 1), 1, 64)
-    assert p.persistent and p.group == gemm.tables.WG_GROUP   # 1024 tiles walked by one CTA an SM
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == (
+        "fp16x3",
+        "gemm_fp16x3<128, EpiNone, true>",
+        (128, 128),
+        (132, 1, 1),
+        1,
+        64,
+    )
+    assert p.persistent and p.group == gemm.tables.WG_GROUP  # 1024 tiles walked by one CTA an SM
     assert gplan(4096, 4096, 4096, algo="fp16x3", persistent=False).grid == (1024, 1, 1)
-    assert not gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).persistent   # 64 tiles: one CTA each
+    assert not gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).persistent  # 64 tiles: one CTA each
     assert p.smem == gemm.geometry.X3_SMEM_BYTES and not p.swap
-    assert (p.a.prep, p.b) == ("as is", gemm.Operand("n-major split", False, 4096))   # b split in place
+    assert (p.a.prep, p.b) == ("as is", gemm.Operand("n-major split", False, 4096))  # b split in place
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="fp16x3")
     assert p.kernel == "gemm_fp16x3<128, EpiBiasReluScale, false>" and p.b.prep == "as is" and p.grid == (132, 1, 1)
-    for b in (rowmajor(4096, 4094), rowmajor(4096, 4096, aligned=False)):   # b's rows off 16 bytes: transposed
+    for b in (rowmajor(4096, 4094), rowmajor(4096, 4096, aligned=False)):  # b's rows off 16 bytes: transposed
         p = gplan(4096, 4096, b.cols, b=b, algo="fp16x3")
         assert p.kernel == "gemm_fp16x3<128, EpiNone, false>" and p.b.prep == "transpose"
-    p = gplan(1024, 1024, 1024, algo="fp16x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
+    p = gplan(1024, 1024, 1024, algo="fp16x3", epi="EpiBiasReluScale")  # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel, p.grid) == (2, 512, "gemm_fp16x3_partial<128, true>", (64, 1, 2))
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     assert gplan(1024, 1024, 1024, algo="fp16x3", split_k=False).slices == 1
@@ -412,7 +443,7 @@ def test_fp16x3_plan():
         gplan(1024, 1024, 1024, algo="fp16x3", tile_n=256)
     with pytest.raises(ValueError, match="swap=True: algo='fp16x3'"):
         gplan(1024, 1024, 1024, algo="fp16x3", swap=True)
-    with pytest.raises(ValueError, match="algo='fp16x3' is the fp32 kernel on fp16 tensor cores .*got torch.float16"):
+    with pytest.raises(ValueError, match=r"algo='fp16x3' is the fp32 kernel on fp16 tensor cores .*got torch\.float16"):
         gplan(64, 64, 64, torch.float16, algo="fp16x3")
     with pytest.raises(ValueError, match=r"algo='fp16x3' needs a Hopper GPU .* has 8.0"):
         gplan(64, 64, 64, dev=A100, algo="fp16x3")

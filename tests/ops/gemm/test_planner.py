@@ -19,22 +19,25 @@ from gemm_plans import A100, ES, H100, colmajor, gplan, rowmajor
 
 
 def test_auto_follows_dtype_torch_switches_and_gpu():
-    assert gplan(512, 512, 512).family == "simt"                           # fp32, TF32 off: full fp32
-    assert gplan(512, 512, 512, tf32=True).family == "wgmma"               # TF32 allowed, Hopper
-    assert gplan(512, 512, 512, tf32=True, dev=A100).family == "tc"        # elsewhere: mma.sync
+    assert gplan(512, 512, 512).family == "simt"  # fp32, TF32 off: full fp32
+    assert gplan(512, 512, 512, tf32=True).family == "wgmma"  # TF32 allowed, Hopper
+    assert gplan(512, 512, 512, tf32=True, dev=A100).family == "tc"  # elsewhere: mma.sync
     assert gplan(512, 512, 512, torch.bfloat16).family == "wgmma"
     assert gplan(512, 512, 512, torch.float16, dev=A100).family == "tc"
     assert gplan(512, 512, 512, torch.float64).family == "naive"
-    assert gplan(65535 * 128 + 1, 4, 4).family == "naive"                   # more row tiles than the grid holds
+    assert gplan(65535 * 128 + 1, 4, 4).family == "naive"  # more row tiles than the grid holds
 
 
-@pytest.mark.parametrize("algo, dtype, dev, match", [
-    ("simt", torch.float16, H100, "algo='simt' is the fp32 kernel; got torch.float16"),
-    ("tc", torch.float64, H100, "algo='tc' takes float16, bfloat16 or float32"),
-    ("wgmma", torch.bfloat16, A100, r"algo='wgmma' needs a Hopper GPU \(compute capability 9.0\); cuda:0 has 8.0"),
-    ("tf32x3", torch.bfloat16, H100, "algo='tf32x3' is the fp32 kernel on TF32 tensor cores .*got torch.bfloat16"),
-    ("tf32x3", torch.float32, A100, r"algo='tf32x3' needs a Hopper GPU .* has 8.0 \(use 'auto' or simt"),
-])
+@pytest.mark.parametrize(
+    "algo, dtype, dev, match",
+    [
+        ("simt", torch.float16, H100, "algo='simt' is the fp32 kernel; got torch.float16"),
+        ("tc", torch.float64, H100, "algo='tc' takes float16, bfloat16 or float32"),
+        ("wgmma", torch.bfloat16, A100, r"algo='wgmma' needs a Hopper GPU \(compute capability 9.0\); cuda:0 has 8.0"),
+        ("tf32x3", torch.bfloat16, H100, "algo='tf32x3' is the fp32 kernel on TF32 tensor cores .*got torch.bfloat16"),
+        ("tf32x3", torch.float32, A100, r"algo='tf32x3' needs a Hopper GPU .* has 8.0 \(use 'auto' or simt"),
+    ],
+)
 def test_an_algo_that_cannot_take_the_problem_is_a_value_error(algo, dtype, dev, match):
     with pytest.raises(ValueError, match=match):
         gplan(64, 64, 64, dtype, dev=dev, algo=algo)
@@ -47,8 +50,13 @@ def test_accurate_ignores_the_tf32_switch(tf32):
     """algo="accurate" plans float32 on the fp32-accurate kernels whatever torch's TF32 switch
     says: fp16x3 from 2^33 multiply-adds on Hopper, tf32x3 below, simt elsewhere; never a TF32
     product (wgmma / tc); 16-bit as "auto" (the tensor cores)."""
-    for M, K, N, hopper in ((4096, 4096, 4096, "fp16x3"), (2048, 2048, 2048, "fp16x3"), (2048, 2047, 2048, "tf32x3"),
-                            (1024, 1024, 1024, "tf32x3"), (3, 5, 7, "tf32x3")):
+    for M, K, N, hopper in (
+        (4096, 4096, 4096, "fp16x3"),
+        (2048, 2048, 2048, "fp16x3"),
+        (2048, 2047, 2048, "tf32x3"),
+        (1024, 1024, 1024, "tf32x3"),
+        (3, 5, 7, "tf32x3"),
+    ):
         assert gplan(M, K, N, algo="accurate", tf32=tf32).family == hopper, (M, K, N)
         assert gplan(M, K, N, algo="accurate", tf32=tf32, dev=A100).family == "simt", (M, K, N)
         assert gplan(M, K, N, algo="auto", tf32=tf32).family == ("wgmma" if tf32 else "simt")
@@ -59,8 +67,15 @@ def test_accurate_ignores_the_tf32_switch(tf32):
 
 def test_every_kernel_a_plan_names_is_registered():
     registered = {f: set(v) for f, v in gemm.variants().items()}
-    layouts = lambda r, c, dt: [rowmajor(r, c, dt), colmajor(r, c, dt), Matrix(r, c, 3 * c, 3, ES[dt], True),
-                                rowmajor(r, c, dt, aligned=False)]
+
+    def layouts(r, c, dt):
+        return [
+            rowmajor(r, c, dt),
+            colmajor(r, c, dt),
+            Matrix(r, c, 3 * c, 3, ES[dt], True),
+            rowmajor(r, c, dt, aligned=False),
+        ]
+
     seen = set()
     for dev in (H100, A100):
         for dtype in ES:
@@ -77,4 +92,4 @@ def test_every_kernel_a_plan_names_is_registered():
                                     assert p.kernel in registered[p.source], p
                                     assert p.reduce is None or p.reduce in registered["gemm.cu"], p
                                     seen.add(p.kernel)
-    assert len(seen) >= 40   # the sweep reaches most variants
+    assert len(seen) >= 40  # the sweep reaches most variants

@@ -1,4 +1,5 @@
-"""algo="simt" (fp32 on the CUDA cores, split-K): its plan (blocks per SM, shared memory, split-K over idle SMs) on the CPU, and its split-K on the GPU against the rounding bound."""
+"""algo="simt" (fp32 on the CUDA cores, split-K): its plan (blocks per SM, shared memory, split-K
+over idle SMs) on the CPU, and its split-K on the GPU against the rounding bound."""
 
 import pytest
 import torch
@@ -11,9 +12,9 @@ from gemm_plans import colmajor, gplan
 
 
 def test_simt_split_k_fills_idle_sms():
-    p = gplan(1024, 1024, 1024, epi="EpiBiasReluScale")         # 64 tiles on 132 SMs
+    p = gplan(1024, 1024, 1024, epi="EpiBiasReluScale")  # 64 tiles on 132 SMs
     assert (p.slices, p.kslice, p.grid) == (2, 512, (8, 8, 2))
-    assert p.kernel == "gemm_simt<true, false, EpiNone, true, 1, false>"   # partial products carry no epilogue
+    assert p.kernel == "gemm_simt<true, false, EpiNone, true, 1, false>"  # partial products carry no epilogue
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
     p = gplan(4096, 4096, 4096)
     assert p.slices == 1 and p.kernel == "gemm_simt<true, false, EpiNone, false, 2, true>"
@@ -25,23 +26,27 @@ def test_simt_blocks_per_sm_and_shared_memory_by_layout():
     # tiles with the fused epilogue, 1 of dynamic without; an M-major a (a transposed view) 2
     # static with a row-major b, 2 dynamic with a K-major one, 1 static with that and the fused
     # epilogue; split-K partials 1 static
-    wt = colmajor(4096, 4096)                      # b = weight.T: K-major
-    at = colmajor(4096, 4096)                      # a = x.T: M-major
-    cases = [(dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
-             (dict(epi="EpiBiasReluScale"), "gemm_simt<true, false, EpiBiasReluScale, false, 2, true>",
-              gemm.geometry.SIMT_SMEM_BYTES),
-             (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm.geometry.SIMT_SMEM_BYTES),
-             (dict(b=wt, epi="EpiBiasReluScale"), "gemm_simt<true, true, EpiBiasReluScale, false, 2, false>", 0),
-             (dict(a=at), "gemm_simt<false, false, EpiNone, false, 2, false>", 0),
-             (dict(a=at, epi="EpiBiasReluScale"), "gemm_simt<false, false, EpiBiasReluScale, false, 2, false>", 0),
-             (dict(a=at, b=wt), "gemm_simt<false, true, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
-             (dict(a=at, b=wt, epi="EpiBiasReluScale"), "gemm_simt<false, true, EpiBiasReluScale, false, 1, false>",
-              0)]
+    wt = colmajor(4096, 4096)  # b = weight.T: K-major
+    at = colmajor(4096, 4096)  # a = x.T: M-major
+    cases = [
+        (dict(), "gemm_simt<true, false, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
+        (
+            dict(epi="EpiBiasReluScale"),
+            "gemm_simt<true, false, EpiBiasReluScale, false, 2, true>",
+            gemm.geometry.SIMT_SMEM_BYTES,
+        ),
+        (dict(b=wt), "gemm_simt<true, true, EpiNone, false, 1, true>", gemm.geometry.SIMT_SMEM_BYTES),
+        (dict(b=wt, epi="EpiBiasReluScale"), "gemm_simt<true, true, EpiBiasReluScale, false, 2, false>", 0),
+        (dict(a=at), "gemm_simt<false, false, EpiNone, false, 2, false>", 0),
+        (dict(a=at, epi="EpiBiasReluScale"), "gemm_simt<false, false, EpiBiasReluScale, false, 2, false>", 0),
+        (dict(a=at, b=wt), "gemm_simt<false, true, EpiNone, false, 2, true>", gemm.geometry.SIMT_SMEM_BYTES),
+        (dict(a=at, b=wt, epi="EpiBiasReluScale"), "gemm_simt<false, true, EpiBiasReluScale, false, 1, false>", 0),
+    ]
     for kw, kernel, smem in cases:
         p = gplan(4096, 4096, 4096, **kw)
         assert (p.kernel, p.smem) == (kernel, smem), kw
-    assert gemm.geometry.SIMT_SMEM_BYTES == 2 * 2 * 16 * (128 + 4) * 4   # both operands' two k-tile buffers
-    p = gplan(1024, 1024, 1024)                                         # split-K
+    assert gemm.geometry.SIMT_SMEM_BYTES == 2 * 2 * 16 * (128 + 4) * 4  # both operands' two k-tile buffers
+    p = gplan(1024, 1024, 1024)  # split-K
     assert (p.kernel, p.smem) == ("gemm_simt<true, false, EpiNone, true, 1, false>", 0)
     listed = gemm.variants()["gemm.cu"]
     assert all(kernel in listed for _, kernel, _ in cases)
@@ -62,7 +67,10 @@ def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     assert_gemm_close(matmul_planned(a, b, algo="simt", split_k=False), a, b)
     unsplit = linear_planned(a, w, bias, 2.0, algo="simt", split_k=False)
     ref = torch.relu(a.double() @ w.double().t() + bias.double()) / 2
-    tol = ((K + 1) * 2.0**-24 * 1.01 * (a.double().abs() @ w.double().abs().t() + bias.double().abs()) / 2
-           + 2.0**-24 * ref.abs() + 1e-30)
+    tol = (
+        (K + 1) * 2.0**-24 * 1.01 * (a.double().abs() @ w.double().abs().t() + bias.double().abs()) / 2
+        + 2.0**-24 * ref.abs()
+        + 1e-30
+    )
     for got in (lin, unsplit):
         assert ((got.double() - ref).abs() <= tol).all()

@@ -1,4 +1,5 @@
-"""algo="tc" (tensor cores through mma.sync, sm_80+): the K = 0 plan of the Hopper families, and operands transposed into its tensor-core form."""
+"""algo="tc" (tensor cores through mma.sync, sm_80+): the K = 0 plan of the Hopper families, and
+operands transposed into its tensor-core form."""
 
 import pytest
 import torch
@@ -18,11 +19,17 @@ def test_tensor_core_operand_transpose(dtype, cuda):
     """tc_operand brings a column-major view into K-major rows with 16-byte aligned pitch
     (the tiled transpose kernel): exact copy of every element, padding zeroed."""
     big = torch.randn(300, 200, device=cuda).to(dtype)
-    for view in (big.t(), big[3:, 5:].t(), big[:33, :1].t(), big[:1, :77].t(), big[::2, :65].t(),
-                 torch.randn(70001, 3, device=cuda).to(dtype).t()):
+    for view in (
+        big.t(),
+        big[3:, 5:].t(),
+        big[:33, :1].t(),
+        big[:1, :77].t(),
+        big[::2, :65].t(),
+        torch.randn(70001, 3, device=cuda).to(dtype).t(),
+    ):
         op = gemm.common.kmajor_operand(gemm.Matrix.of(view))
         buf, ld = gemm.runtime.prepare(view, op), op.ld
-        rows, k = view.shape
+        _rows, k = view.shape
         assert ld % (16 // buf.element_size()) == 0 and buf.data_ptr() % 16 == 0
         assert buf.stride(0) == ld and torch.equal(buf[:, :k], view)
         if ld > k:

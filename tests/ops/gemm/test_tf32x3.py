@@ -1,8 +1,9 @@
 """algo="tf32x3" (fp32 on the Hopper tensor cores as three TF32 products): its error against
-an fp64 reference next to torch fp32's on the same inputs (and fp16x3's: test_fp16x3.py has the rest), NaN / inf placement as torch fp32's,
-split-K, tall and odd shapes; and the models that use it. (Shapes, strides, K = 0 and both
-epilogues against the rounding bound: test_matmul.py and test_linear_relu_div.py, which run
-every algo.)"""
+an fp64 reference next to torch fp32's on the same inputs (and fp16x3's: test_fp16x3.py has the
+rest), NaN / inf placement as torch fp32's, split-K, tall and odd shapes; and the models that use
+it. (Shapes, strides, K = 0 and both epilogues against the rounding bound: test_matmul.py and
+test_linear_relu_div.py, which run every algo.)"""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -22,12 +23,22 @@ pytestmark = pytest.mark.gpu
 # tf32x3 / torch fp32 and fp16x3 / torch fp32 at the benchmark shapes, as docs/numerics.md's
 # tables give them (H100: tf32x3 at b1d5d70, fp16x3 at 78d1fb4)
 ERROR_TABLE = {
-    "tf32x3": {("randn", (1024, 1024, 1024)): 0.46, ("randn", (4096, 4096, 4096)): 0.27,
-               ("randn", (1024, 8192, 8192)): 0.21, ("rand", (1024, 1024, 1024)): 0.65,
-               ("rand", (4096, 4096, 4096)): 0.37, ("rand", (1024, 8192, 8192)): 0.29},
-    "fp16x3": {("randn", (1024, 1024, 1024)): 0.39, ("randn", (4096, 4096, 4096)): 0.23,
-               ("randn", (1024, 8192, 8192)): 0.17, ("rand", (1024, 1024, 1024)): 0.55,
-               ("rand", (4096, 4096, 4096)): 0.32, ("rand", (1024, 8192, 8192)): 0.27},
+    "tf32x3": {
+        ("randn", (1024, 1024, 1024)): 0.46,
+        ("randn", (4096, 4096, 4096)): 0.27,
+        ("randn", (1024, 8192, 8192)): 0.21,
+        ("rand", (1024, 1024, 1024)): 0.65,
+        ("rand", (4096, 4096, 4096)): 0.37,
+        ("rand", (1024, 8192, 8192)): 0.29,
+    },
+    "fp16x3": {
+        ("randn", (1024, 1024, 1024)): 0.39,
+        ("randn", (4096, 4096, 4096)): 0.23,
+        ("randn", (1024, 8192, 8192)): 0.17,
+        ("rand", (1024, 1024, 1024)): 0.55,
+        ("rand", (4096, 4096, 4096)): 0.32,
+        ("rand", (1024, 8192, 8192)): 0.27,
+    },
 }
 
 
@@ -65,8 +76,7 @@ def test_error_is_at_most_torch_fp32s(M, K, N, fill, algo, cuda):
 
 
 @pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
-@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (127, 129, 131), (129, 4097, 3), (256, 4096, 384)],
-                         ids=str)
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (127, 129, 131), (129, 4097, 3), (256, 4096, 384)], ids=str)
 def test_error_at_any_shape_is_within_two_to_the_minus_18(M, K, N, algo, cuda):
     """Where K is small (or cuBLAS splits it) torch fp32 is nearly exact; 3xTF32 and fp16x3
     keep 22 of the 24 bits of each operand (fp16x3: of each value within 2^-18 of its row's
@@ -106,12 +116,14 @@ def test_error_is_within_its_bound_as_a_function_of_k_and_the_inputs(K, cuda):
     M = N = 64 if K > 2**14 else 128
     scale_a = 2.0 ** torch.randint(-20, 21, (M, 1), device=cuda).float()
     scale_b = 2.0 ** torch.randint(-20, 21, (1, N), device=cuda).float()
-    cases = {"randn": (torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)),
-             "rand": (torch.rand(M, K, device=cuda), torch.rand(K, N, device=cuda)),
-             "mean-shifted": (torch.randn(M, K, device=cuda) + 8, torch.randn(K, N, device=cuda) + 8),
-             "scaled 2^+-20": (torch.randn(M, K, device=cuda) * scale_a, torch.randn(K, N, device=cuda) * scale_b)}
+    cases = {
+        "randn": (torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)),
+        "rand": (torch.rand(M, K, device=cuda), torch.rand(K, N, device=cuda)),
+        "mean-shifted": (torch.randn(M, K, device=cuda) + 8, torch.randn(K, N, device=cuda) + 8),
+        "scaled 2^+-20": (torch.randn(M, K, device=cuda) * scale_a, torch.randn(K, N, device=cuda) * scale_b),
+    }
     for name, (a, b) in cases.items():
-        for bb in (b, b.T.contiguous().T):   # row-major b (swapped) and K-major b
+        for bb in (b, b.T.contiguous().T):  # row-major b (swapped) and K-major b
             ref = a.double() @ bb.double()
             bound = (2.0**-20 + K * 2.0**-23) * (a.double().abs() @ bb.double().abs())
             ratio = ((cupy_ops.matmul(a, bb, algo="tf32x3").double() - ref).abs() / bound).max().item()
@@ -128,11 +140,14 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
     shared memory)."""
     require_algo("tf32x3")
     torch.manual_seed(0)
-    assert cupy_ops.gemm_plan(torch.zeros(129, 257, device=cuda), torch.zeros(257, N, device=cuda),
-                              algo="tf32x3").swap == (N == 132)
+    assert cupy_ops.gemm_plan(
+        torch.zeros(129, 257, device=cuda), torch.zeros(257, N, device=cuda), algo="tf32x3"
+    ).swap == (N == 132)
     # no products past fp32's range: where a sum of such overflows depends on the summation order
-    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40,
-                             2.0**-126, 1e15], device=cuda)
+    specials = torch.tensor(
+        [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40, 2.0**-126, 1e15],
+        device=cuda,
+    )
     low_nan = torch.tensor([0x7F800001], dtype=torch.int32, device=cuda).view(torch.float32)
     for trial in range(8):
         a, b = torch.randn(129, 257, device=cuda), torch.randn(257, N, device=cuda)
@@ -140,16 +155,17 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
             idx = torch.randint(0, t.numel(), (60,), device=cuda)
             t.view(-1)[idx] = specials[torch.randint(0, len(specials), (60,), device=cuda)]
         if trial % 2:
-            a[3] = 1.0                      # TF32-exact: remainder 0
+            a[3] = 1.0  # TF32-exact: remainder 0
             b[:, 5] = float("inf")
             a[7] = -0.0
             b[11, 9] = low_nan
-            a[10, :] = 1e-40                # subnormals meeting inf
+            a[10, :] = 1e-40  # subnormals meeting inf
             b[:, 12] = float("-inf")
         ref, got = torch_fp32(a, b), cupy_ops.matmul(a, b, algo="tf32x3")
         assert torch.equal(ref.isnan(), got.isnan()), f"trial {trial}: NaN placement differs"
-        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), \
+        assert torch.equal(ref.isinf(), got.isinf()) and torch.equal(ref[ref.isinf()], got[got.isinf()]), (
             f"trial {trial}: inf placement or sign differs"
+        )
         # both within their rounding bounds of the exact result: torch's fp32 gamma_K, 3xTF32's
         # 2^-18, plus 2^-125 |b| per subnormal a (and |a| per subnormal b): 3xTF32 holds those as
         # +-2^-125 (the tensor cores read subnormals as zero; documented in matmul's docstring)
@@ -161,15 +177,19 @@ def test_nan_and_inf_land_where_torch_fp32_puts_them(N, cuda):
         tol = (a.shape[1] * 2.0**-24 * 1.01 + 2.0**-18) * absprod[fin] + 2.0**-125 * subs[fin] + 1e-30
         err = (got[fin].double() - ref[fin].double()).abs()
         w = int((err - tol).argmax())
-        assert (err <= tol).all(), (f"trial {trial}: got {got[fin][w].item()!r}, torch {ref[fin][w].item()!r}, "
-                                    f"sum|ab| {absprod[fin][w].item()!r}")
+        assert (err <= tol).all(), (
+            f"trial {trial}: got {got[fin][w].item()!r}, torch {ref[fin][w].item()!r}, "
+            f"sum|ab| {absprod[fin][w].item()!r}"
+        )
     a = torch.full((64, 64), -0.0, device=cuda)
-    assert torch.equal(cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="tf32x3"),
-                       torch.zeros(64, 40, device=cuda))
+    assert torch.equal(
+        cupy_ops.matmul(a, torch.randn(64, 40, device=cuda), algo="tf32x3"), torch.zeros(64, 40, device=cuda)
+    )
 
 
-@pytest.mark.parametrize("M, K, N", [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (1024, 1024, 1024),
-                                     (257, 31, 132), (1, 40, 4)], ids=str)
+@pytest.mark.parametrize(
+    "M, K, N", [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (1024, 1024, 1024), (257, 31, 132), (1, 40, 4)], ids=str
+)
 def test_row_major_b_is_swapped_and_agrees_with_the_transpose_path(M, K, N, cuda):
     """A row-major b (rows 16-byte aligned) runs as C^T = B^T A^T (b's tiles split in the
     registers, no transpose pass; split-K at 1024^3): within the bound, next to the transposed
@@ -235,8 +255,9 @@ def test_models_use_tf32x3_for_float32_on_hopper_else_the_previous_path(cuda):
     x = torch.rand(64, 512, device=cuda)
     with torch.no_grad():
         got = model(x)
-        fused = cupy_ops.linear_relu_div(x, model.linear.weight, model.linear.bias, 2.0,
-                                         algo="tf32x3" if HOPPER else "auto")
+        fused = cupy_ops.linear_relu_div(
+            x, model.linear.weight, model.linear.bias, 2.0, algo="tf32x3" if HOPPER else "auto"
+        )
         cublas = linear_relu_div.ModelNewCublas.forward(model, x)
         ref = linear_relu_div.Model.forward(model, x)
     assert cupy_ops.gemm_plan(x, model.linear.weight.T, algo="accurate").family == ("tf32x3" if HOPPER else "simt")
@@ -244,8 +265,11 @@ def test_models_use_tf32x3_for_float32_on_hopper_else_the_previous_path(cuda):
     assert torch.allclose(got, ref, atol=1e-4, rtol=1e-4)
     with torch.no_grad():
         xh, mh = x.to(torch.bfloat16), linear_relu_div.ModelNew(*init).to(cuda, torch.bfloat16)
-        expect = (cupy_ops.linear_relu_div(xh, mh.linear.weight, mh.linear.bias, 2.0) if HOPPER
-                  else linear_relu_div.ModelNewCublas.forward(mh, xh))
+        expect = (
+            cupy_ops.linear_relu_div(xh, mh.linear.weight, mh.linear.bias, 2.0)
+            if HOPPER
+            else linear_relu_div.ModelNewCublas.forward(mh, xh)
+        )
         assert torch.equal(mh(xh), expect)
     a, b = torch.rand(300, 200, device=cuda), torch.rand(200, 100, device=cuda)
     expect = cupy_ops.matmul(a, b, algo="tf32x3" if HOPPER else "auto")
@@ -261,25 +285,30 @@ def test_tf32x3_plan():
     tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
     assert "tf32x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="tf32x3")
-    assert (p.family, p.kernel, p.tile, p.grid, p.slices) == ("tf32x3", "gemm_tf32x3_swap<128, EpiNone>", (128, 128),
-                                                            (32, 32, 1), 1)
+    assert (p.family, p.kernel, p.tile, p.grid, p.slices) == (
+        "tf32x3",
+        "gemm_tf32x3_swap<128, EpiNone>",
+        (128, 128),
+        (32, 32, 1),
+        1,
+    )
     assert p.smem == gemm.geometry.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "n-major") and p.bk == 32
-    assert p.swap                                                             # row-major b: C^T = B^T A^T
+    assert p.swap  # row-major b: C^T = B^T A^T
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3")
     assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
-    p = gplan(300, 200, 130, algo="tf32x3")                                   # b's rows off 16 bytes: transposed
+    p = gplan(300, 200, 130, algo="tf32x3")  # b's rows off 16 bytes: transposed
     assert not p.swap and p.b.prep == "transpose"
     p = gplan(300, 200, 128, algo="tf32x3", swap=False)
     assert not p.swap and p.b.prep == "transpose"
-    p = gplan(256, 1024, 1024, algo="tf32x3")                                 # C^T: 8 x 2 tiles, split K in 4
+    p = gplan(256, 1024, 1024, algo="tf32x3")  # C^T: 8 x 2 tiles, split K in 4
     assert p.swap and p.kernel == "gemm_tf32x3_swap_partial<128>" and p.grid == (2, 8, 4)
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")
     assert p.kernel == "gemm_tf32x3<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
-    p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")     # 64 tiles: under half a wave
+    p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")  # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_swap_partial<128>")
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
-    assert gplan(2048, 2048, 2048, algo="tf32x3").slices == 1                # 256 tiles
+    assert gplan(2048, 2048, 2048, algo="tf32x3").slices == 1  # 256 tiles
     assert gplan(1024, 1024, 1024, algo="tf32x3", split_k=False).slices == 1
     assert gplan(1024, 1024, 1024, algo="tf32x3", tile_n=128).tile == (128, 128)
     with pytest.raises(ValueError, match=r"tile_n must be one of \(128,\) for algo='tf32x3', got 256"):
@@ -298,5 +327,15 @@ def test_tf32x3_transposes_b_where_c_transposed_would_not_fit_the_grid():
         p = gemm.plan(64, n, 64, torch.float32, a, Matrix(64, n, n, 1, 4, True), "EpiNone", H100, algo="tf32x3")
         assert p.swap is swapped and p.grid[1] <= 65535
     with pytest.raises(ValueError, match="swap=True takes N up to 8388480"):
-        gemm.plan(64, wide, 64, torch.float32, a, Matrix(64, wide, wide, 1, 4, True), "EpiNone", H100,
-                  algo="tf32x3", swap=True)
+        gemm.plan(
+            64,
+            wide,
+            64,
+            torch.float32,
+            a,
+            Matrix(64, wide, wide, 1, 4, True),
+            "EpiNone",
+            H100,
+            algo="tf32x3",
+            swap=True,
+        )

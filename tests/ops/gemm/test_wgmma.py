@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import cupy_ops
-import cupy_ops.ops  # noqa: F401  (declares the kernels)
+import cupy_ops.ops
 from cupy_ops import KernelCompileError, compiler
 from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Matrix
@@ -22,13 +22,24 @@ SM90A = next(s for s in compiler.sources() if s.name == "gemm_sm90a.cu")
 def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     v = SM90A.variant("gemm_wgmma<bf16, true, 256, 2, EpiNone>")
-    assert SM90A.options("sm_90a")[-16:] == ("-arch=sm_90a", "-DWG_BM=128", "-DWG_EPI_BYTES=32768",
-                                             "-DWG_KSPLIT_BM=64", "-DWG_KSPLIT_SMEM_BYTES=232448",
-                                             "-DWG_SMEM_BYTES=230496", "-DWG_SWAP_BOX=32",
-                                             "-DWG_THREADS=384", "-DX3H_COLMAX_ROWS=32", "-DX3H_NSPLIT_ROWS=8",
-                                             "-DX3H_NSPLIT_THREADS=256", "-DX3H_ROWCOL_THREADS=512",
-                                             "-DX3H_ROWCOL_VECS=8", "-DX3H_SPLIT_THREADS=128",
-                                             "-DX3H_SPLIT_VECS=8", "-DX3_SMEM_BYTES=232448")
+    assert SM90A.options("sm_90a")[-16:] == (
+        "-arch=sm_90a",
+        "-DWG_BM=128",
+        "-DWG_EPI_BYTES=32768",
+        "-DWG_KSPLIT_BM=64",
+        "-DWG_KSPLIT_SMEM_BYTES=232448",
+        "-DWG_SMEM_BYTES=230496",
+        "-DWG_SWAP_BOX=32",
+        "-DWG_THREADS=384",
+        "-DX3H_COLMAX_ROWS=32",
+        "-DX3H_NSPLIT_ROWS=8",
+        "-DX3H_NSPLIT_THREADS=256",
+        "-DX3H_ROWCOL_THREADS=512",
+        "-DX3H_ROWCOL_VECS=8",
+        "-DX3H_SPLIT_THREADS=128",
+        "-DX3H_SPLIT_VECS=8",
+        "-DX3_SMEM_BYTES=232448",
+    )
     b = compiler.binary(v, "sm_90a")
     assert b.image[:4] == b"\x7fELF" and "gemm_wgmma" in b.lowered
 
@@ -46,10 +57,13 @@ def test_sm90a_sources_are_skipped_for_other_archs():
 
 
 def test_tensor_map_argument_must_be_128_bytes():
-    k = cupy_ops.Kernel("struct __align__(64) TmaMap { unsigned long long o[16]; };\n"
-                        "__global__ void k(const __grid_constant__ TmaMap m, float* y) { }", "k")
+    k = cupy_ops.Kernel(
+        "struct __align__(64) TmaMap { unsigned long long o[16]; };\n"
+        "__global__ void k(const __grid_constant__ TmaMap m, float* y) { }",
+        "k",
+    )
     assert [kind for kind, _, _ in k.params] == ["tmap", "ptr"]
-    with pytest.raises(TypeError, match="argument 'm' of kernel k .* must be the 128 bytes of a TMA tensor map"):
+    with pytest.raises(TypeError, match=r"argument 'm' of kernel k .* must be the 128 bytes of a TMA tensor map"):
         k(b"short", None, grid=1, block=1)
 
 
@@ -71,7 +85,7 @@ def test_tensor_map_rejected_by_the_driver_raises(cuda):
 
     t = torch.zeros(64, 64, device=cuda, dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match=r"cuTensorMapEncodeTiled failed \(CUresult \d+\) for a 64x64"):
-        tma.tensor_map(t, 64, 64, 64, 512, 64)   # a box wider than 256 elements
+        tma.tensor_map(t, 64, 64, 64, 512, 64)  # a box wider than 256 elements
 
 
 def test_launch_config_matches_cuda_h():
@@ -84,12 +98,16 @@ def test_launch_config_matches_cuda_h():
     from cupy_ops.launch import _cluster_attribute, _LaunchAttribute, _LaunchConfig
 
     assert ctypes.sizeof(_LaunchConfig) == 56
-    assert [getattr(_LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == \
-        [24, 32, 40, 48]
+    assert [getattr(_LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == [
+        24,
+        32,
+        40,
+        48,
+    ]
     assert ctypes.sizeof(_LaunchAttribute) == 72
     assert [getattr(_LaunchAttribute, f).offset for f in ("id", "x", "y", "z")] == [0, 8, 12, 16]
     a = _cluster_attribute(2)
-    assert (a.id, a.x, a.y, a.z) == (4, 2, 1, 1)   # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    assert (a.id, a.x, a.y, a.z) == (4, 2, 1, 1)  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 
 
 def test_a_failed_cluster_launch_raises_with_the_drivers_code(monkeypatch):
@@ -100,14 +118,17 @@ def test_a_failed_cluster_launch_raises_with_the_drivers_code(monkeypatch):
     from cupy_ops import launch
 
     calls = []
-    monkeypatch.setattr(launch, "_launch_kernel_ex", lambda *a: calls.append(a) or 1)   # CUDA_ERROR_INVALID_VALUE
+    monkeypatch.setattr(launch, "_launch_kernel_ex", lambda *a: calls.append(a) or 1)  # CUDA_ERROR_INVALID_VALUE
     monkeypatch.setattr(launch, "_driver", types.SimpleNamespace(ctxGetCurrent=lambda: 1))
     h = types.SimpleNamespace(name="gemm_wgmma<bf16, true, 256, 2, EpiNone>", device=0, ptr=1234, non_portable=False)
-    with pytest.raises(RuntimeError, match=r"cuLaunchKernelEx failed \(CUresult 1\) for gemm_wgmma<bf16, true, 256, 2, "
-                                           r"EpiNone> on cuda:0 \(grid \(132, 1, 1\), clusters of \(2, 1, 1\), block "
-                                           r"\(384, 1, 1\), 230496 bytes of shared memory\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cuLaunchKernelEx failed \(CUresult 1\) for gemm_wgmma<bf16, true, 256, 2, "
+        r"EpiNone> on cuda:0 \(grid \(132, 1, 1\), clusters of \(2, 1, 1\), block "
+        r"\(384, 1, 1\), 230496 bytes of shared memory\)",
+    ):
         launch._launch_ex(h, (132, 1, 1), (384, 1, 1), 230496, 0, 0, 2, False)
-    assert len(calls) == 1   # a context was current: not retried
+    assert len(calls) == 1  # a context was current: not retried
 
 
 CLUSTER_MISMATCH = """
@@ -144,8 +165,14 @@ def test_a_cluster_kernel_launched_without_its_cluster_traps(cuda):
 
     if not gemm.device_info(0).has_wgmma:
         pytest.skip("needs a Hopper GPU (compute capability 9.0)")
-    proc = subprocess.run([sys.executable, "-c", CLUSTER_MISMATCH], cwd=Path(__file__).resolve().parents[3],
-                          env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", CLUSTER_MISMATCH],
+        cwd=Path(__file__).resolve().parents[3],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "trapped:" in proc.stdout, (proc.stdout, proc.stderr)
 
 
@@ -168,7 +195,7 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, a.get_device())
     slots = launch.resident_clusters(h, p.cluster, p.block, p.smem)
     assert 1 <= slots <= gemm.device_info(0).sm_count // 2
-    assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots   # cached on the handle
+    assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots  # cached on the handle
     launched, real = [], launch.launch
 
     def spy(h, grid, block, args, shared_mem=0, cluster=1):
@@ -198,8 +225,12 @@ def test_swapped_tf32_is_bit_identical_to_the_transposed_path(cuda):
     if not gemm.device_info(0).has_wgmma:
         pytest.skip("needs a Hopper GPU (compute capability 9.0)")
     torch.manual_seed(0)
-    for (M, K, N), (bn, cluster, persistent) in (((300, 200, 520), (128, 1, False)), ((129, 64, 256), (64, 1, False)),
-                                                 ((1000, 72, 4100), (256, 2, True)), ((4100, 100, 1024), (128, 2, True))):
+    for (M, K, N), (bn, cluster, persistent) in (
+        ((300, 200, 520), (128, 1, False)),
+        ((129, 64, 256), (64, 1, False)),
+        ((1000, 72, 4100), (256, 2, True)),
+        ((4100, 100, 1024), (128, 2, True)),
+    ):
         a, b = torch.randn(M, K, device=cuda), torch.randn(K, N, device=cuda)
         bias = torch.randn(N, device=cuda)
         kw = dict(tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
@@ -209,23 +240,28 @@ def test_swapped_tf32_is_bit_identical_to_the_transposed_path(cuda):
                 p = gemm.plan_for(a, b, epi, "wgmma", swap=swap, **kw)
                 assert p.swap == swap and (p.b.prep == "n-major" if swap else p.b.prep == "transpose"), p
                 outs.append(gemm.run(p, a, b, torch.empty(M, N, device=cuda), *extra))
-            assert torch.equal(outs[0], outs[1]), (f"{epi} {M}x{K}x{N}: {(outs[0] != outs[1]).sum().item()} outputs "
-                                                   f"differ between C^T = B^T A^T and the transposed path")
+            assert torch.equal(outs[0], outs[1]), (
+                f"{epi} {M}x{K}x{N}: {(outs[0] != outs[1]).sum().item()} outputs "
+                f"differ between C^T = B^T A^T and the transposed path"
+            )
 
 
 def test_hopper_tile_width_and_split_k_follow_the_tables():
-    p = gplan(4096, 4096, 4096, torch.bfloat16)                  # 512 wide tiles: clusters of 2, persistent
+    p = gplan(4096, 4096, 4096, torch.bfloat16)  # 512 wide tiles: clusters of 2, persistent
     assert (p.tile, p.slices, p.grid, p.cluster, p.persistent) == ((128, 256), 1, (132, 1, 1), 2, True)
     assert p.kernel == "gemm_wgmma<bf16, true, 256, 2, EpiNone>" and p.b.prep == "n-major" and p.a.prep == "as is"
     assert p.group == gemm.tables.WG_GROUP and "persistent, cluster 2" in str(p)
-    p = gplan(2048, 2048, 2048, torch.bfloat16)                  # 0.97 waves of wide tiles: one CTA per tile
+    p = gplan(2048, 2048, 2048, torch.bfloat16)  # 0.97 waves of wide tiles: one CTA per tile
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (128, 1, 1))
-    p = gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False)    # 64 tiles of 128 x 128: under half a wave
-    assert p.tile == (128, 64) and p.slices == 1 and p.grid == (128, 1, 1)   # 64-wide: one wave
+    p = gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False)  # 64 tiles of 128 x 128: under half a wave
+    assert p.tile == (128, 64) and p.slices == 1 and p.grid == (128, 1, 1)  # 64-wide: one wave
     assert p.kernel == "gemm_wgmma<bf16, true, 64, 1, EpiNone>" and not p.persistent
-    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale", ksplit=False)   # 16 tiles: split K in 2
+    p = gplan(256, 1024, 1024, torch.bfloat16, epi="EpiBiasReluScale", ksplit=False)  # 16 tiles: split K in 2
     assert (p.slices, p.kslice, p.grid, p.tile) == (2, 512, (32, 1, 1), (128, 128))
-    assert p.kernel == "gemm_wgmma_partial<bf16, true, 128, 1>" and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
+    assert (
+        p.kernel == "gemm_wgmma_partial<bf16, true, 128, 1>"
+        and p.reduce == "gemm_splitk_reduce<bf16, EpiBiasReluScale>"
+    )
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
     assert forced.tile == (128, 256) and forced.slices == 1
 
@@ -234,18 +270,23 @@ def test_hopper_clusters_and_persistent_grid():
     """Clusters of 2 from a wave of tiles on, run persistent (one cluster per 2 SMs at most, the
     runner lowers it to the clusters that fit); overrides for tuning; 128 x 64 tiles only in
     clusters of 1 (each CTA of a pair loads whole 64-column boxes of B)."""
-    p = gplan(1024, 8192, 8192, torch.float32, b=rowmajor(8192, 8192).T, tf32=True)   # 8 x 32 wide tiles
-    assert (p.cluster, p.persistent, p.grid, p.kernel) == (2, True, (132, 1, 1), "gemm_wgmma<float, false, 256, 2, EpiNone>")
+    p = gplan(1024, 8192, 8192, torch.float32, b=rowmajor(8192, 8192).T, tf32=True)  # 8 x 32 wide tiles
+    assert (p.cluster, p.persistent, p.grid, p.kernel) == (
+        2,
+        True,
+        (132, 1, 1),
+        "gemm_wgmma<float, false, 256, 2, EpiNone>",
+    )
     assert gemm.wgmma.walk(1024, 8192, 256, 1, 2, 132) == (132, 4 * 32)
-    assert gemm.wgmma.walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)        # 3 tile rows: 2 cluster rows
-    assert gemm.wgmma.walk(1024, 1024, 128, 3, 1, 132) == (132, 8 * 8 * 3)    # split-K slices are units
+    assert gemm.wgmma.walk(300, 300, 128, 1, 2, 132) == (6 * 2, 2 * 3)  # 3 tile rows: 2 cluster rows
+    assert gemm.wgmma.walk(1024, 1024, 128, 3, 1, 132) == (132, 8 * 8 * 3)  # split-K slices are units
     p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1)
     assert (p.cluster, p.persistent, p.grid) == (1, False, (512, 1, 1))
     p = gplan(4096, 4096, 4096, torch.bfloat16, cluster=1, persistent=True, group=3)
     assert (p.persistent, p.grid, p.group) == (True, (132, 1, 1), 3)
     p = gplan(4096, 4096, 4096, torch.bfloat16, persistent=False)
     assert (p.cluster, p.grid) == (2, (512, 1, 1))
-    assert gplan(64, 4096, 4096, torch.bfloat16).cluster == 1   # one tile row: no pair to share B
+    assert gplan(64, 4096, 4096, torch.bfloat16).cluster == 1  # one tile row: no pair to share B
     with pytest.raises(ValueError, match=r"cluster=2 needs tile_n >= 128 .*got tile_n=64"):
         gplan(4096, 4096, 4096, torch.bfloat16, cluster=2, tile_n=64)
     with pytest.raises(ValueError, match=r"cluster must be one of \(1, 2\), got 4"):
@@ -263,17 +304,17 @@ def test_hopper_clusters_and_persistent_grid():
 def test_hopper_wide_grids_are_chosen_by_whole_waves():
     """From a wave of 128 x 256 tiles on, the tile width and cluster that finish first counting
     whole waves (WG_WIDE_SPEEDS): a last wave of 0.12 costs a whole one."""
-    assert gemm.wgmma.wide(4096, 4096, 132) == (256, 2)     # 256 pairs / 66: 3.9 waves
-    assert gemm.wgmma.wide(4224, 4096, 132) == (256, 1)     # 272 pairs: 5 waves; 528 tiles / 132: 4.0
-    assert gemm.wgmma.wide(4352, 4096, 132) == (256, 2)     # 4.1 waves either way: pairs are faster
-    assert gemm.wgmma.wide(3072, 3072, 132) == (128, 2)     # 2.2 -> 3 waves, 128-wide 4.4 -> 5 half waves
-    assert gemm.wgmma.wide(128, 65536, 132) == (256, 1)     # one tile row: no pair
-    assert gemm.wgmma.wide(2048, 2048, 132) is None         # under a wave: the tile_n table
+    assert gemm.wgmma.wide(4096, 4096, 132) == (256, 2)  # 256 pairs / 66: 3.9 waves
+    assert gemm.wgmma.wide(4224, 4096, 132) == (256, 1)  # 272 pairs: 5 waves; 528 tiles / 132: 4.0
+    assert gemm.wgmma.wide(4352, 4096, 132) == (256, 2)  # 4.1 waves either way: pairs are faster
+    assert gemm.wgmma.wide(3072, 3072, 132) == (128, 2)  # 2.2 -> 3 waves, 128-wide 4.4 -> 5 half waves
+    assert gemm.wgmma.wide(128, 65536, 132) == (256, 1)  # one tile row: no pair
+    assert gemm.wgmma.wide(2048, 2048, 132) is None  # under a wave: the tile_n table
     p = gplan(4224, 4096, 4096, torch.bfloat16)
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 1, False, (528, 1, 1))
     p = gplan(3072, 4096, 3072, torch.bfloat16)
     assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 128), 2, True, (132, 1, 1))
-    p = gplan(4224, 4096, 4096, torch.bfloat16, tile_n=256)     # an override: the old rule (clusters from a wave)
+    p = gplan(4224, 4096, 4096, torch.bfloat16, tile_n=256)  # an override: the old rule (clusters from a wave)
     assert p.cluster == 2
 
 
@@ -282,18 +323,21 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
     (not split-K's partial products); the threads' stores otherwise, or when asked."""
     p = gplan(4096, 4096, 4096, torch.bfloat16)
     assert p.tma_store and "TMA stores" in str(p)
-    assert not gplan(4096, 4096, 4100, torch.bfloat16).tma_store          # 8200-byte rows
-    assert gplan(4096, 4096, 4100, tf32=True).tma_store                    # 16400-byte rows
+    assert not gplan(4096, 4096, 4100, torch.bfloat16).tma_store  # 8200-byte rows
+    assert gplan(4096, 4096, 4100, tf32=True).tma_store  # 16400-byte rows
     assert not gplan(4096, 4096, 4097, tf32=True).tma_store
-    p = gplan(256, 1024, 1024, torch.bfloat16, ksplit=False)               # split K
+    p = gplan(256, 1024, 1024, torch.bfloat16, ksplit=False)  # split K
     assert p.slices > 1 and not p.tma_store
     p = gplan(4096, 4096, 4096, torch.bfloat16, tma_store=False)
     assert not p.tma_store and "thread stores" in str(p)
     assert gplan(4096, 4096, 4096, torch.bfloat16, tma_store=True).tma_store
-    with pytest.raises(ValueError, match=r"tma_store=True needs C's rows a multiple of 16 bytes .*N = 4100 elements "
-                                         r"of 2 bytes, 1 K slices"):
+    with pytest.raises(
+        ValueError,
+        match=r"tma_store=True needs C's rows a multiple of 16 bytes .*N = 4100 elements "
+        r"of 2 bytes, 1 K slices",
+    ):
         gplan(4096, 4096, 4100, torch.bfloat16, tma_store=True)
-    assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store            # tf32x3: the threads' stores
+    assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store  # tf32x3: the threads' stores
 
 
 def test_hopper_small_outputs_split_k_between_the_warpgroups():
@@ -301,23 +345,30 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
     tiles make, and no single 128 x 64 tile per CTA (below): 64 x 128 tiles, the two consumer
     warpgroups over halves of every k-tile, one CTA per tile; not past that, nor for the
     swapped TF32 kernel; overrides."""
-    p = gplan(1024, 2048, 1024, torch.bfloat16)                          # 32 k-tiles
+    p = gplan(1024, 2048, 1024, torch.bfloat16)  # 32 k-tiles
     assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiNone>"
-    assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store) == ((64, 128), (128, 1, 1), 1, False, 1, True)
+    assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store) == (
+        (64, 128),
+        (128, 1, 1),
+        1,
+        False,
+        1,
+        True,
+    )
     assert "K split between the warpgroups" in str(p)
-    p = gplan(64, 1024, 2048, torch.bfloat16, epi="EpiBiasReluScale")   # 64 rows: no 128-row tile
+    p = gplan(64, 1024, 2048, torch.bfloat16, epi="EpiBiasReluScale")  # 64 rows: no 128-row tile
     assert p.ksplit and p.grid == (16, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
-    assert gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit   # 32 k-tiles: split-K's 64 CTAs lose
-    assert not gplan(64, 8192, 256, torch.bfloat16).ksplit               # 2 tiles split in 16: 128 k-tiles
-    assert not gplan(128, 4096, 1024, torch.bfloat16).ksplit             # 64 k-tiles, 16 CTAs against 64
-    assert not gplan(2048, 1024, 1024, torch.bfloat16).ksplit            # a wave of 128 x 128 tiles
-    assert gplan(1024, 1024, 1024, tf32=True).swap                       # TF32 with a row-major b: swapped
+    assert gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit  # 32 k-tiles: split-K's 64 CTAs lose
+    assert not gplan(64, 8192, 256, torch.bfloat16).ksplit  # 2 tiles split in 16: 128 k-tiles
+    assert not gplan(128, 4096, 1024, torch.bfloat16).ksplit  # 64 k-tiles, 16 CTAs against 64
+    assert not gplan(2048, 1024, 1024, torch.bfloat16).ksplit  # a wave of 128 x 128 tiles
+    assert gplan(1024, 1024, 1024, tf32=True).swap  # TF32 with a row-major b: swapped
     p = gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, epi="EpiBiasReluScale")
     assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<float, false, 128, EpiBiasReluScale>"
-    p = gplan(1024, 1024, 1024, tf32=True, ksplit=True)                  # asked: b transposed, not swapped
+    p = gplan(1024, 1024, 1024, tf32=True, ksplit=True)  # asked: b transposed, not swapped
     assert p.ksplit and not p.swap and p.b.prep == "transpose"
-    assert gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True).ksplit   # asked, where the table takes single tiles
-    assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit   # an override of the table: the table's kernel
+    assert gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True).ksplit  # asked, where the table takes single tiles
+    assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit  # an override of the table: the table's kernel
     assert gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True).grid == (64 * 32, 1, 1)
     with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster or persistent override"):
         gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, cluster=1)
@@ -334,24 +385,38 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
     p = gplan(1024, 1024, 1024, torch.bfloat16)
     assert p.single and not p.ksplit and p.kernel == "gemm_wgmma_single<bf16, true, 64, EpiNone>"
     assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store, p.smem) == (
-        (128, 64), (128, 1, 1), 1, False, 1, True, gemm.geometry.WG_KSPLIT_SMEM_BYTES)
+        (128, 64),
+        (128, 1, 1),
+        1,
+        False,
+        1,
+        True,
+        gemm.geometry.WG_KSPLIT_SMEM_BYTES,
+    )
     assert "one tile per CTA, epilogue staged in the ring" in str(p)
     p = gplan(256, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
     assert p.single and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_single<f16, false, 64, EpiBiasReluScale>"
-    assert gplan(1024, 1536, 1024, torch.bfloat16).single                # 24 k-tiles
-    assert not gplan(1024, 1600, 1024, torch.bfloat16).single            # 25: the K split
-    assert not gplan(64, 1024, 2048, torch.bfloat16).single              # 64 rows: the K split's 64-row tiles
+    assert gplan(1024, 1536, 1024, torch.bfloat16).single  # 24 k-tiles
+    assert not gplan(1024, 1600, 1024, torch.bfloat16).single  # 25: the K split
+    assert not gplan(64, 1024, 2048, torch.bfloat16).single  # 64 rows: the K split's 64-row tiles
     assert gplan(65, 1024, 2048, torch.bfloat16).single
-    assert not gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).single   # TF32: the K split
-    assert not gplan(2048, 1024, 1024, torch.bfloat16).single            # a wave of 128 x 128 tiles
-    assert not gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False).single   # no small-output kernel: 128 x 64 tiles
+    assert not gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).single  # TF32: the K split
+    assert not gplan(2048, 1024, 1024, torch.bfloat16).single  # a wave of 128 x 128 tiles
+    assert not gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False).single  # no small-output kernel: 128 x 64 tiles
     assert not gplan(1024, 1024, 1024, torch.bfloat16, single=False).single
-    p = gplan(4096, 8192, 4096, torch.bfloat16, single=True)             # asked: one CTA per tile anywhere
+    p = gplan(4096, 8192, 4096, torch.bfloat16, single=True)  # asked: one CTA per tile anywhere
     assert p.single and p.grid == (32 * 64, 1, 1)
-    for kw, named in ((dict(tile_n=64), "tile_n=64"), (dict(cluster=1), "cluster=1"),
-                      (dict(persistent=False), "persistent=False"), (dict(ksplit=True), "ksplit=True")):
-        with pytest.raises(ValueError, match=r"single=True takes 16-bit operands and no tile_n, cluster, persistent "
-                                             rf"or ksplit=True override .* got torch.bfloat16, {named}$"):
+    for kw, named in (
+        (dict(tile_n=64), "tile_n=64"),
+        (dict(cluster=1), "cluster=1"),
+        (dict(persistent=False), "persistent=False"),
+        (dict(ksplit=True), "ksplit=True"),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=r"single=True takes 16-bit operands and no tile_n, cluster, persistent "
+            rf"or ksplit=True override .* got torch.bfloat16, {named}$",
+        ):
             gplan(1024, 1024, 1024, torch.bfloat16, single=True, **kw)
     with pytest.raises(ValueError, match=r"single=True takes 16-bit operands .* got torch.float32"):
         gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T, single=True)
@@ -364,29 +429,31 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     p = gplan(4096, 4096, 4096, tf32=True)
     assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
     assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
-    p = gplan(1024, 4096, 8192, tf32=True)                       # C^T: 8192 x 1024, 64 x 4 wide tiles
-    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 2, True, (132, 1, 1))   # C^T's pairs
-    assert gplan(8192, 4096, 1024, tf32=True, swap=False).grid == (132, 1, 1)   # C's geometry would be the same
+    p = gplan(1024, 4096, 8192, tf32=True)  # C^T: 8192 x 1024, 64 x 4 wide tiles
+    assert (p.tile, p.cluster, p.persistent, p.grid) == ((128, 256), 2, True, (132, 1, 1))  # C^T's pairs
+    assert gplan(8192, 4096, 1024, tf32=True, swap=False).grid == (132, 1, 1)  # C's geometry would be the same
     assert gplan(1024, 1024, 1024, tf32=True).kernel == "gemm_wgmma_swap<64, 1, EpiNone>"
-    w = rowmajor(8192, 8192)                                     # linear's weight.T of a column-major weight
-    assert gplan(1024, 8192, 8192, b=w, epi="EpiBiasReluScale", tf32=True).kernel == \
-        "gemm_wgmma_swap<256, 2, EpiBiasReluScale>"
-    for b in (rowmajor(4096, 4096, aligned=False), Matrix(4096, 4096, 4097, 1, 4, True)):   # B's rows off 16 bytes
+    w = rowmajor(8192, 8192)  # linear's weight.T of a column-major weight
+    assert (
+        gplan(1024, 8192, 8192, b=w, epi="EpiBiasReluScale", tf32=True).kernel
+        == "gemm_wgmma_swap<256, 2, EpiBiasReluScale>"
+    )
+    for b in (rowmajor(4096, 4096, aligned=False), Matrix(4096, 4096, 4097, 1, 4, True)):  # B's rows off 16 bytes
         assert not gplan(4096, 4096, 4096, b=b, tf32=True).swap
-    p = gplan(4096, 4096, 4094, tf32=True)                       # C's rows off 16 bytes
+    p = gplan(4096, 4096, 4094, tf32=True)  # C's rows off 16 bytes
     assert not p.swap and p.b.prep == "transpose" and p.kernel == "gemm_wgmma<float, false, 256, 2, EpiNone>"
-    p = gplan(256, 1024, 1024, tf32=True)                        # C^T's 16 tiles split K: transpose instead
-    assert not p.swap and p.b.prep == "transpose" and p.ksplit   # (and the K-splitting warpgroups)
+    p = gplan(256, 1024, 1024, tf32=True)  # C^T's 16 tiles split K: transpose instead
+    assert not p.swap and p.b.prep == "transpose" and p.ksplit  # (and the K-splitting warpgroups)
     p = gplan(256, 1024, 1024, tf32=True, ksplit=False)
     assert not p.swap and p.slices > 1 and p.b.prep == "transpose"
     p = gplan(256, 1024, 1024, tf32=True, swap=True)
     assert p.swap and p.slices == 1
     assert not gplan(4096, 4096, 4096, tf32=True, swap=False).swap
-    assert not gplan(4096, 4096, 4096, tf32=True, tma_store=False).swap   # the threads' stores: transpose
-    assert not gplan(4096, 4096, 4096, torch.bfloat16).swap             # 16-bit: the transpose bit
-    padded = Matrix(4096, 4094, 4096, 1, 4, True)                    # b's rows 16 bytes apart, N = 4094:
-    assert not gplan(4096, 4096, 4094, b=padded, tf32=True).swap     # wgmma's TMA stores need C's rows so too,
-    assert gplan(4096, 4096, 4094, b=padded, algo="tf32x3").swap     # tf32x3 stores C with its threads
+    assert not gplan(4096, 4096, 4096, tf32=True, tma_store=False).swap  # the threads' stores: transpose
+    assert not gplan(4096, 4096, 4096, torch.bfloat16).swap  # 16-bit: the transpose bit
+    padded = Matrix(4096, 4094, 4096, 1, 4, True)  # b's rows 16 bytes apart, N = 4094:
+    assert not gplan(4096, 4096, 4094, b=padded, tf32=True).swap  # wgmma's TMA stores need C's rows so too,
+    assert gplan(4096, 4096, 4094, b=padded, algo="tf32x3").swap  # tf32x3 stores C with its threads
     with pytest.raises(ValueError, match=r"swap=True needs float32 operands, a row-major b .*N = 4094"):
         gplan(4096, 4096, 4094, tf32=True, swap=True)
     with pytest.raises(ValueError, match=r"swap=True needs float32 .*got torch.bfloat16"):
@@ -396,8 +463,16 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
 
 
 # (tile width, CTAs per cluster, persistent): every compiled Hopper variant, both grid kinds
-WGMMA_VARIANTS = [(64, 1, False), (64, 1, True), (128, 1, False), (128, 2, True), (128, 2, False),
-                  (256, 1, False), (256, 1, True), (256, 2, True)]
+WGMMA_VARIANTS = [
+    (64, 1, False),
+    (64, 1, True),
+    (128, 1, False),
+    (128, 2, True),
+    (128, 2, False),
+    (256, 1, False),
+    (256, 1, True),
+    (256, 2, True),
+]
 
 
 def wgmma_cases(shapes, dtype, cuda):
@@ -417,7 +492,7 @@ def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda
     rows (a cluster's second CTA past M) and a single one; a persistent grid that walks
     several tiles per cluster (4100 x 4100: 33 x 17 wide tiles for 132 SMs)."""
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
-    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)], dtype, cuda):
+    for _M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)], dtype, cuda):
         for bb in (b, b.t().contiguous().t()):
             got = matmul_planned(a, bb, **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
@@ -463,10 +538,11 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
     weight); nothing stored past M x N (the rows after C keep their sentinel)."""
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
     dtype = torch.float32
-    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100), (1, 33, 4),
-                                      (257, 31, 132)], dtype, cuda):
+    for M, K, N, a, b in wgmma_cases(
+        [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100), (1, 33, 4), (257, 31, 132)], dtype, cuda
+    ):
         wide = torch.randn(K + 1, N + 12, device=cuda)
-        for bb in (b, wide[1:, :N], wide[:K, 4:N + 4]):
+        for bb in (b, wide[1:, :N], wide[:K, 4 : N + 4]):
             p = gemm.plan_for(a, bb, "EpiNone", swap=True, **kw)
             assert p.swap and p.kernel == f"gemm_wgmma_swap<{bn}, {cluster}, EpiNone>", p
             big = torch.full((M + 40, N), float("nan"), device=cuda)
@@ -477,7 +553,7 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
             tol = 4 * K * 2.0**-24 * (a.double().abs() @ bb.double().abs()) + 1e-30
             assert ((big[:M].double() - unswapped.double()).abs() <= tol).all(), "swapped and transposed paths differ"
         bias = torch.randn(N, device=cuda)
-        p = gemm.plan_for(a, b, "EpiBiasReluScale", swap=True, **kw)   # linear's b = weight.T = b: row-major
+        p = gemm.plan_for(a, b, "EpiBiasReluScale", swap=True, **kw)  # linear's b = weight.T = b: row-major
         assert p.swap
         got = gemm.run(p, a, b, torch.empty(M, N, device=cuda), bias, 0.5)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
@@ -493,10 +569,21 @@ def check_one_tile_per_cta(dtype, cuda, kernel, tile, **force):
     epilogue, the TMA's and the threads' stores; K of one partial k-tile up to thousands, tails
     in M (a tile partly past M) and N, one row; nothing stored past M (the rows after C keep
     their sentinel); deterministic."""
-    for M, K, N, a, b in wgmma_cases([(300, 1000, 520), (129, 3, 256), (1, 64, 8), (1024, 1024, 1024),
-                                      (8, 3000, 136), (65, 200, 130), (127, 4097, 129)], dtype, cuda):
+    for M, K, N, a, b in wgmma_cases(
+        [
+            (300, 1000, 520),
+            (129, 3, 256),
+            (1, 64, 8),
+            (1024, 1024, 1024),
+            (8, 3000, 136),
+            (65, 200, 130),
+            (127, 4097, 129),
+        ],
+        dtype,
+        cuda,
+    ):
         for bb in (b, b.t().contiguous().t()):
-            for tma_store in ((True, False) if (N * a.element_size()) % 16 == 0 else (False,)):
+            for tma_store in (True, False) if (N * a.element_size()) % 16 == 0 else (False,):
                 p = gemm.plan_for(a, bb, "EpiNone", "wgmma", tma_store=tma_store, **force)
                 assert p.kernel.startswith(kernel) and p.tile == tile and not p.persistent, p
                 big = torch.full((M + 40, N), float("nan"), dtype=dtype, device=cuda)
@@ -507,7 +594,11 @@ def check_one_tile_per_cta(dtype, cuda, kernel, tile, **force):
         got = linear_planned(a, b.t().contiguous(), bias, 2.0, algo="wgmma", **force)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
-        tol = (2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
+        tol = (
+            (2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 2) * absprod
+            + 2 * UNIT_ROUNDOFF[dtype] * ref.abs()
+            + 1e-6
+        )
         assert ((got.double() - ref).abs() <= tol).all()
     torch.manual_seed(1)
     a = torch.randn(256, 2048, device=cuda).to(dtype)
@@ -528,7 +619,7 @@ def test_wgmma_single_stages_its_epilogue_in_the_ring(dtype, cuda):
     """128 x 64 tiles of the plain kernel, one per CTA, the epilogue's buffers in the ring
     (gemm_wgmma_single): the same sums as the plain kernel's 128 x 64 tiles, bit for bit."""
     check_one_tile_per_cta(dtype, cuda, "gemm_wgmma_single<", (128, 64), single=True)
-    for M, K, N, a, b in wgmma_cases([(300, 1000, 520), (65, 200, 130)], dtype, cuda):
+    for _M, _K, _N, a, b in wgmma_cases([(300, 1000, 520), (65, 200, 130)], dtype, cuda):
         plain = matmul_planned(a, b, algo="wgmma", tile_n=64, cluster=1, persistent=False, split_k=False, ksplit=False)
         assert torch.equal(matmul_planned(a, b, algo="wgmma", single=True), plain)
 
@@ -577,6 +668,9 @@ def test_wgmma_split_k(dtype, cuda):
         lin = linear_planned(a, b.t(), bias, 2.0, algo="wgmma", **kw)
         ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
-        tol = ((2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod
-               + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6)
+        tol = (
+            (2 * roundoff("wgmma", dtype) + (K + 1) * 2.0**-24 * 1.01) * absprod
+            + 2 * UNIT_ROUNDOFF[dtype] * ref.abs()
+            + 1e-6
+        )
         assert ((lin.double() - ref).abs() <= tol).all()
