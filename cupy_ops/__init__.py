@@ -10,7 +10,8 @@ vmap-able and torch.compile-able (as the ``torch.ops.cupy_ops.*`` ops):
     matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor)
 Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
 Your own kernels: ``cupy_ops.Kernel(source, name)``, tuned: ``cupy_ops.autotune``; your own torch
-ops: ``cupy_ops.op``.
+ops: ``cupy_ops.op``; the kernels of a ``load_inline`` source as written:
+``cupy_ops.load_inline_kernels``.
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
@@ -22,11 +23,12 @@ if tuple(int(p) for p in _torch.__version__.split(".")[:2]) < (2, 4):
 
 from .autotuning import Autotuned, Config, autotune, configs
 from .compiler import KernelCompileError
-from .kernel import Kernel
+from .kernel import Kernel, load_inline_kernels
 from .launch import cdiv
 from .op import Op, like, op
 from .ops import gemm_plan, linear_relu, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 
 __version__ = "0.1.0"
 __all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu", "linear_relu_div", "gemm_plan",
-           "Kernel", "KernelCompileError", "cdiv", "op", "like", "Op", "autotune", "configs", "Config", "Autotuned"]
+           "Kernel", "KernelCompileError", "load_inline_kernels", "cdiv", "op", "like", "Op", "autotune", "configs",
+           "Config", "Autotuned"]

@@ -1,0 +1,292 @@
+"""load_inline sources as written (CPU): the host side set aside and said, line numbers kept,
+every kernel of the five seed answers compiled offline from its load_inline string unchanged.
+
+The seeds (LLM answers to KernelBench prompts, each with Python code passing a CUDA string to
+``load_inline``) are read from ``$CUPY_OPS_SEEDS``, else ``<repo>/../shared/seeds``, else
+``<repo>/.seeds``; the tests that need them skip, saying where they looked, when none is there.
+"""
+
+import ast
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import cupy_ops
+from cupy_ops.kernel.load_inline import SetAside, split
+
+REPO = Path(__file__).resolve().parents[2]
+# Each seed by the stem of its file: the KernelBench problem its Model solves, and the kernels of
+# each load_inline string it holds, in order.
+SEEDS = {
+    "000_f0d3d03df6cd223f": ("linear_relu_div", [["matmul_kernel"], ["relu_kernel"]]),
+    "001_e8fa08c1b05a22b2": ("linear_relu_div", [["fused_relu_divide_kernel"]]),
+    "002_33881b1cd539c7b6": ("relu", [["vectorized_relu"]]),
+    "003_1315c655e34380e2": ("relu", [["relu_kernel"]]),
+    "004_ec1d1e94c2ab0a0c": ("relu", [["vectorized_relu_kernel"], ["vectorized_relu_kernel"]]),
+}
+
+
+def seeds_dir() -> Path:
+    """The folder of seed files, or a skip naming where the tests looked."""
+    env = os.environ.get("CUPY_OPS_SEEDS")
+    looked = [Path(env)] if env else [REPO.parent / "shared" / "seeds", REPO / ".seeds"]
+    for folder in looked:
+        if folder.is_dir():
+            return folder
+    where = "$CUPY_OPS_SEEDS" if env else "neither"
+    pytest.skip(f"no seed folder: {where} {' nor '.join(str(f) for f in looked)} exists")
+
+
+def seed_sources(stem: str) -> list[str]:
+    """The ``cuda_sources`` strings a seed passes to ``load_inline``, each once, in order: read
+    from the Python blocks of the answer (a name is looked up in the block's assignments)."""
+    path = seeds_dir() / f"{stem}.txt"
+    if not path.is_file():
+        pytest.skip(f"seed {path} not found")
+    found = []
+    for block in re.findall(r"```python\n(.*?)```", path.read_text(), re.S):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue
+        strings = {
+            t.id: node.value.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in ast.walk(tree):
+            func = getattr(node, "func", None)
+            if not isinstance(node, ast.Call) or getattr(func, "id", getattr(func, "attr", None)) != "load_inline":
+                continue
+            for kw in node.keywords:
+                if kw.arg == "cuda_sources":
+                    v = kw.value
+                    text = v.value if isinstance(v, ast.Constant) else strings.get(getattr(v, "id", None))
+                    if isinstance(text, str) and text not in found:
+                        found.append(text)
+    assert found, f"{path}: no load_inline(cuda_sources=...) found"
+    return found
+
+
+def needs_nvrtc():
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
+
+
+# A load_inline source with every construct of the host side and of the device side.
+CRAFTED = r"""#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include "c10/cuda/CUDAGuard.h"
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <vector>
+#include <cmath>
+/* #include <torch/types.h> in a comment is no include */
+using namespace torch;
+namespace py = pybind11;
+#define CHECK_CUDA(x) TORCH_CHECK(x.device().is_cuda(), #x " must be a CUDA tensor")
+constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+__constant__ float c_scale[4];
+struct Pair { float lo, hi; };
+template <typename T>
+__device__ __forceinline__ T clamp0(T v) { return v > T(0) ? v : T(0); }
+__host__ __device__ inline float square(float v) { return v * v; }
+int blocks_for(int n) { return cdiv(n, 256); }
+namespace ops {
+__global__ void relu(const float* __restrict__ x, float* y, long long n) {
+  __shared__ float tile[cdiv(512, 2)];
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) { tile[threadIdx.x] = clamp0(x[i]) * c_scale[0]; y[i] = tile[threadIdx.x]; }
+}
+template <typename scalar_t>
+void launch_relu(const scalar_t* x, scalar_t* y, long long n, cudaStream_t s) {
+  relu<<<blocks_for(n), 256, 0, s>>>(x, y, n);
+}
+}  // namespace ops
+extern "C" __global__ void halve(__half* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __float2half(__half2float(x[i]) * 0.5f);
+}
+torch::Tensor relu_forward(torch::Tensor x);
+torch::Tensor relu_forward(torch::Tensor x) {
+  CHECK_CUDA(x);
+  auto y = torch::empty_like(x);
+#ifdef WITH_STREAM
+  auto stream = at::cuda::getCurrentCUDAStream();
+#endif
+  ops::launch_relu(x.data_ptr<float>(), y.data_ptr<float>(), x.numel(), 0);
+  return y;
+}
+std::vector<at::Tensor> both(const at::Tensor& a) { return {a, a}; }
+TORCH_LIBRARY(my_ops, m) { m.def("relu_forward(Tensor x) -> Tensor"); }
+TORCH_LIBRARY_IMPL(my_ops, CUDA, m) { m.impl("relu_forward", &relu_forward); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("relu_forward", &relu_forward, "ReLU (CUDA)");
+}
+"""
+CRAFTED_ASIDE = [
+    (1, 1, "#include <torch/extension.h> (torch's header, for the host code)"),
+    (2, 2, "#include <ATen/cuda/CUDAContext.h> (torch's header, for the host code)"),
+    (3, 3, '#include "c10/cuda/CUDAGuard.h" (torch\'s header, for the host code)'),
+    (6, 6, "#include <vector> (C/C++ standard library: NVRTC has none)"),
+    (7, 7, "#include <cmath> (C/C++ standard library: NVRTC has none)"),
+    (9, 9, "using namespace torch ; (names torch)"),
+    (10, 10, "namespace py = pybind11 ; (names torch)"),
+    (18, 18, "host function blocks_for"),
+    (25, 28, "host function launch_relu (launches a kernel with <<<...>>>)"),
+    (34, 34, "host function relu_forward (torch's types in its signature)"),
+    (35, 43, "host function relu_forward (torch's types in its signature)"),
+    (44, 44, "host function both (torch's types in its signature)"),
+    (45, 45, "TORCH_LIBRARY block"),
+    (46, 46, "TORCH_LIBRARY_IMPL block"),
+    (47, 49, "PYBIND11_MODULE block"),
+]
+
+
+def test_the_host_side_is_set_aside_and_said():
+    parts = split(CRAFTED)
+    assert [(s.line, s.last, s.what) for s in parts.set_aside] == CRAFTED_ASIDE
+    assert parts.kernels == ("ops::relu", "halve")
+    assert "line 1: #include <torch/extension.h>" in str(parts)
+    assert "lines 47-49: PYBIND11_MODULE block" in str(parts)
+    assert str(SetAside("host function f", 3, 3)) == "line 3: host function f"
+
+
+def test_set_aside_lines_are_blanked_and_every_other_line_kept_as_written():
+    parts = split(CRAFTED)
+    before, after = CRAFTED.split("\n"), parts.source.split("\n")
+    assert len(after) == len(before)
+    aside = {n for first, last, _ in CRAFTED_ASIDE for n in range(first, last + 1)}
+    for n, (old, new) in enumerate(zip(before, after), 1):
+        if n in (38, 40):  # a conditional in a host function stays: its partner may be outside it
+            assert new == old, n
+        elif n in aside:
+            assert not new.strip() and len(new) == len(old), (n, new)
+        else:
+            assert new == old, (n, new)
+
+
+def test_device_code_is_kept_whatever_it_names():
+    src = """#include "my_device_code.cuh"
+__device__ float from_half(at::Half h);
+template <class T> struct Functor { __device__ T operator()(T v) const { return v; } };
+struct Host { int n; };
+__global__ void k(float* y) { y[0] = 1.f; }
+"""
+    parts = split(src)
+    assert parts.set_aside == () and parts.source == src and parts.kernels == ("k",)
+
+
+def test_a_macro_standing_for_an_execution_space_marks_device_code():
+    src = """#define HD __host__ __device__
+#define DEVICE_FN(type) __device__ type
+HD inline float square(float v) { return v * v; }
+DEVICE_FN(float) cube(float v) { return v * v * v; }
+int host_only(int a) { return a; }
+__global__ void k(float* y) { y[0] = square(1.f) + cube(2.f); }
+"""
+    assert [str(s) for s in split(src).set_aside] == ["line 5: host function host_only"]
+
+
+def test_an_include_in_a_string_or_a_comment_is_none():
+    src = 'const char* text = R"(\n#include <torch/extension.h>\n)";\n// #include <vector>\n__global__ void k() {}\n'
+    assert split(src).set_aside == ()
+
+
+def test_a_host_function_without_torch_or_a_launch_is_set_aside_a_constexpr_one_kept():
+    parts = split(
+        "constexpr int tile() { return 32; }\ninline int grid(int n) { return n / tile(); }\n"
+        "__global__ void k(float* y) { y[0] = tile(); }\n"
+    )
+    assert [str(s) for s in parts.set_aside] == ["line 2: host function grid"]
+
+
+def test_load_inline_sources_given_as_a_list_are_joined_as_load_inline_joins_them():
+    parts = split(["#include <torch/extension.h>", "__global__ void k(float* y) { y[0] = 1.f; }"])
+    assert parts.kernels == ("k",) and [s.line for s in parts.set_aside] == [1]
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(TypeError, match="cuda_sources must be CUDA code"):
+        split(42)
+    with pytest.raises(TypeError, match="cuda_sources must be CUDA code"):
+        cupy_ops.load_inline_kernels([b"__global__ void k() {}"])
+    with pytest.raises(ValueError, match=r"(?s)cuda_sources: no __global__ kernel .* host function f"):
+        cupy_ops.load_inline_kernels("#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return x; }")
+    with pytest.raises(ValueError, match="not an NVRTC option"):
+        cupy_ops.load_inline_kernels(CRAFTED, options=["--no-such-option"])
+    kernels = cupy_ops.load_inline_kernels(CRAFTED)
+    with pytest.raises(
+        KeyError, match="no __global__ kernel 'relu_forward' in the load_inline source; its kernels: ops::relu, halve"
+    ):
+        kernels["relu_forward"]
+    with pytest.raises(AttributeError, match="no __global__ kernel 'nope'"):
+        kernels.nope  # noqa: B018
+
+
+def test_kernels_by_name_with_what_was_set_aside():
+    kernels = cupy_ops.load_inline_kernels(CRAFTED, options=["-lineinfo"])
+    assert list(kernels) == ["ops::relu", "halve"] and len(kernels) == 2 and "halve" in kernels
+    assert kernels.halve is kernels["halve"] and isinstance(kernels["ops::relu"], cupy_ops.Kernel)
+    assert [k for k, _, _ in kernels.halve.params] == ["ptr", "i32"]
+    assert kernels.set_aside == split(CRAFTED).set_aside and kernels.source == split(CRAFTED).source
+    text = str(kernels)
+    assert text.startswith("load_inline source: 2 kernel(s): ops::relu (line 20), halve (line 30)\nset aside:")
+    assert "\n  lines 35-43: host function relu_forward (torch's types in its signature)" in text
+
+
+def test_every_kernel_of_a_load_inline_source_compiles():
+    needs_nvrtc()
+    results = cupy_ops.load_inline_kernels(CRAFTED).compile_offline("sm_90")
+    assert list(results) == ["ops::relu", "halve"]
+    for name, rs in results.items():
+        assert rs and all(r.ok for r in rs), (name, [r.log for r in rs])
+
+
+def test_nvrtc_names_the_line_as_written():
+    needs_nvrtc()
+    src = CRAFTED.replace("y[i] = tile[threadIdx.x]; }", "y[i] = tile[threadIdx.x] + undeclared; }")
+    (result,) = cupy_ops.load_inline_kernels(src)["ops::relu"].compile_offline("sm_90")
+    assert not result.ok and re.search(r"\(23\): error: identifier \"undeclared\" is undefined", result.log)
+
+
+@pytest.mark.parametrize("stem", sorted(SEEDS))
+def test_seed_kernels_compile_from_their_load_inline_string_unchanged(stem):
+    needs_nvrtc()
+    sources = seed_sources(stem)
+    assert [list(split(s).kernels) for s in sources] == SEEDS[stem][1]
+    for source in sources:
+        kernels = cupy_ops.load_inline_kernels(source)
+        assert any(s.what.startswith("#include <torch/extension.h>") for s in kernels.set_aside)
+        assert any(s.what.startswith("host function") for s in kernels.set_aside)
+        for name, results in kernels.compile_offline("sm_90").items():
+            assert results and all(r.ok for r in results), (stem, name, [r.log for r in results])
+
+
+def test_a_template_kernel_by_the_instantiation_its_wrapper_launched():
+    needs_nvrtc()
+    src = """#include <torch/extension.h>
+template <typename scalar_t>
+__global__ void add(const scalar_t* a, const scalar_t* b, scalar_t* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+}
+torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b) {
+  auto out = torch::empty_like(a);
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "add", ([&] {
+    add<scalar_t><<<(a.numel() + 255) / 256, 256>>>(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                                                     out.data_ptr<scalar_t>(), a.numel());
+  }));
+  return out;
+}
+"""
+    kernels = cupy_ops.load_inline_kernels(src)
+    assert kernels.names == ("add",) and [s.line for s in kernels.set_aside] == [1, 7]
+    for expr in ("add<float>", "add<double>"):
+        (result,) = kernels[expr].compile_offline("sm_90")
+        assert result.ok and result.expr == expr, result.log
