@@ -14,7 +14,7 @@ SMALL = {
     "relu.py": ["--batch-size", "64", "--dim", "4097", "--runs", "5"],
     "matmul.py": ["--n", "129", "--runs", "5"],
 }
-OTHER = ["my_kernel.py"]
+OTHER = ["my_kernel.py", "port_load_inline.py"]
 
 
 def run(script, *args, env=None):

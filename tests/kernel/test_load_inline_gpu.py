@@ -10,7 +10,8 @@ import torch.nn as nn
 
 import cupy_ops
 from cupy_ops.models import linear_relu_div, relu
-from kernel.test_load_inline import SEEDS, seed_sources
+
+from load_inline_seeds import SEEDS, seed_sources
 
 pytestmark = pytest.mark.gpu
 MODELS = {"linear_relu_div": linear_relu_div.Model, "relu": relu.Model}
