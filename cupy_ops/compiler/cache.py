@@ -5,16 +5,23 @@ An entry is trusted only after it is checked. Its file must be a regular file of
 header must carry the expected key, and the length and SHA-256 of its payload must match.
 A corrupt or truncated entry is rebuilt with a warning; entries are written atomically
 (a private temporary file, then a rename). A folder other users can write to is refused
-with a warning naming it, and a private folder is used for the process instead: a binary
-another user plants there would otherwise run in this process (the way ssh treats its keys).
+with a warning naming it, and a private folder is used for the process instead (removed when
+it exits): a binary another user plants there would otherwise run in this process (the way ssh
+treats its keys). A safe folder this process cannot write to (a filled cache shared read-only
+on a cluster, owned by root or this user) is read from, and what the process compiles is
+not kept on disk, with one warning.
 
 The folder is ``$CUPY_CACHE_DIR/cupy_ops`` (CuPy's variable; default
 ``~/.cupy/kernel_cache/cupy_ops``); ``CUPY_CACHE_IN_MEMORY=1`` turns the disk cache off.
 """
+
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
+import shutil
 import stat
 import struct
 import tempfile
@@ -22,10 +29,11 @@ import threading
 import warnings
 from pathlib import Path
 
-MAGIC = b"CUPYOPS\x02"                    # file format; bump to orphan every older entry
-_HEADER = struct.Struct("<8s32sIQ32s")     # magic, key, meta length, image length, sha256(meta + image)
+MAGIC = b"CUPYOPS\x02"  # file format; bump to orphan every older entry
+_HEADER = struct.Struct("<8s32sIQ32s")  # magic, key, meta length, image length, sha256(meta + image)
 _lock = threading.Lock()
-_folders: dict[str, Path] = {}             # requested folder -> folder in use (itself, or a private fallback)
+_folders: dict[str, Path] = {}  # requested folder -> folder in use (itself, or a private fallback)
+_read_only: set[Path] = set()  # folders in use that are read, never written
 _warned: set[str] = set()
 
 
@@ -63,7 +71,7 @@ def _unsafe(st: os.stat_result) -> str | None:
 
 def folder() -> Path | None:
     """The checked folder entries live in, created private (0700) if missing; None when the
-    disk cache is off."""
+    disk cache is off. A read-only one is in ``read_only()``."""
     if os.environ.get("CUPY_CACHE_IN_MEMORY", "0") not in ("", "0"):
         return None
     requested = requested_folder()
@@ -76,19 +84,43 @@ def folder() -> Path | None:
             requested.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = requested.stat()
             reason = "not a folder" if not stat.S_ISDIR(st.st_mode) else _unsafe(st)
-            if reason is None and not os.access(requested, os.W_OK | os.X_OK):
-                reason = "not writable"
+            if reason is None and not os.access(requested, os.R_OK | os.X_OK):
+                reason = "not readable"
         except OSError as exc:
             reason = f"not usable: {exc}"
         if reason is None:
             got = requested
+            if not _writable(requested, st):
+                _read_only.add(got)
+                _warn(
+                    f"cupy_ops: the kernel cache folder {requested} is read-only: kernels cached there are "
+                    "used, the ones this process compiles are not kept on disk"
+                )
         else:
             got = Path(tempfile.mkdtemp(prefix="cupy_ops_cache_"))
-            _warn(f"cupy_ops: not using the kernel cache folder {requested} ({reason}); compiled kernels are "
-                  f"cached in the private folder {got} for this process instead"
-                  + (f" (fix: chmod go-w {requested})" if "writable by other" in reason else ""))
+            atexit.register(shutil.rmtree, got, True)  # private to this process: nothing to keep
+            _warn(
+                f"cupy_ops: not using the kernel cache folder {requested} ({reason}); compiled kernels are "
+                f"cached in the private folder {got} for this process instead"
+                + (f" (fix: chmod go-w {requested})" if "writable by other" in reason else "")
+            )
         _folders[str(requested)] = got
         return got
+
+
+def _writable(path: Path, st: os.stat_result) -> bool:
+    """Whether entries can be written into ``path``: the system says so (a read-only mount
+    says no), and, for its owner, so does its mode (root may write anywhere, yet a 0555
+    folder is one its owner made read-only)."""
+    if not os.access(path, os.W_OK | os.X_OK):
+        return False
+    return os.name == "nt" or st.st_uid != os.getuid() or bool(st.st_mode & stat.S_IWUSR)
+
+
+def read_only() -> bool:
+    """Whether the folder in use is read and never written."""
+    where = folder()
+    return where is not None and where in _read_only
 
 
 def read(k: bytes) -> tuple[bytes, bytes] | None:
@@ -116,7 +148,7 @@ def read(k: bytes) -> tuple[bytes, bytes] | None:
         _warn(f"cupy_ops: kernel cache entry {path} is corrupt ({reason}); compiling the kernel again")
         return None
     _, _, meta_len, _, _ = _HEADER.unpack_from(data)
-    body = data[_HEADER.size:]
+    body = data[_HEADER.size :]
     return body[:meta_len], body[meta_len:]
 
 
@@ -130,7 +162,7 @@ def _check(data: bytes, k: bytes) -> str | None:
         return "its key does not match its name"
     if len(data) != _HEADER.size + meta_len + image_len:
         return f"{len(data) - _HEADER.size} bytes of payload, {meta_len + image_len} expected (truncated?)"
-    if hashlib.sha256(data[_HEADER.size:]).digest() != digest:
+    if hashlib.sha256(data[_HEADER.size :]).digest() != digest:
         return "checksum mismatch"
     return None
 
@@ -139,7 +171,7 @@ def write(k: bytes, meta: bytes, image: bytes) -> None:
     """Store ``(meta, image)`` under key ``k`` atomically; a failure only warns (the next process
     compiles again)."""
     where = folder()
-    if where is None:
+    if where is None or where in _read_only:
         return
     body = meta + image
     data = _HEADER.pack(MAGIC, k, len(meta), len(image), hashlib.sha256(body).digest()) + body
@@ -151,21 +183,19 @@ def write(k: bytes, meta: bytes, image: bytes) -> None:
         os.replace(tmp, where / f"{k.hex()}.bin")
         tmp = None
     except OSError as exc:
-        _warn(f"cupy_ops: could not write to the kernel cache folder {where} ({exc}); kernels will be compiled "
-              "again by the next process")
+        _warn(
+            f"cupy_ops: could not write to the kernel cache folder {where} ({exc}); kernels will be compiled "
+            "again by the next process"
+        )
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def remove(k: bytes) -> None:
     """Delete the entry of key ``k`` (one that failed to load), if any."""
     where = folder()
-    if where is not None:
-        try:
+    if where is not None and where not in _read_only:
+        with contextlib.suppress(OSError):
             os.unlink(where / f"{k.hex()}.bin")
-        except OSError:
-            pass

@@ -2,9 +2,12 @@
 
 Works without a GPU (no driver call is made), which is how CI compiles every variant.
 """
+
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -21,8 +24,10 @@ class KernelCompileError(RuntimeError):
         super().__init__(f"NVRTC failed to compile {source} (options {' '.join(options)}):\n{log}")
 
 
-_EXTRAS = ("cupy_ops needs CuPy to compile and launch kernels: install the extra for your CUDA driver, "
-           "pip install \"cupy_ops[cuda13]\" (CUDA 13) or \"cupy_ops[cuda12]\" (CUDA 12)")
+_EXTRAS = (
+    "cupy_ops needs CuPy to compile and launch kernels: install the extra for your CUDA driver, "
+    'pip install "cupy_ops[cuda13]" (CUDA 13) or "cupy_ops[cuda12]" (CUDA 12)'
+)
 _checked_versions = False
 
 
@@ -76,17 +81,24 @@ def cuda_mismatch() -> str | None:
     cupy_major = _cupy_cuda_major()
     if cupy_major is None or cupy_major == torch_major:
         return None
-    return (f"torch is built for CUDA {torch.version.cuda} but CuPy for CUDA {cupy_major} "
-            f"(cupy-cuda{cupy_major}x): install the cuda{torch_major} extra instead of cuda{cupy_major}, or a "
-            f"torch built for CUDA {cupy_major}; they must match your driver")
+    return (
+        f"torch is built for CUDA {torch.version.cuda} but CuPy for CUDA {cupy_major} "
+        f"(cupy-cuda{cupy_major}x): install the cuda{torch_major} extra instead of cuda{cupy_major}, or a "
+        f"torch built for CUDA {cupy_major}; they must match your driver"
+    )
 
 
 def _import_with_private_cache(exc: OSError):
     """CuPy failed to create its cache folder: import it again with a private one."""
     fallback = tempfile.mkdtemp(prefix="cupy_ops_cupy_cache_")
+    atexit.register(shutil.rmtree, fallback, True)  # private to this process: nothing to keep
     requested = os.environ.get("CUPY_CACHE_DIR", "~/.cupy/kernel_cache")
-    warnings.warn(f"cupy_ops: the CuPy kernel cache {requested!r} is not usable ({exc}); using {fallback} "
-                  "for this process instead", RuntimeWarning, stacklevel=4)
+    warnings.warn(
+        f"cupy_ops: the CuPy kernel cache {requested!r} is not usable ({exc}); using {fallback} "
+        "for this process instead",
+        RuntimeWarning,
+        stacklevel=4,
+    )
     os.environ["CUPY_CACHE_DIR"] = fallback
     for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
         del sys.modules[name]
@@ -125,8 +137,10 @@ def arch_for(major: int, minor: int) -> str:
         return f"sm_{cc}"
     older = [a for a in supported if a <= cc]
     if not older:
-        raise RuntimeError(f"NVRTC {'.'.join(map(str, version()))} cannot build for compute capability "
-                           f"{major}.{minor} (it knows {', '.join(map(str, supported))})")
+        raise RuntimeError(
+            f"NVRTC {'.'.join(map(str, version()))} cannot build for compute capability "
+            f"{major}.{minor} (it knows {', '.join(map(str, supported))})"
+        )
     return f"compute_{max(older)}"
 
 
