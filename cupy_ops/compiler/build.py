@@ -1,4 +1,5 @@
 """Compile only what is launched: one variant per NVRTC compile, kept per process and on disk."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,14 @@ def binary(variant: Variant, arch: str, *, rebuild: bool = False) -> Binary:
             return _binaries[mkey]
         src = variant.source
         text, options = src.text(), src.options(arch)
-        k = cache.key(text, "\0".join(options), variant.expr, ".".join(map(str, nvrtc.version())))
-        stored = None if rebuild else cache.read(k)
+        parts = [text, "\0".join(options), variant.expr, ".".join(map(str, nvrtc.version()))]
+        seen = src.fingerprint()
+        if seen:  # a user's source: every file it includes (a built-in's text holds its headers)
+            parts.append(seen)
+        k = cache.key(*parts)
+        # an include cupy_ops cannot follow (#include MACRO): the disk cache could be stale
+        disk = src.tracked
+        stored = None if rebuild or not disk else cache.read(k)
         if stored is not None:
             meta = json.loads(stored[0])
             b = Binary(stored[1], meta["lowered"], arch, True, k)
@@ -64,7 +71,9 @@ def binary(variant: Variant, arch: str, *, rebuild: bool = False) -> Binary:
                 raise KernelCompileError(src.name, r.log, options)
             lowered = r.lowered[variant.expr]
             log.info("compiled %s of %s for %s in %.2f s", variant.expr, src.name, arch, time.perf_counter() - t0)
-            cache.write(k, json.dumps({"lowered": lowered, "expr": variant.expr}).encode(), r.image)
+            if disk and (not seen or (src.rescan() == src.includes and src.fingerprint() == seen)):
+                # (a header edited while NVRTC read it: this binary is not the key's)
+                cache.write(k, json.dumps({"lowered": lowered, "expr": variant.expr}).encode(), r.image)
             b = Binary(r.image, lowered, arch, False, k)
         check_layout(variant, b.image, b.lowered)
         _binaries[mkey] = b
@@ -78,8 +87,9 @@ def check_layout(variant: Variant, image: bytes, lowered: str) -> None:
         return
     problem = cubin.check_layout(variant.expr, variant.layout, cubin.param_sizes(image, lowered))
     if problem:
-        raise ValueError(f"{problem}; arguments packed that way would not be the kernel's: state the parameter "
-                         f"list with signature=")
+        raise ValueError(
+            f"{problem}; arguments packed that way would not be the kernel's: state the parameter list with signature="
+        )
 
 
 def forget(variant: Variant, arch: str) -> None:

@@ -6,12 +6,16 @@ Works without a GPU (no driver call is made), which is how CI compiles every var
 from __future__ import annotations
 
 import atexit
+import functools
 import os
+import re
 import shutil
 import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
+
+from . import headers
 
 
 class KernelCompileError(RuntimeError):
@@ -144,6 +148,23 @@ def arch_for(major: int, minor: int) -> str:
     return f"compute_{max(older)}"
 
 
+@functools.cache
+def supports(arch: str) -> bool:
+    """Whether this NVRTC builds for ``arch`` (``"sm_90a"``, ``"sm_100f"``): asked of NVRTC
+    with an empty program (its list of architectures names no ``a`` / ``f`` target)."""
+    return compile("", "target.cu", (), (f"-arch={arch}",)).ok
+
+
+def unsupported(arch: str) -> str:
+    """The sentence for a target this NVRTC cannot build."""
+    known = ", ".join(f"sm_{a}" for a in binding().getSupportedArchs())
+    return (
+        f"NVRTC {'.'.join(map(str, version()))} cannot build for {arch}: it knows {known} (and, of those, "
+        f"arch-specific 'a' and family 'f' targets it was released with); a newer NVRTC (the "
+        f"nvidia-cuda-nvrtc wheel of a newer CUDA) may"
+    )
+
+
 @dataclass
 class Result:
     """One NVRTC compile: its log, the image (None when the compile failed: see ``log``), and
@@ -158,9 +179,35 @@ class Result:
         return self.image is not None
 
 
+_BAD_ARCH = ("invalid value for --gpu-architecture", "invalid or no value specified with --nv_arch")
+_NOT_ON_TARGET = re.compile(r"Instruction '([^']+)' not supported on \.target 'sm_(\d+)'")
+
+
+def explain(log: str, options) -> str:
+    """NVRTC's ``log`` with cupy_ops' notes after it: a target this NVRTC cannot build, an
+    instruction that needs the arch-specific target (``sm_90a`` for wgmma), a header that is
+    not installed (the extra to install)."""
+    notes = []
+    arch = next((o.split("=", 1)[1] for o in options if o.startswith("-arch=")), None)
+    if arch and any(b in log for b in _BAD_ARCH):
+        notes.append(f"cupy_ops: {unsupported(arch)}")
+    for instr, cc in dict.fromkeys(_NOT_ON_TARGET.findall(log)):
+        if arch and arch.endswith(f"_{cc}") and supports(f"sm_{cc}a"):
+            notes.append(
+                f"cupy_ops: {instr} needs the arch-specific target sm_{cc}a, whose code runs on compute "
+                f'capability {cc[:-1]}.{cc[-1]} only: Kernel(..., arch="sm_{cc}a"), or python -m '
+                f"cupy_ops compile --arch sm_{cc}a"
+            )
+    if "open source file" in log:
+        notes.append(headers.hint(log, version()))
+    notes = [n for n in notes if n]
+    return log.rstrip("\0").rstrip("\n") + "\n" + "\n".join(notes) if notes else log
+
+
 def compile(text: str, name: str, exprs, options) -> Result:
     """Compile ``text`` (called ``name`` in the log) with ``options`` for the instantiations
-    ``exprs``. A ``-arch=compute_XX`` option gives PTX, ``-arch=sm_XX`` a cubin."""
+    ``exprs``. A ``-arch=compute_XX`` option gives PTX, ``-arch=sm_XX`` a cubin. A failed
+    compile's log carries cupy_ops' notes (``explain``)."""
     nvrtc = binding()
     exprs = list(exprs)
     ptx = any(o.startswith("-arch=compute_") for o in options)
@@ -171,7 +218,7 @@ def compile(text: str, name: str, exprs, options) -> Result:
         try:
             nvrtc.compileProgram(prog, list(options))
         except nvrtc.NVRTCError:
-            return Result(nvrtc.getProgramLog(prog), None)
+            return Result(explain(nvrtc.getProgramLog(prog), options), None)
         image = nvrtc.getPTX(prog) if ptx else nvrtc.getCUBIN(prog)
         if isinstance(image, str):
             image = image.encode()

@@ -1,20 +1,23 @@
 """A user's NVRTC options: checked when the kernel is declared, not when it first compiles.
 
 Options that shape the code (``-lineinfo``, ``-G``, ``--use_fast_math``, ``-maxrregcount=N``,
-``-Xptxas=...``, ``-D``, ``-std=...``, ...) pass through, on the run-time and offline paths
-alike. Options that cannot work with how cupy_ops compiles and loads a kernel are a
-``ValueError`` naming the option and why: the architecture is the launch's to pick, the output
-must be a cubin or PTX that loads on its own, and headers are pasted into the source (so
-an edited header recompiles), never found by NVRTC on an include path. An option NVRTC does
-not have is a ``ValueError`` too, with the nearest spelling it has (``--use-fast-math`` is
+``-Xptxas=...``, ``-D``, ``-I``, ``-std=...``, ...) pass through, on the run-time and offline
+paths alike (an ``-I`` folder is searched as ``include_dirs`` are, its headers tracked for the
+cache key). Options that cannot work with how cupy_ops compiles and loads a kernel are a
+``ValueError`` naming the option and why: the target is the device's or the one ``arch=``
+fixes, the output must be a cubin or PTX that loads on its own, and every header a kernel
+reads must be one cupy_ops can see (to recompile when it changes). An option NVRTC does not
+have is a ``ValueError`` too, with the nearest spelling it has (``--use-fast-math`` is
 ``--use_fast_math``).
 """
+
 from __future__ import annotations
 
 import difflib
 import math
 import re
 import shlex
+from pathlib import Path
 
 _BOOL = ("true", "false")
 
@@ -30,42 +33,62 @@ def _add(long: str, short: str | None, value) -> None:
 
 
 for _long, _short, _value in [
-    ("--device-debug", "-G", None), ("--generate-line-info", "-lineinfo", None),
-    ("--dopt", "-dopt", ("on",)), ("--ptxas-options", "-Xptxas", "text"), ("--maxrregcount", "-maxrregcount", "int"),
-    ("--ftz", "-ftz", _BOOL), ("--prec-sqrt", "-prec-sqrt", _BOOL), ("--prec-div", "-prec-div", _BOOL),
-    ("--fmad", "-fmad", _BOOL), ("--use_fast_math", "-use_fast_math", None),
+    ("--device-debug", "-G", None),
+    ("--generate-line-info", "-lineinfo", None),
+    ("--dopt", "-dopt", ("on",)),
+    ("--ptxas-options", "-Xptxas", "text"),
+    ("--maxrregcount", "-maxrregcount", "int"),
+    ("--ftz", "-ftz", _BOOL),
+    ("--prec-sqrt", "-prec-sqrt", _BOOL),
+    ("--prec-div", "-prec-div", _BOOL),
+    ("--fmad", "-fmad", _BOOL),
+    ("--use_fast_math", "-use_fast_math", None),
     ("--extra-device-vectorization", "-extra-device-vectorization", None),
     ("--modify-stack-limit", "-modify-stack-limit", _BOOL),
     ("--device-stack-protector", "-device-stack-protector", _BOOL),
-    ("--jump-table-density", "-jtd", "int"), ("--split-compile", "-split-compile", "int"),
-    ("--Ofast-compile", "-Ofc", ("0", "min", "mid", "max")), ("--frandom-seed", "-frandom-seed", "text"),
-    ("--no-cache", None, None), ("--no-lineinfo-inlined-at", None, None),
-    ("--define-macro", "-D", "text"), ("--undefine-macro", "-U", "text"),
+    ("--jump-table-density", "-jtd", "int"),
+    ("--split-compile", "-split-compile", "int"),
+    ("--Ofast-compile", "-Ofc", ("0", "min", "mid", "max")),
+    ("--frandom-seed", "-frandom-seed", "text"),
+    ("--no-cache", None, None),
+    ("--no-lineinfo-inlined-at", None, None),
+    ("--define-macro", "-D", "text"),
+    ("--undefine-macro", "-U", "text"),
+    ("--include-path", "-I", "text"),
     ("--no-source-include", "-no-source-include", None),
     ("--std", "-std", ("c++03", "c++11", "c++14", "c++17", "c++20", "c++23")),
     ("--builtin-move-forward", "-builtin-move-forward", _BOOL),
     ("--builtin-initializer-list", "-builtin-initializer-list", _BOOL),
-    ("--disable-warnings", "-w", None), ("--restrict", "-restrict", None),
+    ("--disable-warnings", "-w", None),
+    ("--restrict", "-restrict", None),
     ("--device-as-default-execution-space", "-default-device", None),
-    ("--device-int128", "-device-int128", None), ("--device-float128", "-device-float128", None),
-    ("--optimization-info", "-opt-info", "text"), ("--display-error-number", "-err-no", None),
-    ("--no-display-error-number", "-no-err-no", None), ("--diag-error", "-diag-error", "ints"),
-    ("--diag-suppress", "-diag-suppress", "ints"), ("--diag-warn", "-diag-warn", "ints"),
-    ("--brief-diagnostics", "-brief-diag", _BOOL), ("--warning-as-error", "-Werror", "text"),
-    ("--fmax-errors", None, "int"), ("--time", "-time", "text"),
+    ("--device-int128", "-device-int128", None),
+    ("--device-float128", "-device-float128", None),
+    ("--optimization-info", "-opt-info", "text"),
+    ("--display-error-number", "-err-no", None),
+    ("--no-display-error-number", "-no-err-no", None),
+    ("--diag-error", "-diag-error", "ints"),
+    ("--diag-suppress", "-diag-suppress", "ints"),
+    ("--diag-warn", "-diag-warn", "ints"),
+    ("--brief-diagnostics", "-brief-diag", _BOOL),
+    ("--warning-as-error", "-Werror", "text"),
+    ("--fmax-errors", None, "int"),
+    ("--time", "-time", "text"),
     ("--fdevice-time-trace", "-fdevice-time-trace", "text"),
     ("--minimal", "-minimal", None),
 ]:
     _add(_long, _short, _value)
 
 # Options that cannot work here, by canonical name, with the reason shown to the user.
-_OUTPUT = ("cupy_ops loads the cubin (or PTX) NVRTC produces as a module of its own, with no link step; this "
-           "option produces ")
-_PASTED = ("cupy_ops pastes every quoted header into the source, so that an edited header changes the cache key "
-           "and recompiles; ")
+_OUTPUT = (
+    "cupy_ops loads the cubin (or PTX) NVRTC produces as a module of its own, with no link step; this option produces "
+)
+_TRACKED = "cupy_ops keeps every header a kernel reads in its cache key, so that an edited header recompiles; "
+_PCH = _TRACKED + "NVRTC goes on using a precompiled header after a header in it is edited"
 _REFUSED = {
-    "--gpu-architecture": "the architecture is the launch's to pick (the device's own); to build for another "
-                          "one, use compile_offline(arch), ptx(arch) or cubin(arch)",
+    "--gpu-architecture": "the target is the device's own, or the one the kernel fixes with arch= (e.g. "
+    'Kernel(..., arch="sm_90a")); to build for another, use compile_offline(arch), ptx(arch) '
+    "or cubin(arch)",
     "--relocatable-device-code": _OUTPUT + "relocatable code that needs one (-rdc=false is the default)",
     "--device-c": _OUTPUT + "relocatable code that needs one",
     "--extensible-whole-program": _OUTPUT + "code meant to be linked with other modules",
@@ -73,33 +96,56 @@ _REFUSED = {
     "--gen-opt-lto": "it only shapes LTO IR (-dlto), which cupy_ops cannot load",
     "--optix-ir": _OUTPUT + "OptiX IR, which does not load",
     "--fdevice-syntax-only": _OUTPUT + "no code at all",
-    "--include-path": _PASTED + "pass include_dirs= instead",
-    "--pre-include": _PASTED + "#include the header at the top of the source instead",
-    "--pch": _PASTED + "NVRTC has no header of its own to precompile",
-    "--create-pch": _PASTED + "NVRTC has no header of its own to precompile",
-    "--use-pch": _PASTED + "NVRTC has no header of its own to precompile",
-    "--pch-dir": _PASTED + "NVRTC has no header of its own to precompile",
-    "--pch-verbose": _PASTED + "NVRTC has no header of its own to precompile",
-    "--pch-messages": _PASTED + "NVRTC has no header of its own to precompile",
-    "--instantiate-templates-in-pch": _PASTED + "NVRTC has no header of its own to precompile",
+    "--pre-include": _TRACKED + "#include the header at the top of the source instead",
+    "--pch": _PCH,
+    "--create-pch": _PCH,
+    "--use-pch": _PCH,
+    "--pch-dir": _PCH,
+    "--pch-verbose": _PCH,
+    "--pch-messages": _PCH,
+    "--instantiate-templates-in-pch": _PCH,
 }
-for _long, _short in [("--gpu-architecture", "-arch"), ("--relocatable-device-code", "-rdc"), ("--device-c", "-dc"),
-                      ("--extensible-whole-program", "-ewp"), ("--dlink-time-opt", "-dlto"),
-                      ("--gen-opt-lto", "-gen-opt-lto"), ("--optix-ir", "-optix-ir"),
-                      ("--fdevice-syntax-only", "-fdevice-syntax-only"), ("--include-path", "-I"),
-                      ("--pre-include", "-include"), ("--pch", "-pch"), ("--create-pch", "-create-pch"),
-                      ("--use-pch", "-use-pch"), ("--pch-dir", "-pch-dir"), ("--pch-verbose", "-pch-verbose"),
-                      ("--pch-messages", "-pch-messages"),
-                      ("--instantiate-templates-in-pch", "-instantiate-templates-in-pch")]:
+for _long, _short in [
+    ("--gpu-architecture", "-arch"),
+    ("--relocatable-device-code", "-rdc"),
+    ("--device-c", "-dc"),
+    ("--extensible-whole-program", "-ewp"),
+    ("--dlink-time-opt", "-dlto"),
+    ("--gen-opt-lto", "-gen-opt-lto"),
+    ("--optix-ir", "-optix-ir"),
+    ("--fdevice-syntax-only", "-fdevice-syntax-only"),
+    ("--pre-include", "-include"),
+    ("--pch", "-pch"),
+    ("--create-pch", "-create-pch"),
+    ("--use-pch", "-use-pch"),
+    ("--pch-dir", "-pch-dir"),
+    ("--pch-verbose", "-pch-verbose"),
+    ("--pch-messages", "-pch-messages"),
+    ("--instantiate-templates-in-pch", "-instantiate-templates-in-pch"),
+]:
     _add(_long, _short, "any")
 
 # Options older NVRTCs do not have: the newest version seen without each (12.1 is the oldest
 # tested; 13.0 lacks the last two, 13.5 has them). Such an NVRTC reports the option as
 # unrecognized, naming it, when the kernel compiles.
-MISSING_UP_TO = {**dict.fromkeys(("--minimal", "--device-stack-protector", "--jump-table-density", "--Ofast-compile",
-                                  "--frandom-seed", "--no-cache", "--device-float128", "--fdevice-time-trace",
-                                  "--no-lineinfo-inlined-at"), (12, 1)),
-                 "--warning-as-error": (13, 0), "--fmax-errors": (13, 0)}
+MISSING_UP_TO = {
+    **dict.fromkeys(
+        (
+            "--minimal",
+            "--device-stack-protector",
+            "--jump-table-density",
+            "--Ofast-compile",
+            "--frandom-seed",
+            "--no-cache",
+            "--device-float128",
+            "--fdevice-time-trace",
+            "--no-lineinfo-inlined-at",
+        ),
+        (12, 1),
+    ),
+    "--warning-as-error": (13, 0),
+    "--fmax-errors": (13, 0),
+}
 
 # -DNAME, -UNAME, -Idir: the value glued to the option's name
 _GLUED = re.compile(r"(-D|-U|-I)(?!=)(.+)")
@@ -121,8 +167,10 @@ def check(options) -> tuple[str, ...]:
     if isinstance(options, str):
         options = shlex.split(options)
     if not isinstance(options, (list, tuple)):
-        raise TypeError(f"options must be a list of NVRTC option strings (e.g. ['-lineinfo', '--use_fast_math']), "
-                        f"got {type(options).__name__}")
+        raise TypeError(
+            f"options must be a list of NVRTC option strings (e.g. ['-lineinfo', '--use_fast_math']), "
+            f"got {type(options).__name__}"
+        )
     out = []
     for opt in options:
         if not isinstance(opt, str):
@@ -160,6 +208,19 @@ def check(options) -> tuple[str, ...]:
     return tuple(out)
 
 
+def include_paths(options) -> tuple[list[Path], tuple[str, ...]]:
+    """The folders of the ``-I`` / ``--include-path`` options among ``options`` (checked), each
+    absolute (a relative one from the working directory now), and the other options."""
+    dirs, rest = [], []
+    for opt in options:
+        if canonical(opt) == "--include-path":
+            glued = _GLUED.fullmatch(opt)
+            dirs.append(Path(glued.group(2) if glued else opt.partition("=")[2]).expanduser().resolve())
+        else:
+            rest.append(opt)
+    return dirs, tuple(rest)
+
+
 def _macro(opt: str, value: str) -> None:
     name = value.split("=", 1)[0]
     if not name.isidentifier():
@@ -178,8 +239,10 @@ def defines(defines) -> tuple:
         if not isinstance(k, str) or not k.isidentifier():
             raise ValueError(f"defines: {k!r} is not a macro name (an identifier)")
         if isinstance(v, bool) or not (v is None or isinstance(v, (int, float, str))):
-            raise TypeError(f"defines[{k!r}] must be an int, a float, a str or None, got {type(v).__name__}"
-                            + (" (write 1 or 0, or 'true' / 'false')" if isinstance(v, bool) else ""))
+            raise TypeError(
+                f"defines[{k!r}] must be an int, a float, a str or None, got {type(v).__name__}"
+                + (" (write 1 or 0, or 'true' / 'false')" if isinstance(v, bool) else "")
+            )
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"defines[{k!r}] must be finite, got {v}")
         if isinstance(v, str) and "\n" in v:

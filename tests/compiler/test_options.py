@@ -2,6 +2,7 @@
 NVRTC options are checked when the kernel is declared, reach every compile (run-time and
 offline alike) and key the compile cache; `name` may be a name expression of any template,
 `specialize` gives others; `ptx` / `cubin` compile without a GPU."""
+
 import re
 import struct
 
@@ -10,7 +11,8 @@ import torch
 
 import cupy_ops
 from cupy_ops import compiler
-from cupy_ops.compiler import build, options as nvrtc_options
+from cupy_ops.compiler import build
+from cupy_ops.compiler import options as nvrtc_options
 
 
 def need_nvrtc():
@@ -37,27 +39,32 @@ __global__ void fill(float* y) { y[threadIdx.x] = VALUE; }
 
 # --- options: checked up front ------------------------------------------------------------
 
-@pytest.mark.parametrize("option, message", [
-    ("-arch=sm_90", r"option '-arch=sm_90' cannot be used with cupy_ops.Kernel: the architecture is the launch's to "
-                    r"pick"),
-    ("--gpu-architecture=compute_90", "the architecture is the launch's to pick"),
-    ("-rdc=true", "relocatable code that needs one"),
-    ("--device-c", "relocatable code"),
-    ("-dlto", "LTO IR, which does not load"),
-    ("--optix-ir", "OptiX IR"),
-    ("-fdevice-syntax-only", "no code at all"),
-    ("-I/usr/include", "pass include_dirs= instead"),
-    ("--include-path=/opt", "pass include_dirs= instead"),
-    ("-include=cuda_fp16.h", "#include the header at the top of the source instead"),
-    ("--use-pch=x.pch", "NVRTC has no header of its own to precompile"),
-    ("--use-fast-math", r"option '--use-fast-math' is not an NVRTC option \(did you mean --use_fast_math\?\)"),
-    ("-O3", "option '-O3' is not an NVRTC option"),
-    ("-maxrregcount", r"option '-maxrregcount' needs its value after '=' \(e.g. -maxrregcount=64\)"),
-    ("-maxrregcount=lots", "-maxrregcount takes a non-negative integer, got 'lots'"),
-    ("-ftz=1", "-ftz takes true or false, got '1'"),
-    ("-lineinfo=true", "-lineinfo takes no value"),
-    ("-D3X=1", "'3X' is not a macro name"),
-])
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (
+            "-arch=sm_90",
+            r"option '-arch=sm_90' cannot be used with cupy_ops.Kernel: the target is the device's own, or "
+            r"the one the kernel fixes with arch=",
+        ),
+        ("--gpu-architecture=compute_90", r"Kernel\(\.\.\., arch=\"sm_90a\"\)"),
+        ("-rdc=true", "relocatable code that needs one"),
+        ("--device-c", "relocatable code"),
+        ("-dlto", "LTO IR, which does not load"),
+        ("--optix-ir", "OptiX IR"),
+        ("-fdevice-syntax-only", "no code at all"),
+        ("-include=cuda_fp16.h", "#include the header at the top of the source instead"),
+        ("--use-pch=x.pch", "NVRTC goes on using a precompiled header after a header in it is edited"),
+        ("--use-fast-math", r"option '--use-fast-math' is not an NVRTC option \(did you mean --use_fast_math\?\)"),
+        ("-O3", "option '-O3' is not an NVRTC option"),
+        ("-maxrregcount", r"option '-maxrregcount' needs its value after '=' \(e.g. -maxrregcount=64\)"),
+        ("-maxrregcount=lots", "-maxrregcount takes a non-negative integer, got 'lots'"),
+        ("-ftz=1", "-ftz takes true or false, got '1'"),
+        ("-lineinfo=true", "-lineinfo takes no value"),
+        ("-D3X=1", "'3X' is not a macro name"),
+    ],
+)
 def test_options_that_cannot_work_are_refused_naming_them(option, message):
     with pytest.raises(ValueError, match=message):
         cupy_ops.Kernel(AXPY, "axpy", options=[option])
@@ -74,11 +81,25 @@ def test_options_are_a_list_or_one_string():
 
 def _accepted():
     """One spelling with a valid value of every option the table lets through."""
-    values = {"--dopt": "on", "--ptxas-options": "-v", "--maxrregcount": "64", "--jump-table-density": "50",
-              "--split-compile": "1", "--Ofast-compile": "min", "--frandom-seed": "7", "--define-macro": "X=1",
-              "--undefine-macro": "X", "--std": "c++17", "--optimization-info": "inline", "--diag-error": "20",
-              "--diag-suppress": "20", "--diag-warn": "20", "--warning-as-error": "all-warnings",
-              "--fmax-errors": "20"}
+    values = {
+        "--dopt": "on",
+        "--ptxas-options": "-v",
+        "--maxrregcount": "64",
+        "--jump-table-density": "50",
+        "--split-compile": "1",
+        "--Ofast-compile": "min",
+        "--frandom-seed": "7",
+        "--define-macro": "X=1",
+        "--undefine-macro": "X",
+        "--include-path": "/tmp",
+        "--std": "c++17",
+        "--optimization-info": "inline",
+        "--diag-error": "20",
+        "--diag-suppress": "20",
+        "--diag-warn": "20",
+        "--warning-as-error": "all-warnings",
+        "--fmax-errors": "20",
+    }
     out = []
     for spelling, (long, kind) in sorted(nvrtc_options._OPTIONS.items()):
         if long in nvrtc_options._REFUSED or long in ("--time", "--fdevice-time-trace") or spelling != long:
@@ -97,24 +118,38 @@ def test_every_option_let_through_is_one_nvrtc_has(option):
     r = compiler.nvrtc.compile(AXPY, "axpy.cu", ["axpy"], [f"-arch={arch}", *checked])
     if "unrecognized option" in r.log:
         # only an NVRTC known to predate the option may lack it
-        assert compiler.nvrtc.version() <= nvrtc_options.MISSING_UP_TO.get(nvrtc_options.canonical(option), (0, 0)), r.log
+        assert compiler.nvrtc.version() <= nvrtc_options.MISSING_UP_TO.get(nvrtc_options.canonical(option), (0, 0)), (
+            r.log
+        )
         return
     assert r.ok and "unrecognized option" not in r.log and "expects" not in r.log, r.log
 
 
 def test_a_users_std_or_ftz_replaces_the_default_one():
+    need_nvrtc()
     k = cupy_ops.Kernel(AXPY, "axpy", options=["-std=c++20", "--ftz=false"])
     opts = k.variant(None).source.options("sm_90")
-    assert "-std=c++17" not in opts and "-ftz=true" not in opts and opts[-2:] == ("-std=c++20", "--ftz=false")
-    assert cupy_ops.Kernel(AXPY, "axpy").variant(None).source.options("sm_90") == ("-std=c++17", "-ftz=true",
-                                                                                    "-arch=sm_90")
+    assert "-std=c++17" not in opts and "-ftz=true" not in opts and opts[1:3] == ("-std=c++20", "--ftz=false")
+    opts = cupy_ops.Kernel(AXPY, "axpy").variant(None).source.options("sm_90")
+    assert opts[:3] == ("-std=c++17", "-ftz=true", "-arch=sm_90")
+    assert all(o.startswith("-I") for o in opts[3:])  # the include folders, CUDA's headers last
+
+
+def test_an_include_path_option_is_an_include_folder(tmp_path):
+    need_nvrtc()
+    (tmp_path / "value.cuh").write_text("#define VALUE 7.f\n")
+    k = cupy_ops.Kernel("#include <value.cuh>\n" + VALUE, "fill", options=[f"-I{tmp_path}", "-lineinfo"])
+    src = k.variant(None).source
+    assert src.flags == ("-lineinfo",) and src.search[0] == tmp_path
+    assert [r.ok for r in k.compile_offline("sm_90")] == [True]
 
 
 # --- options and defines reach every compile and key the cache -----------------------------
 
+
 def test_defines_become_d_options_checked():
     k = cupy_ops.Kernel(VALUE, "fill", defines={"VALUE": 2.5, "FLAG": None, "N": 4, "NAME": "x"})
-    assert k.variant(None).source.options("sm_90")[3:] == ("-DFLAG", "-DN=4", "-DNAME=x", "-DVALUE=2.5")
+    assert k.variant(None).source.options("sm_90")[3:7] == ("-DFLAG", "-DN=4", "-DNAME=x", "-DVALUE=2.5")
     with pytest.raises(TypeError, match=r"defines\['B'\] must be an int, a float, a str or None, got bool"):
         cupy_ops.Kernel(VALUE, "fill", defines={"B": True})
     with pytest.raises(ValueError, match=r"defines: '2x' is not a macro name"):
@@ -147,7 +182,7 @@ def test_an_edited_option_or_define_compiles_anew_and_an_unchanged_one_does_not(
     keys = {compiler.binary(k.variant(None), "sm_90").key for k in (a, b, c)}
     assert len(keys) == 3 and len(list(cache_dir.glob("*.bin"))) == 3
     assert "1.0f" not in compiler.binary(b.variant(None), "compute_90").image.decode()
-    monkeypatch.setattr(build, "_binaries", {})      # as a new process: only the disk cache
+    monkeypatch.setattr(build, "_binaries", {})  # as a new process: only the disk cache
     monkeypatch.setattr(compiler.nvrtc, "compile", lambda *args: pytest.fail("compiled although cached"))
     again = cupy_ops.Kernel(VALUE, "fill", defines={"VALUE": 1}, options=["--use_fast_math"])
     assert compiler.binary(again.variant(None), "sm_90").cached
@@ -156,7 +191,7 @@ def test_an_edited_option_or_define_compiles_anew_and_an_unchanged_one_does_not(
 def test_a_define_changes_the_code():
     need_nvrtc()
     ptx = cupy_ops.Kernel(VALUE, "fill", defines={"VALUE": "7.0f"}).ptx("sm_80")
-    assert f"mov.u32 \t%r2, {struct.unpack('<I', struct.pack('<f', 7.0))[0]};" in ptx   # 7.0f's bits, stored
+    assert f"mov.u32 \t%r2, {struct.unpack('<I', struct.pack('<f', 7.0))[0]};" in ptx  # 7.0f's bits, stored
 
 
 # --- name expressions and specialize ------------------------------------------------------
@@ -173,8 +208,12 @@ __global__ void __launch_bounds__(N * 32) tiled(const T* __restrict__ x, T* y, T
 def test_a_name_expression_names_one_instantiation():
     k = cupy_ops.Kernel(TILED, "tiled<float, 4>")
     assert k.expressions == ["tiled<float, 4>"]
-    assert k.params == [("ptr", "x", "const float* __restrict__"), ("ptr", "y", "float*"), ("f32", "alpha", "float"),
-                        ("i32", "n", "int")]
+    assert k.params == [
+        ("ptr", "x", "const float* __restrict__"),
+        ("ptr", "y", "float*"),
+        ("f32", "alpha", "float"),
+        ("i32", "n", "int"),
+    ]
     d = k.specialize(torch.float64, 8, True)
     assert d.expressions == ["tiled<double, 8, true>"] and d.params[2] == ("f64", "alpha", "double")
     h = k.specialize(torch.int32, 2)
@@ -182,9 +221,12 @@ def test_a_name_expression_names_one_instantiation():
     assert h.params[2] == ("i32", "alpha", "int")
     # a 16-bit float scalar takes a Python number, converted as torch converts it
     assert k.specialize(torch.float16, 2).params[2] == ("f16", "alpha", "f16")
-    with pytest.raises(ValueError, match=r"parameter 'alpha' of kernel tiled<float2, 2> has type 'float2', which "
-                                         r"cannot be passed from Python"):
-        k.specialize("float2", 2)          # a struct has no Python value to pass
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'alpha' of kernel tiled<float2, 2> has type 'float2', which "
+        r"cannot be passed from Python",
+    ):
+        k.specialize("float2", 2)  # a struct has no Python value to pass
     need_nvrtc()
     for kern in (k, d):
         [r] = kern.compile_offline("sm_90")
@@ -192,8 +234,11 @@ def test_a_name_expression_names_one_instantiation():
 
 
 def test_a_template_of_other_parameters_needs_an_instantiation():
-    with pytest.raises(ValueError, match=r"kernel tiled is template <class T, int N, bool SQUARE = false>: name one "
-                                         r"instantiation, e\.g\. Kernel\(source, \"tiled<\.\.\.>\"\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"kernel tiled is template <class T, int N, bool SQUARE = false>: name one "
+        r"instantiation, e\.g\. Kernel\(source, \"tiled<\.\.\.>\"\)",
+    ):
         cupy_ops.Kernel(TILED, "tiled")
     with pytest.raises(ValueError, match=r"it takes 2 to 3 template arguments, got 1 in 'tiled<float>'"):
         cupy_ops.Kernel(TILED, "tiled<float>")
@@ -208,16 +253,20 @@ def test_a_template_of_other_parameters_needs_an_instantiation():
 
 
 def test_a_per_dtype_template_keeps_its_behaviour_and_can_be_fixed_to_one():
-    scale = cupy_ops.Kernel("template <class T> __global__ void scale(const T* x, T* y, float s, long long n) "
-                            "{ if (threadIdx.x < n) y[0] = x[0]; }", "scale")
+    scale = cupy_ops.Kernel(
+        "template <class T> __global__ void scale(const T* x, T* y, float s, long long n) "
+        "{ if (threadIdx.x < n) y[0] = x[0]; }",
+        "scale",
+    )
     assert scale.expressions == ["scale<float>", "scale<f16>", "scale<bf16>", "scale<double>"]
     assert scale.variant(torch.float16).expr == "scale<f16>"
     half = scale.specialize(torch.float16)
     assert half.expressions == ["scale<f16>"] and half.params[0] == ("ptr", "x", "const f16*")
-    assert half.variant(None) is scale.variant(torch.float16)     # the same variant: compiled once
+    assert half.variant(None) is scale.variant(torch.float16)  # the same variant: compiled once
 
 
 # --- export -------------------------------------------------------------------------------
+
 
 def test_ptx_and_cubin_export_without_a_gpu():
     need_nvrtc()

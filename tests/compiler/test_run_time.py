@@ -1,6 +1,7 @@
 """The run-time compile path on a GPU: lazy, one variant per compile, handles cached per
 device, the disk cache honoured across processes, errors carry NVRTC's log, and the first
 call of every built-in op in a fresh process with an empty cache."""
+
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import torch
 import cupy_ops
 from cupy_ops import KernelCompileError, compiler, device, launch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
 
 
@@ -39,10 +40,12 @@ def test_handles_are_cached_per_variant_and_device(cuda):
 
 def test_only_the_launched_variant_is_compiled(cuda, tmp_path):
     # a fresh process, an empty cache: one bf16 relu compiles exactly one variant
-    code = ("import torch, cupy_ops\nfrom cupy_ops.compiler import build\n"
-            "x = torch.randn(100, device='cuda', dtype=torch.bfloat16)\n"
-            "assert torch.equal(cupy_ops.relu(x), torch.relu(x))\n"
-            "print(sorted(v.expr for v, arch in build._binaries))")
+    code = (
+        "import torch, cupy_ops\nfrom cupy_ops.compiler import build\n"
+        "x = torch.randn(100, device='cuda', dtype=torch.bfloat16)\n"
+        "assert torch.equal(cupy_ops.relu(x), torch.relu(x))\n"
+        "print(sorted(v.expr for v, arch in build._binaries))"
+    )
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -51,17 +54,17 @@ def test_only_the_launched_variant_is_compiled(cuda, tmp_path):
 
 
 def test_cupy_cache_dir_is_honoured(cuda, tmp_path):
-    code = ("import torch, cupy_ops; x = torch.randn(100, device='cuda'); "
-            "assert torch.equal(cupy_ops.relu(x), torch.relu(x)); print('ok')")
+    code = (
+        "import torch, cupy_ops; x = torch.randn(100, device='cuda'); "
+        "assert torch.equal(cupy_ops.relu(x), torch.relu(x)); print('ok')"
+    )
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "cupy_ops").glob("*.bin")), "nothing was written to CUPY_CACHE_DIR/cupy_ops"
     # a second process reuses the cache (same results; no new files)
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
@@ -71,8 +74,13 @@ def test_first_call_of_every_builtin_op_in_a_fresh_process(cuda, tmp_path):
     process, same cache): the figures are a benchmark (python -m cupy_ops.bench.first_call),
     not a timed test; here every call must succeed and be right."""
     out = tmp_path / "first_call.json"
-    proc = subprocess.run([sys.executable, "-m", "cupy_ops.bench.first_call", "--json", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupy_ops.bench.first_call", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())["rows"]
     assert {r["op"] for r in rows} >= {"relu", "relu_div", "matmul", "linear_relu_div"}
