@@ -4,6 +4,8 @@ same without the divide, which the op runs as under autograd."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from .. import checks
@@ -31,7 +33,7 @@ def _run(x, weight, bias, divisor, algo, out) -> None:
 
 @op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)
 def _linear_relu(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, algo: str = "auto", *, out: torch.Tensor
+    x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], algo: str = "auto", *, out: torch.Tensor
 ) -> None:
     """``relu(x @ weight.T + bias)``, the Linear output rounded to the dtype before the ReLU."""
     _run(x, weight, bias, 1.0, algo, out)
@@ -41,7 +43,7 @@ def _linear_relu(
 def _linear_relu_div(
     x: torch.Tensor,
     weight: torch.Tensor,
-    bias: torch.Tensor | None,
+    bias: Optional[torch.Tensor],
     divisor: float,
     algo: str = "auto",
     *,
