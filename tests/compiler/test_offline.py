@@ -97,7 +97,7 @@ def test_missing_include_names_the_includer(tmp_path):
 
 
 def _project(tmp_path):
-    """proj/k.cu includes sub/local.cuh (which includes helper.cuh next to it) and outer.cuh of
+    """proj/k.cu includes sub/local.cuh (which includes near.cuh next to it) and outer.cuh of
     an include folder (which includes inner.cuh next to it); a header of the same name in the
     include folder must not win over the one next to its includer."""
     (tmp_path / "proj" / "sub").mkdir(parents=True)
@@ -106,12 +106,12 @@ def _project(tmp_path):
         '#pragma once\n#include "inner.cuh"\n__device__ float outer_f(float x) { return inner_f(x) + 1.f; }\n'
     )
     (tmp_path / "lib" / "inner.cuh").write_text("#pragma once\n__device__ float inner_f(float x) { return 2.f * x; }\n")
-    (tmp_path / "lib" / "helper.cuh").write_text("#error the helper.cuh next to local.cuh must win\n")
+    (tmp_path / "lib" / "near.cuh").write_text("#error the near.cuh next to local.cuh must win\n")
     (tmp_path / "proj" / "sub" / "local.cuh").write_text(
-        '#pragma once\n#include "helper.cuh"\n__device__ float local_f(float x) { return helper_f(x); }\n'
+        '#pragma once\n#include "near.cuh"\n__device__ float local_f(float x) { return near_f(x); }\n'
     )
-    (tmp_path / "proj" / "sub" / "helper.cuh").write_text(
-        "#pragma once\n\n__device__ float helper_f(float x) { return x + 3.f; }\n"
+    (tmp_path / "proj" / "sub" / "near.cuh").write_text(
+        "#pragma once\n\n__device__ float near_f(float x) { return x + 3.f; }\n"
     )
     path = tmp_path / "proj" / "k.cu"
     path.write_text(
@@ -128,7 +128,7 @@ def test_an_include_in_a_header_is_looked_up_next_to_that_header(tmp_path):
     path = _project(tmp_path)
     k = cupy_ops.Kernel(path, "k", include_dirs=[tmp_path / "lib"])
     [r] = k.compile_offline("sm_90")
-    assert r.ok, r.log  # (the helper.cuh of the include folder is an #error)
+    assert r.ok, r.log  # (the near.cuh of the include folder is an #error)
 
 
 def test_compile_errors_point_at_the_users_file_and_line(tmp_path):
@@ -137,11 +137,11 @@ def test_compile_errors_point_at_the_users_file_and_line(tmp_path):
     path = _project(tmp_path)
     body = path.read_text().replace("angled_f()));", "angled_f()));\n  y[1] = not_declared;")
     path.write_text(body)
-    helper = tmp_path / "proj" / "sub" / "helper.cuh"
-    helper.write_text(helper.read_text().replace("x + 3.f", "x + bad_thing"))
+    near = tmp_path / "proj" / "sub" / "near.cuh"
+    near.write_text(near.read_text().replace("x + 3.f", "x + bad_thing"))
     k = cupy_ops.Kernel(path, "k", include_dirs=[tmp_path / "lib"])
     [r] = k.compile_offline("sm_90")
-    assert f'{helper}(3): error: identifier "bad_thing" is undefined' in r.log, r.log
+    assert f'{near}(3): error: identifier "bad_thing" is undefined' in r.log, r.log
     assert f'{path}(7): error: identifier "not_declared" is undefined' in r.log, r.log
     # the same for a code string (named after the kernel) and with cupy_ops' common.cuh pasted first
     k = cupy_ops.Kernel(body, "k", include_dirs=[tmp_path / "lib", tmp_path / "proj"])
