@@ -39,6 +39,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -176,17 +177,17 @@ def _compile(args) -> int:
         arch = task.arch
         for r in results:
             if r.skipped:
-                print(f"{r.source:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
+                print(f"{Path(r.source).name:<20} {r.expr:<48} {arch:<7} {'skip':<6} ({r.skipped})")
                 continue
             total += 1
             if r.ok:
                 spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
                 stack = "?" if r.stack_bytes is None else r.stack_bytes
-                print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} {stack:>6} "
-                      f"{r.shared_bytes or 0:>6}")
+                print(f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} "
+                      f"{stack:>6} {r.shared_bytes or 0:>6}")
             else:
                 failures += 1
-                print(f"{r.source:<20} {r.expr:<48} {r.arch:<7} FAILED")
+                print(f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} FAILED")
                 if args.paths:   # one program of the file's kernel: its log may be another instantiation's
                     _show_log(f"{r.source} ({arch})", r.log.strip().splitlines(), shown, r.log)
                 else:   # the variant's own log, shown once for the same errors in other PTX lines
@@ -238,7 +239,7 @@ def _info(args) -> int:
 
     from . import __version__
     from .bench.env import environment
-    from .compiler import cache, nvrtc
+    from .compiler import cache, headers, nvrtc
 
     with warnings.catch_warnings():   # a CUDA-version mismatch is shown as a row below instead
         warnings.simplefilter("ignore")
@@ -258,6 +259,8 @@ def _info(args) -> int:
     else:
         why = "torch is a CPU-only build" if torch.version.cuda is None else "torch.cuda.is_available() is False"
         rows.append(("GPUs", f"none ({why})"))
+    with contextlib.suppress(ImportError):   # no CuPy, hence no NVRTC: its row above says what to install
+        rows += [("CUDA headers", line) for line in headers.describe(nvrtc.version())]
     folder = cache.requested_folder()
     n, size = _folder_size(folder)
     rows.append(("kernel cache", f"{folder}: {n} files, {size / 2**20:.1f} MiB (CUPY_CACHE_DIR moves it)"))
@@ -365,9 +368,12 @@ def _capability(value: str) -> tuple[int, int]:
 
 
 def _arch(value: str) -> str:
-    if not re.fullmatch(r"sm_\d{2,3}a?", value):
-        raise argparse.ArgumentTypeError(f"--arch must look like sm_80 or sm_90, got {value!r}")
-    return value
+    from .compiler import targets
+
+    try:
+        return targets.check(value, "--arch")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv=None) -> int:

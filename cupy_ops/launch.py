@@ -202,7 +202,8 @@ def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHan
         arch = device_arch(device)
         target = src.target(arch)
         if target is None:
-            raise RuntimeError(f"{src.name} is built for {src.arch} only; cuda:{device} is {arch}")
+            why = src.refusal(*capability(device)) or f"{src.name} is built for {src.arch} only"
+            raise RuntimeError(f"kernel {variant.expr} on cuda:{device}: {why}")
         if src.arch is None:
             target = compiler.arch_for(*capability(device))  # the device's own, or PTX if NVRTC is older
         b = compiler.binary(variant, target)

@@ -77,19 +77,22 @@ class Kernel:
     Args:
         source: CUDA C code (a string), or the path of a ``.cu`` file (a ``Path``, or a string
             ending in ``.cu``/``.cuh`` without newlines), read now: a file edited later needs a
-            new ``Kernel``. A quoted ``#include`` is looked up as a C compiler does: next to
-            the file that includes it (your file, or the header), then in ``include_dirs``,
-            then in cupy_ops' ``cuda_src/``; every header is pasted into the source (so an
-            edited header recompiles), and NVRTC's messages name your files and lines.
+            new ``Kernel``. Compiled as written: NVRTC's preprocessor looks a quoted
+            ``#include`` up next to the file that includes it (your file, or the header), then
+            in ``include_dirs`` and ``-I`` folders, then cupy_ops' ``cuda_src/``, then CUDA's
+            own headers (``cuda_runtime.h``, ``cuda_fp16.h``, ``cooperative_groups.h``,
+            ``mma.h``, ``cuda/std/...``, CUB's device headers) from the wheels the ``cuda12`` /
+            ``cuda13`` extra installs. Every header it includes is part of the cache key (an
+            edited or upgraded header recompiles); NVRTC's messages name your files and lines.
         name: the ``__global__`` function to launch (qualified with its namespace if another
             kernel has its name), or a name expression of one instantiation of a template
             (``"tp<float, 4>"``). A ``template <class T>`` kernel named alone is instantiated
             for every supported dtype (the tensors pick one).
         options: NVRTC options for every compile of it, at run time and offline
             (``["-lineinfo", "--use_fast_math", "-maxrregcount=64"]``, or one string). Options
-            that cannot work here (``-arch``: the launch picks it; ``-rdc=true``, ``-dlto``:
-            output that does not load alone; ``-I``: use ``include_dirs``) and options NVRTC
-            does not have are a ``ValueError`` naming them.
+            that cannot work here (``-arch``: pass ``arch=``, or let the launch pick the
+            device's; ``-rdc=true``, ``-dlto``: output that does not load alone) and options
+            NVRTC does not have are a ``ValueError`` naming them.
         defines: ``{"NAME": value}`` -> ``-DNAME=value`` (value an int, float, str, or None
             for ``-DNAME``).
         include_dirs: folders searched for included headers (see ``source``).
@@ -98,6 +101,10 @@ class Kernel:
             of kinds (``"ptr"``, ``"i32"``, ``"i64"``, ``"f32"``, ``"f64"``, ``"acc"``) or C
             parameters. Either way it is checked against the compiled kernel's own parameter
             sizes before the first launch.
+        arch: an arch-specific target to build for (``"sm_90a"``: wgmma, setmaxnreg;
+            ``"sm_100a"``, ``"sm_120a"``, family ``"sm_100f"``), or None for the launching
+            device's own. A launch on a device that cannot run the target is a
+            ``RuntimeError`` naming both.
     Raises:
         TypeError: an argument of a wrong type.
         ValueError: the kernel is not in the source, a parameter type is not supported, a
@@ -119,7 +126,7 @@ class Kernel:
         >>> axpy(2.0, x, y, 1000, grid=cupy_ops.cdiv(1000, 256), block=256)   # y = 2 x
     """
 
-    def __init__(self, source, name: str, *, options=(), defines=None, include_dirs=(), signature=None):
+    def __init__(self, source, name: str, *, options=(), defines=None, include_dirs=(), signature=None, arch=None):
         if not isinstance(name, str):
             raise TypeError(f"name must be the kernel's name or a name expression (a str), got {name!r}")
         name = name.strip()
@@ -142,6 +149,7 @@ class Kernel:
         dirs = checked_include_dirs(include_dirs)
         flags = compiler.check_options(options)
         compiler.check_defines(defines)
+        arch = compiler.targets.check(arch)
         # common.cuh (f16, bf16, conversions) comes first unless the code includes it itself
         prelude = () if re.search(r'#\s*include\s*"common\.cuh"', code) else ("common.cuh",)
         text = compiler.assemble_user(code, label, path=path, include_dirs=dirs, prelude=prelude)
@@ -157,12 +165,16 @@ class Kernel:
             # a stated parameter list: its own source entry, so a variant's compiled layout
             # is checked against the list it is launched with
             params = self._stated = stated_signature(name, signature, params if decl is not None else None)
+        # compiled as written: NVRTC reads the headers (the pasted text above is only read)
         src = compiler.user(
             code,
             label,
+            path=path,
+            include_dirs=dirs,
+            prelude=prelude,
             defines=defines,
             options=flags,
-            assembled=text,
+            arch=arch,
             tag=None if self._stated is None else tuple(self._stated),
         )
         self._declaration = decl
