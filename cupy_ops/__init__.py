@@ -15,11 +15,13 @@ ops: ``cupy_ops.op``; the kernels of a ``load_inline`` source as written:
 Models (KernelBench problem/solution pairs): ``cupy_ops.models.relu``,
 ``cupy_ops.models.linear_relu_div``, ``cupy_ops.models.matmul``.
 """
+
 import torch as _torch
 
 if tuple(int(p) for p in _torch.__version__.split(".")[:2]) < (2, 4):
-    raise ImportError(f"cupy_ops needs torch >= 2.4 (the op registration it uses), found torch {_torch.__version__}; "
-                      "upgrade torch")
+    raise ImportError(
+        f"cupy_ops needs torch >= 2.4 (the op registration it uses), found torch {_torch.__version__}; upgrade torch"
+    )
 
 from .autotuning import Autotuned, Config, autotune, configs
 from .compiler import KernelCompileError
@@ -29,6 +31,24 @@ from .op import Op, like, op
 from .ops import gemm_plan, linear_relu, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
 
 __version__ = "0.1.0"
-__all__ = ["relu", "relu_", "relu_div", "relu_div_", "matmul", "linear_relu", "linear_relu_div", "gemm_plan",
-           "Kernel", "KernelCompileError", "load_inline_kernels", "cdiv", "op", "like", "Op", "autotune", "configs",
-           "Config", "Autotuned"]
+__all__ = [
+    "Autotuned",
+    "Config",
+    "Kernel",
+    "KernelCompileError",
+    "Op",
+    "autotune",
+    "cdiv",
+    "configs",
+    "gemm_plan",
+    "like",
+    "linear_relu",
+    "linear_relu_div",
+    "load_inline_kernels",
+    "matmul",
+    "op",
+    "relu",
+    "relu_",
+    "relu_div",
+    "relu_div_",
+]

@@ -36,6 +36,7 @@
 
 --jobs defaults to the CPU count, at most 8 (compile PATH.cu: 1). ``--version``: cupy_ops's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,10 +50,10 @@ from pathlib import Path
 
 from .bench._shadow import restore
 
-restore()   # a folder named cupy_ops in the current directory hides the package: see _shadow
+restore()  # a folder named cupy_ops in the current directory hides the package: see _shadow
 
 DEFAULT_JOBS = min(8, os.cpu_count() or 1)
-_NO_NVRTC = "install cupy_ops with the cuda12 or cuda13 extra (pip install -e \".[cuda13]\")"
+_NO_NVRTC = 'install cupy_ops with the cuda12 or cuda13 extra (pip install -e ".[cuda13]")'
 # The oldest architecture the built-in kernels are written for: the tensor-core GEMMs use
 # cp.async and bf16 / tf32 mma.sync (sm_80); for sm_75, 9 of gemm.cu's 43 variants fail
 MIN_ARCH = 80
@@ -67,9 +68,12 @@ def _old_archs(archs) -> list[str]:
 def _note_old_archs(archs) -> None:
     old = _old_archs(archs)
     if old:
-        print(f"note: cupy_ops kernels need sm_80 or newer: {', '.join(old)} lack{'s' if len(old) == 1 else ''} the "
-              "cp.async and bf16 / tf32 mma.sync instructions of the tensor-core GEMMs (algo=\"tc\"), which fail there",
-              file=sys.stderr, flush=True)
+        print(
+            f"note: cupy_ops kernels need sm_80 or newer: {', '.join(old)} lack{'s' if len(old) == 1 else ''} the "
+            'cp.async and bf16 / tf32 mma.sync instructions of the tensor-core GEMMs (algo="tc"), which fail there',
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _nvrtc_version():
@@ -159,15 +163,20 @@ def _compile(args) -> int:
         known = builtin_source_names()
         for name in args.source or ():
             if name not in known:
-                raise SystemExit(f"error: --source {name}: no built-in source of that name; they are "
-                                 f"{', '.join(known)}")
+                raise SystemExit(
+                    f"error: --source {name}: no built-in source of that name; they are {', '.join(known)}"
+                )
         args.jobs = args.jobs or DEFAULT_JOBS
         _note_old_archs(args.arch)
         tasks = builtin_compile_tasks(args.arch, args.jobs, args.source)
-    print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
-          f"+ each source's -D defines")
-    header = (f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
-              f"{'smem':>6}")
+    print(
+        f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
+        f"+ each source's -D defines"
+    )
+    header = (
+        f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
+        f"{'smem':>6}"
+    )
     print(header)
     print("-" * len(header), flush=True)
     failures = total = 0
@@ -183,21 +192,25 @@ def _compile(args) -> int:
             if r.ok:
                 spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
                 stack = "?" if r.stack_bytes is None else r.stack_bytes
-                print(f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} "
-                      f"{stack:>6} {r.shared_bytes or 0:>6}")
+                print(
+                    f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} "
+                    f"{stack:>6} {r.shared_bytes or 0:>6}"
+                )
             else:
                 failures += 1
                 print(f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} FAILED")
-                if args.paths:   # one program of the file's kernel: its log may be another instantiation's
+                if args.paths:  # one program of the file's kernel: its log may be another instantiation's
                     _show_log(f"{r.source} ({arch})", r.log.strip().splitlines(), shown, r.log)
-                else:   # the variant's own log, shown once for the same errors in other PTX lines
+                else:  # the variant's own log, shown once for the same errors in other PTX lines
                     lines = _condensed(r.log)
                     key = tuple(re.sub(r"\d+", "#", line) for line in lines)
                     _show_log(f"{r.source} {r.expr} ({arch})", lines, shown, key, LOG_LINES)
         sys.stdout.flush()
     dt = time.perf_counter() - t0
-    print(f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s "
-          f"with {_processes(min(args.jobs, len(tasks)))}")
+    print(
+        f"{total - failures} of {total} kernel variants compiled for {', '.join(args.arch)} in {dt:.1f} s "
+        f"with {_processes(min(args.jobs, len(tasks)))}"
+    )
     if args.emit:
         failures += _emit(kernels, args.arch, args.emit, args.out)
     return 1 if failures else 0
@@ -241,12 +254,14 @@ def _info(args) -> int:
     from .bench.env import environment
     from .compiler import cache, headers, nvrtc
 
-    with warnings.catch_warnings():   # a CUDA-version mismatch is shown as a row below instead
+    with warnings.catch_warnings():  # a CUDA-version mismatch is shown as a row below instead
         warnings.simplefilter("ignore")
         env = environment()
-    rows = [("cupy_ops", f"{__version__} ({Path(__file__).resolve().parent})"),
-            ("Python", platform.python_version()),
-            ("torch", f"{torch.__version__}, CUDA {env['cuda']}")]
+    rows = [
+        ("cupy_ops", f"{__version__} ({Path(__file__).resolve().parent})"),
+        ("Python", platform.python_version()),
+        ("torch", f"{torch.__version__}, CUDA {env['cuda']}"),
+    ]
     cupy_line = env["cupy"]
     if cupy_line == "not installed":
         cupy_line += f": {_NO_NVRTC}"
@@ -254,12 +269,17 @@ def _info(args) -> int:
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             p = torch.cuda.get_device_properties(i)
-            rows.append((f"cuda:{i}", f"{p.name}, compute capability {p.major}.{p.minor}, "
-                                      f"{p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB"))
+            rows.append(
+                (
+                    f"cuda:{i}",
+                    f"{p.name}, compute capability {p.major}.{p.minor}, "
+                    f"{p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB",
+                )
+            )
     else:
         why = "torch is a CPU-only build" if torch.version.cuda is None else "torch.cuda.is_available() is False"
         rows.append(("GPUs", f"none ({why})"))
-    with contextlib.suppress(ImportError):   # no CuPy, hence no NVRTC: its row above says what to install
+    with contextlib.suppress(ImportError):  # no CuPy, hence no NVRTC: its row above says what to install
         rows += [("CUDA headers", line) for line in headers.describe(nvrtc.version())]
     folder = cache.requested_folder()
     n, size = _folder_size(folder)
@@ -286,6 +306,7 @@ def _progress(stream):
             stream.flush()
         elif done % max(1, -(-total // 10)) == 0 or done == total:
             print(text, file=stream, flush=True)
+
     return show
 
 
@@ -300,12 +321,12 @@ def _warm_tune(paths) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     before = {id(a) for a in autotuning.declared()}
-    kept = []   # the files' globals: the autotuned kernels live as long as these
+    kept = []  # the files' globals: the autotuned kernels live as long as these
     for path in paths:
         if not Path(path).is_file():
             raise SystemExit(f"error: {path} is not a file")
         kept.append(runpy.run_path(str(path), run_name="__cupy_ops_warm__"))
-    tuned = [a for a in autotuning.declared() if id(a) not in before]   # the files' own, run now
+    tuned = [a for a in autotuning.declared() if id(a) not in before]  # the files' own, run now
     if not tuned:
         raise SystemExit(f"error: {', '.join(map(str, paths))} declares no cupy_ops.autotune(..., examples=...)")
     failed = 0
@@ -336,8 +357,10 @@ def _warm(args) -> int:
         import torch
 
         if not torch.cuda.is_available():
-            raise SystemExit("error: no CUDA GPU here to read the compute capability from; pass --capability, "
-                             "e.g. --capability 9.0 (an H100 or H200) to fill the cache for such a GPU")
+            raise SystemExit(
+                "error: no CUDA GPU here to read the compute capability from; pass --capability, "
+                "e.g. --capability 9.0 (an H100 or H200) to fill the cache for such a GPU"
+            )
         caps = [tuple(torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())]
     _note_old_archs(f"sm_{major}{minor}" for major, minor in caps)
     t0 = time.perf_counter()
@@ -348,9 +371,11 @@ def _warm(args) -> int:
     fresh = sum(1 for r in results if not r.cached and not r.error)
     cpu = sum(r.seconds for r in results if not r.cached)
     capabilities = ", ".join(f"{major}.{minor}" for major, minor in dict.fromkeys(caps))
-    print(f"{len(results)} kernel variants for compute capability {capabilities}: "
-          f"{fresh} compiled ({cpu:.0f} s of NVRTC), {len(results) - fresh - len(failed)} already cached, "
-          f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {_processes(args.jobs)}")
+    print(
+        f"{len(results)} kernel variants for compute capability {capabilities}: "
+        f"{fresh} compiled ({cpu:.0f} s of NVRTC), {len(results) - fresh - len(failed)} already cached, "
+        f"{len(failed)} failed; {time.perf_counter() - t0:.1f} s with {_processes(args.jobs)}"
+    )
     return 1 if failed else 0
 
 
@@ -379,37 +404,62 @@ def _arch(value: str) -> str:
 def main(argv=None) -> int:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="python -m cupy_ops", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m cupy_ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"cupy_ops {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, GPUs, the kernel cache: what a bug report needs")
     p = sub.add_parser("compile", help="compile kernel variants offline with NVRTC (no GPU needed)")
     p.add_argument("paths", nargs="*", metavar="PATH.cu", help="your kernel file(s); default: the built-in kernels")
-    p.add_argument("--name", action="append",
-                   help="a __global__ kernel of PATH.cu to build, or a name expression of one instantiation of a "
-                        "template ('tp<float, 4>'); repeatable (default: every kernel in the file)")
-    p.add_argument("--source", action="append", metavar="NAME",
-                   help="only this built-in source (a file of cuda_src/: gemm.cu, relu.cu, ...); repeatable "
-                        "(default: every one)")
-    p.add_argument("--arch", action="append", type=_arch,
-                   help="target architecture, repeatable (default: sm_80 and sm_90)")
-    p.add_argument("--jobs", type=_jobs, default=None,
-                   help="compiling processes (default: the CPU count, at most 8, for the built-in kernels; "
-                        "1 for PATH.cu, whose few kernels compile faster than a process starts)")
-    p.add_argument("--emit", choices=("ptx", "cubin"),
-                   help="also write each kernel of PATH.cu as PTX or a cubin, one file per kernel and architecture "
-                        "(KERNEL.ARCH.ptx), next to PATH.cu")
-    p.add_argument("--out", metavar="DIR",
-                   help="the folder --emit writes into, made if missing (default: the folder of PATH.cu)")
+    p.add_argument(
+        "--name",
+        action="append",
+        help="a __global__ kernel of PATH.cu to build, or a name expression of one instantiation of a "
+        "template ('tp<float, 4>'); repeatable (default: every kernel in the file)",
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME",
+        help="only this built-in source (a file of cuda_src/: gemm.cu, relu.cu, ...); repeatable (default: every one)",
+    )
+    p.add_argument(
+        "--arch", action="append", type=_arch, help="target architecture, repeatable (default: sm_80 and sm_90)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        help="compiling processes (default: the CPU count, at most 8, for the built-in kernels; "
+        "1 for PATH.cu, whose few kernels compile faster than a process starts)",
+    )
+    p.add_argument(
+        "--emit",
+        choices=("ptx", "cubin"),
+        help="also write each kernel of PATH.cu as PTX or a cubin, one file per kernel and architecture "
+        "(KERNEL.ARCH.ptx), next to PATH.cu",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="the folder --emit writes into, made if missing (default: the folder of PATH.cu)"
+    )
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
-    p.add_argument("--capability", action="append", type=_capability,
-                   help="compute capability to build for, repeatable (default: this machine's GPUs)")
-    p.add_argument("--jobs", type=_jobs, default=DEFAULT_JOBS,
-                   help="compiling processes (default: the CPU count, at most 8)")
-    p.add_argument("--tune", nargs="+", metavar="FILE.py",
-                   help="instead, tune the kernels FILE.py declares with cupy_ops.autotune(..., examples=...) on this "
-                        "GPU into the kernel cache")
+    p.add_argument(
+        "--capability",
+        action="append",
+        type=_capability,
+        help="compute capability to build for, repeatable (default: this machine's GPUs)",
+    )
+    p.add_argument(
+        "--jobs", type=_jobs, default=DEFAULT_JOBS, help="compiling processes (default: the CPU count, at most 8)"
+    )
+    p.add_argument(
+        "--tune",
+        nargs="+",
+        metavar="FILE.py",
+        help="instead, tune the kernels FILE.py declares with cupy_ops.autotune(..., examples=...) on this "
+        "GPU into the kernel cache",
+    )
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)

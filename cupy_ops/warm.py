@@ -6,6 +6,7 @@ A variant is otherwise compiled on its first launch, one at a time (the Hopper G
 take seconds each); a warm cache makes every first call a disk read. Needs NVRTC, not a GPU:
 the architectures come from the compute capabilities asked for.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -35,7 +36,7 @@ def jobs_for(capabilities) -> list[tuple[str, str, str]]:
 
     jobs = []
     for cap in dict.fromkeys(tuple(c) for c in capabilities):
-        device_arch = "sm_%d%d" % cap
+        device_arch = compiler.targets.device_arch(*cap)
         for src in compiler.sources():
             target = src.target(device_arch)
             if target is None:
@@ -117,8 +118,11 @@ def each_alone(src, arch: str, results: list) -> list:
     count of variants compiled is the same for every ``--jobs``."""
     from . import compiler
 
-    whole = len(results) > 1 and all(not r.ok and not r.skipped and r.registers is None for r in results) \
+    whole = (
+        len(results) > 1
+        and all(not r.ok and not r.skipped and r.registers is None for r in results)
         and len({r.log for r in results}) == 1
+    )
     if not whole:
         return results
     return [compiler.compile_offline(src, arch, [r.expr])[0] for r in results]

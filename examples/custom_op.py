@@ -4,6 +4,7 @@ model under torch.compile and autocast, side by side with ``F.gelu(x + bias)``.
 
     python examples/custom_op.py
 """
+
 import argparse
 import sys
 
@@ -62,6 +63,8 @@ def _(ctx, grad):
 def _(ctx, tx, tbias):
     t = tx if tbias is None else tbias.expand_as(ctx.x) if tx is None else tx + tbias
     return bias_gelu_grad(t, ctx.x, ctx.bias)
+
+
 # --------------------------------------------------------------------------------------------------
 
 
@@ -84,8 +87,10 @@ def check(device) -> None:
     torch.library.opcheck(torch.ops.example.bias_gelu.default, (x, b))
     assert torch.autograd.gradcheck(bias_gelu, (x, b))
     primals, tangents = (x.detach(), b.detach()), (torch.randn_like(x), torch.randn_like(b))
-    torch.testing.assert_close(torch.func.jvp(bias_gelu, primals, tangents)[1],
-                               torch.func.jvp(lambda v, c: F.gelu(v + c), primals, tangents)[1])
+    torch.testing.assert_close(
+        torch.func.jvp(bias_gelu, primals, tangents)[1],
+        torch.func.jvp(lambda v, c: F.gelu(v + c), primals, tangents)[1],
+    )
     for dtype in (torch.float32, torch.bfloat16):
         xs, bs = x.detach().to(dtype), b.detach().to(dtype)
         torch.testing.assert_close(bias_gelu(xs, bs), F.gelu(xs + bs))
@@ -108,8 +113,10 @@ def train(device, steps: int) -> None:
             loss.backward()
             opt.step()
         losses["bias_gelu" if fused else "F.gelu"] = loss.item()
-    print(f"{steps} steps of AdamW under torch.compile(fullgraph=True) and bf16 autocast: final loss "
-          + ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
+    print(
+        f"{steps} steps of AdamW under torch.compile(fullgraph=True) and bf16 autocast: final loss "
+        + ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
+    )
 
 
 def main() -> int:
@@ -117,11 +124,13 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=200, help="training steps (default %(default)s)")
     args = p.parse_args()
     problem = gpu_problem()
-    if problem:   # what works without a GPU: NVRTC compiles the kernels offline
+    if problem:  # what works without a GPU: NVRTC compiles the kernels offline
         for k in (forward_kernel, grad_kernel):
             for r in k.compile_offline("sm_90"):
-                print(f"{r.expr} for {r.arch}: " + (f"{r.registers} registers, {r.spill_stores} bytes spilled"
-                                                    if r.ok else f"failed\n{r.log}"))
+                print(
+                    f"{r.expr} for {r.arch}: "
+                    + (f"{r.registers} registers, {r.spill_stores} bytes spilled" if r.ok else f"failed\n{r.log}")
+                )
         print(problem, file=sys.stderr)
         return 1
     device = torch.device("cuda")

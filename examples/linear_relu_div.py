@@ -8,6 +8,7 @@ events, warm-up, L2 flush, median) and prints a table. Exits 1 if any variant is
     python examples/linear_relu_div.py                      # KernelBench shapes, fp32
     python examples/linear_relu_div.py --dtype bfloat16 --batch-size 256
 """
+
 import argparse
 import sys
 
@@ -37,14 +38,26 @@ def main() -> int:
         g = torch.Generator(device="cuda").manual_seed(seed)
         return [fill(args.batch_size, args.in_features, device="cuda", generator=g).to(dtype)]
 
-    variants = {"ModelNew (one fused kernel on Hopper, else cuBLAS + relu_div)": problem.ModelNew,
-                "ModelNewCublas (cuBLAS + fused relu_div)": problem.ModelNewCublas,
-                "ModelNewNaive (naive fused kernel)": problem.ModelNewNaive}
-    print(f"linear_relu_div: x ({args.batch_size}, {args.in_features}) -> Linear({args.in_features}, "
-          f"{args.out_features}) -> relu -> / {args.divisor}; {args.dtype}; {torch.cuda.get_device_name()}",
-          flush=True)
-    results = kernelbench.run(problem, variants, make_inputs=make_inputs, init_inputs=init, dtype=dtype,
-                              trials=args.trials, runs=args.runs, max_seconds=args.max_seconds)
+    variants = {
+        "ModelNew (one fused kernel on Hopper, else cuBLAS + relu_div)": problem.ModelNew,
+        "ModelNewCublas (cuBLAS + fused relu_div)": problem.ModelNewCublas,
+        "ModelNewNaive (naive fused kernel)": problem.ModelNewNaive,
+    }
+    print(
+        f"linear_relu_div: x ({args.batch_size}, {args.in_features}) -> Linear({args.in_features}, "
+        f"{args.out_features}) -> relu -> / {args.divisor}; {args.dtype}; {torch.cuda.get_device_name()}",
+        flush=True,
+    )
+    results = kernelbench.run(
+        problem,
+        variants,
+        make_inputs=make_inputs,
+        init_inputs=init,
+        dtype=dtype,
+        trials=args.trials,
+        runs=args.runs,
+        max_seconds=args.max_seconds,
+    )
     return kernelbench.report(results)
 
 

@@ -1,8 +1,9 @@
 """KernelBench level1/1: square matmul (N = 4096) with the cupy_ops kernel vs torch.
 
-    python examples/matmul.py                 # N = 4096, fp32 (the naive kernel takes seconds)
-    python examples/matmul.py --n 1024 --dtype float16
+python examples/matmul.py                 # N = 4096, fp32 (the naive kernel takes seconds)
+python examples/matmul.py --n 1024 --dtype float16
 """
+
 import argparse
 import sys
 
@@ -27,14 +28,24 @@ def main() -> int:
         g = torch.Generator(device="cuda").manual_seed(seed)
         return [fill(args.n, args.n, device="cuda", generator=g).to(dtype) for _ in range(2)]
 
-    print(f"matmul: ({args.n}, {args.n}) @ ({args.n}, {args.n}); {args.dtype}; {torch.cuda.get_device_name()}",
-          flush=True)
-    variants = {"ModelNew (fp16x3 or tf32x3 on Hopper fp32, else auto)": problem.ModelNew,
-                "ModelNew('auto')": lambda: problem.ModelNew("auto"),
-                "ModelNew('naive')": lambda: problem.ModelNew("naive")}
-    results = kernelbench.run(problem, variants, make_inputs=make_inputs,
-                              init_inputs=[], dtype=dtype, trials=args.trials, runs=args.runs,
-                              max_seconds=args.max_seconds)
+    print(
+        f"matmul: ({args.n}, {args.n}) @ ({args.n}, {args.n}); {args.dtype}; {torch.cuda.get_device_name()}", flush=True
+    )
+    variants = {
+        "ModelNew (fp16x3 or tf32x3 on Hopper fp32, else auto)": problem.ModelNew,
+        "ModelNew('auto')": lambda: problem.ModelNew("auto"),
+        "ModelNew('naive')": lambda: problem.ModelNew("naive"),
+    }
+    results = kernelbench.run(
+        problem,
+        variants,
+        make_inputs=make_inputs,
+        init_inputs=[],
+        dtype=dtype,
+        trials=args.trials,
+        runs=args.runs,
+        max_seconds=args.max_seconds,
+    )
     return kernelbench.report(results)
 
 

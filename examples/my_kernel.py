@@ -16,6 +16,7 @@ before timing (``Autotuned.check``); ``--ptx DIR`` also writes its PTX there (``
     python examples/my_kernel.py --arch sm_90      # no GPU needed
     python examples/my_kernel.py --arch sm_90 --ptx .
 """
+
 import argparse
 import re
 import sys
@@ -43,7 +44,8 @@ __global__ void leaky_scale(const T* x, T* y, float slope, float scale, long lon
 # What autotune tries: every block size with every ITEMS, plus one that spills registers
 # (-maxrregcount=16 cannot hold 32 values in flight) and is pruned untimed.
 CONFIGS = cupy_ops.configs(block=[128, 256, 512], ITEMS=[1, 2, 4]) + [
-    cupy_ops.Config(block=256, defines={"ITEMS": 32}, options=["-maxrregcount=16"])]
+    cupy_ops.Config(block=256, defines={"ITEMS": 32}, options=["-maxrregcount=16"])
+]
 
 
 def arch(value: str) -> str:
@@ -58,24 +60,32 @@ def kernel() -> cupy_ops.Kernel:
 
 def tuned() -> cupy_ops.Autotuned:
     """leaky_scale tuned per shape key over CONFIGS; its grid follows each configuration."""
-    return cupy_ops.autotune(SOURCE, "leaky_scale", CONFIGS, options=["-lineinfo"],
-                             grid=lambda cfg, x, y, slope, scale, n: cupy_ops.cdiv(n, cfg.threads * cfg["ITEMS"]))
+    return cupy_ops.autotune(
+        SOURCE,
+        "leaky_scale",
+        CONFIGS,
+        options=["-lineinfo"],
+        grid=lambda cfg, x, y, slope, scale, n: cupy_ops.cdiv(n, cfg.threads * cfg["ITEMS"]),
+    )
 
 
 def compile_only(arch: str, ptx_dir: str | None) -> int:
     """Compile every instantiation of the kernel for ``arch`` with NVRTC, no GPU involved."""
     try:
         results = kernel().compile_offline(arch)
-    except ImportError as exc:   # no CuPy, hence no NVRTC
+    except ImportError as exc:  # no CuPy, hence no NVRTC
         print(exc, file=sys.stderr)
         return 2
     for r in results:
-        report = (f"{r.registers} registers, spill stores/loads {r.spill_stores}/{r.spill_loads} bytes" if r.ok
-                  else "FAILED:\n" + r.log.strip())
+        report = (
+            f"{r.registers} registers, spill stores/loads {r.spill_stores}/{r.spill_loads} bytes"
+            if r.ok
+            else "FAILED:\n" + r.log.strip()
+        )
         print(f"{r.expr:<22} {r.arch}: {report}")
     if ptx_dir and all(r.ok for r in results):
         path = Path(ptx_dir) / f"leaky_scale.{arch}.ptx"
-        path.write_text(kernel().ptx(arch))    # every instantiation, one .entry each
+        path.write_text(kernel().ptx(arch))  # every instantiation, one .entry each
         print(f"wrote {path}", file=sys.stderr)
     print(f"autotune's configurations for {arch} (bfloat16), pruned before any timing:")
     print(cupy_ops.autotuning.table(tuned().check(arch, torch.bfloat16)))
@@ -91,8 +101,10 @@ def main() -> int:
         p.error("--ptx needs --arch")
     if args.arch:
         return compile_only(args.arch, args.ptx)
-    problem = gpu_problem("`python examples/my_kernel.py --arch sm_90` compiles this kernel and reports its "
-                          "registers and spills (Kernel.compile_offline)")
+    problem = gpu_problem(
+        "`python examples/my_kernel.py --arch sm_90` compiles this kernel and reports its "
+        "registers and spills (Kernel.compile_offline)"
+    )
     if problem:
         print(problem, file=sys.stderr)
         return 1
@@ -109,20 +121,24 @@ def main() -> int:
     ok = torch.equal(y, expected)
     ms = time_cuda(lambda: leaky_scale(x, y, 0.1, 2.0, n, grid=cupy_ops.cdiv(n, 256), block=256)).median
     ref_ms = time_cuda(lambda: torch.nn.functional.leaky_relu(x, 0.1) * 2.0).median
-    print(f"leaky_scale on {tuple(x.shape)} bf16: {ms:.4f} ms (torch leaky_relu * 2: {ref_ms:.4f} ms); "
-          f"matches torch: {'yes' if ok else 'NO'}")
+    print(
+        f"leaky_scale on {tuple(x.shape)} bf16: {ms:.4f} ms (torch leaky_relu * 2: {ref_ms:.4f} ms); "
+        f"matches torch: {'yes' if ok else 'NO'}"
+    )
 
-    side = torch.cuda.Stream()                     # launch modes: another stream (also cluster=, cooperative=)
+    side = torch.cuda.Stream()  # launch modes: another stream (also cluster=, cooperative=)
     side.wait_stream(torch.cuda.current_stream())
     z = torch.empty_like(x)
     leaky_scale(x, z, 0.1, 2.0, n, grid=cupy_ops.cdiv(n, 256), block=256, stream=side)
     side.synchronize()
     ok &= torch.equal(z, expected)
     occ = leaky_scale.occupancy(256, dtype=x.dtype)
-    print(f"occupancy with blocks of 256: {occ.blocks_per_sm} blocks per SM ({occ.occupancy:.0%}), "
-          f"suggested block {occ.suggested_block}; the side stream's result matches: {torch.equal(z, expected)}")
+    print(
+        f"occupancy with blocks of 256: {occ.blocks_per_sm} blocks per SM ({occ.occupancy:.0%}), "
+        f"suggested block {occ.suggested_block}; the side stream's result matches: {torch.equal(z, expected)}"
+    )
 
-    fast = tuned()                                 # the first call per shape tunes (or reads the disk cache)
+    fast = tuned()  # the first call per shape tunes (or reads the disk cache)
     w = torch.empty_like(x)
     fast(x, w, 0.1, 2.0, n)
     ok &= torch.equal(w, expected)

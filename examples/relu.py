@@ -6,6 +6,7 @@ smaller GPU the batch is scaled down to fit, and the script says so.
     python examples/relu.py
     python examples/relu.py --batch-size 1024 --dtype bfloat16
 """
+
 import argparse
 import sys
 
@@ -34,17 +35,27 @@ def main() -> int:
     batch = args.batch_size
     if fits < batch:
         batch = max(1, fits)
-        print(f"note: ({args.batch_size}, {args.dim}) needs {args.batch_size * row_bytes / 1e9:.1f} GB but "
-              f"{free / 1e9:.1f} GB is free; scaled the batch down to {batch}", flush=True)
+        print(
+            f"note: ({args.batch_size}, {args.dim}) needs {args.batch_size * row_bytes / 1e9:.1f} GB but "
+            f"{free / 1e9:.1f} GB is free; scaled the batch down to {batch}",
+            flush=True,
+        )
 
     def make_inputs(fill, seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
         return [fill(batch, args.dim, device="cuda", generator=g, dtype=dtype)]
 
     print(f"relu: x ({batch}, {args.dim}); {args.dtype}; {torch.cuda.get_device_name()}", flush=True)
-    results = kernelbench.run(problem, {"ModelNew (cupy_ops.relu)": problem.ModelNew}, make_inputs=make_inputs,
-                              init_inputs=[], dtype=dtype, trials=args.trials, runs=args.runs,
-                              max_seconds=args.max_seconds)
+    results = kernelbench.run(
+        problem,
+        {"ModelNew (cupy_ops.relu)": problem.ModelNew},
+        make_inputs=make_inputs,
+        init_inputs=[],
+        dtype=dtype,
+        trials=args.trials,
+        runs=args.runs,
+        max_seconds=args.max_seconds,
+    )
     return kernelbench.report(results)
 
 

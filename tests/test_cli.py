@@ -3,6 +3,7 @@ user files: the same report for every ``--jobs``, sm_75 named as too old up fron
 and every ``python -m cupy_ops...`` entry point: ``--help`` works, and without a GPU (or without
 CuPy) each fails in one sentence starting "error:", never a traceback, also run from the folder
 holding a clone named ``cupy_ops``. CPU tests: they hide the GPU."""
+
 import os
 import re
 import subprocess
@@ -20,8 +21,9 @@ NEEDS_GPU = ["cupy_ops.bench", "cupy_ops.bench.host", "cupy_ops.bench.first_call
 def cli(module, *args, env=None, cwd=ROOT):
     base = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=base, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=base, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture
@@ -63,10 +65,18 @@ def test_info_without_cupy(no_cupy):
 
 
 def test_missing_cupy_is_an_import_error_naming_the_extra(no_cupy):
-    code = ("import cupy_ops.compiler as c\n"
-            "try:\n    c.import_cupy()\nexcept ImportError as e:\n    print('ImportError:', e)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, **no_cupy),
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import cupy_ops.compiler as c\n"
+        "try:\n    c.import_cupy()\nexcept ImportError as e:\n    print('ImportError:', e)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=dict(os.environ, **no_cupy),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "ImportError:" in proc.stdout and "cupy_ops[cuda13]" in proc.stdout and "cupy_ops[cuda12]" in proc.stdout
 
 
@@ -121,20 +131,34 @@ def test_compile_a_missing_file_or_kernel_is_one_sentence(tmp_path):
 def test_compile_emits_ptx_and_cubin_named_after_each_kernel_and_arch(tmp_path):
     path = tmp_path / "mine.cu"
     path.write_text(GOOD + "template <int N> __global__ void tiles(float* y) { y[0] = N; }\n")
-    proc = cli("cupy_ops", "compile", "--arch", "sm_80", "--arch", "sm_90", str(path), "--name", "twice",
-               "--name", "tiles<4>", "--emit", "ptx")
+    proc = cli(
+        "cupy_ops",
+        "compile",
+        "--arch",
+        "sm_80",
+        "--arch",
+        "sm_90",
+        str(path),
+        "--name",
+        "twice",
+        "--name",
+        "tiles<4>",
+        "--emit",
+        "ptx",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "10 of 10 kernel variants compiled for sm_80, sm_90" in proc.stdout
     for stem in ("twice", "tiles_4"):
         for arch in ("sm_80", "sm_90"):
-            out = tmp_path / f"{stem}.{arch}.ptx"          # next to PATH.cu
+            out = tmp_path / f"{stem}.{arch}.ptx"  # next to PATH.cu
             assert f"wrote {out} (ptx for compute_{arch[3:]}; " in proc.stdout
             assert f".target {arch}" in out.read_text()
-    assert (tmp_path / "twice.sm_90.ptx").read_text().count(".entry _Z5twice") == 4   # float, f16, bf16, double
+    assert (tmp_path / "twice.sm_90.ptx").read_text().count(".entry _Z5twice") == 4  # float, f16, bf16, double
     assert "tiles<4> = _Z5tilesILi4EEvPf" in proc.stdout
-    folder = tmp_path / "out" / "sm_90"   # not there yet: made
-    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--name", "zero", "--emit", "cubin",
-               "--out", str(folder))
+    folder = tmp_path / "out" / "sm_90"  # not there yet: made
+    proc = cli(
+        "cupy_ops", "compile", "--arch", "sm_90", str(path), "--name", "zero", "--emit", "cubin", "--out", str(folder)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (folder / "zero.sm_90.cubin").read_bytes()[:4] == b"\x7fELF" and "zero = zero" in proc.stdout
 
@@ -174,16 +198,19 @@ def test_compile_a_kernel_of_other_template_parameters_is_one_sentence(tmp_path)
 
 
 def test_an_older_torch_is_an_import_error_naming_the_floor():
-    code = ("import torch\ntorch.__version__ = '2.3.1'\n"
-            "try:\n    import cupy_ops\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    code = (
+        "import torch\ntorch.__version__ = '2.3.1'\n"
+        "try:\n    import cupy_ops\nexcept ImportError as e:\n    print('ImportError:', e)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "ImportError: cupy_ops needs torch >= 2.4" in proc.stdout and "2.3.1" in proc.stdout, proc.stderr
 
 
 @pytest.mark.gpu
 def test_info_names_the_gpus(cuda):
-    proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupy_ops", "info"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and "cuda:0" in proc.stdout and "compute capability" in proc.stdout
 
 
@@ -198,7 +225,7 @@ def test_a_cupy_for_another_cuda_major_than_torchs_is_named(monkeypatch):
     assert "CUDA 13.0" in msg and "cupy-cuda12x" in msg and "cuda13 extra" in msg
     monkeypatch.setattr(nvrtc, "_cupy_cuda_major", lambda: 13)
     assert nvrtc.cuda_mismatch() is None
-    monkeypatch.setattr(torch.version, "cuda", None)      # a CPU-only torch: nothing to match
+    monkeypatch.setattr(torch.version, "cuda", None)  # a CPU-only torch: nothing to match
     assert nvrtc.cuda_mismatch() is None
 
 
@@ -223,7 +250,7 @@ def test_warm_fills_the_kernel_cache_for_a_capability(tmp_path, monkeypatch):
     proc = cli("cupy_ops", "warm", "--capability", "8.0", "--jobs", "2", env=env)
     assert f"0 compiled (0 s of NVRTC), {n} already cached, 0 failed" in proc.stdout, proc.stdout
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
-    assert _one(("relu.cu", "relu<float>", "sm_80")).cached   # the CLI's child processes wrote it
+    assert _one(("relu.cu", "relu<float>", "sm_80")).cached  # the CLI's child processes wrote it
 
 
 def test_warm_without_a_gpu_or_with_bad_arguments_is_one_sentence():
@@ -240,11 +267,13 @@ def test_warm_without_a_gpu_or_with_bad_arguments_is_one_sentence():
 def test_kernel_names_see_launch_attributes():
     from cupy_ops.kernel import kernel_names, parse_signature
 
-    code = ("/* __global__ void hidden(int) */ template <int C> __global__ void __cluster_dims__(C, 1, 1)\n"
-            "__launch_bounds__(128, 1) a(float* x) {}\n__global__ void b(int n) {}\n"
-            "__global__ void __launch_bounds__(64) a(float* x);\n"
-            'template <class T> __launch_bounds__(256) __global__ void c(const T* x) {}\n'
-            'extern "C" __global__ __launch_bounds__(128) void d(float* y) {}\n')
+    code = (
+        "/* __global__ void hidden(int) */ template <int C> __global__ void __cluster_dims__(C, 1, 1)\n"
+        "__launch_bounds__(128, 1) a(float* x) {}\n__global__ void b(int n) {}\n"
+        "__global__ void __launch_bounds__(64) a(float* x);\n"
+        "template <class T> __launch_bounds__(256) __global__ void c(const T* x) {}\n"
+        'extern "C" __global__ __launch_bounds__(128) void d(float* y) {}\n'
+    )
     assert kernel_names(code) == ["a", "b", "c", "d"]
     assert parse_signature(code, "a")[1] == [("ptr", "x", "float*")]
     assert parse_signature(code, "c") == ("T", [("ptr", "x", "const T*")])
@@ -259,6 +288,7 @@ def test_version():
 
 
 # --- compile: the same report for every --jobs ----------------------------------------------
+
 
 def test_compile_a_few_builtin_sources_in_one_or_two_processes_gives_one_report():
     """``--source`` picks built-in sources; their variants split over two processes (two NVRTC
@@ -305,12 +335,17 @@ def test_a_variant_that_fails_does_not_fail_those_compiled_with_it(jobs):
     src = compiler.Source("k.cu", TEMPLATE_WITH_AN_SM80_INSTANCE, (), None)
     exprs = ["k<1>", "k<2>", "k<3>", "k<4>"]
     whole = compiler.compile_offline(src, "sm_75", exprs)
-    assert not any(r.ok for r in whole)   # the program failed as a whole
+    assert not any(r.ok for r in whole)  # the program failed as a whole
     bounds = [round(i * len(exprs) / jobs) for i in range(jobs + 1)]
-    parts = [each_alone(src, "sm_75", compiler.compile_offline(src, "sm_75", exprs[a:b]))
-             for a, b in zip(bounds, bounds[1:])]
-    assert [(r.expr, r.ok) for part in parts for r in part] == [("k<1>", True), ("k<2>", False), ("k<3>", True),
-                                                               ("k<4>", True)]
+    parts = [
+        each_alone(src, "sm_75", compiler.compile_offline(src, "sm_75", exprs[a:b])) for a, b in zip(bounds, bounds[1:])
+    ]
+    assert [(r.expr, r.ok) for part in parts for r in part] == [
+        ("k<1>", True),
+        ("k<2>", False),
+        ("k<3>", True),
+        ("k<4>", True),
+    ]
     failed = next(r for part in parts for r in part if not r.ok)
     assert "cp.async" in failed.log and "sm_80" in failed.log
     assert [r.ok for r in each_alone(src, "sm_80", compiler.compile_offline(src, "sm_80", exprs))] == [True] * 4
@@ -327,11 +362,18 @@ def test_compile_for_an_arch_before_sm_80_says_so_first():
 def test_a_failed_builtin_variant_shows_each_message_of_its_log_once():
     from cupy_ops.__main__ import _condensed
 
-    log = "\n".join([f"ptxas application ptx input, line {n}; error   : Feature 'cp.async' requires .target sm_80"
-                     for n in (117, 142, 185)] + ["ptxas fatal   : Ptx assembly aborted due to errors"])
+    log = "\n".join(
+        [
+            f"ptxas application ptx input, line {n}; error   : Feature 'cp.async' requires .target sm_80"
+            for n in (117, 142, 185)
+        ]
+        + ["ptxas fatal   : Ptx assembly aborted due to errors"]
+    )
     assert _condensed(log) == [
         "ptxas application ptx input, line 117; error   : Feature 'cp.async' requires .target sm_80 "
-        "(and 2 more like it)", "ptxas fatal   : Ptx assembly aborted due to errors"]
+        "(and 2 more like it)",
+        "ptxas fatal   : Ptx assembly aborted due to errors",
+    ]
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3, 8])
@@ -358,8 +400,9 @@ def test_a_user_file_in_two_processes_gives_the_report_of_one(tmp_path):
     assert "10 of 10 kernel variants compiled" in two.stdout and two.stdout.splitlines()[-1].endswith("2 processes")
 
 
-@pytest.mark.parametrize("code", ["__global__ void k(float* p) { p[0] = undeclared; }",
-                                  "__global__ void k(float* p) { p[0] = 1.0f; }"])
+@pytest.mark.parametrize(
+    "code", ["__global__ void k(float* p) { p[0] = undeclared; }", "__global__ void k(float* p) { p[0] = 1.0f; }"]
+)
 def test_compile_offline_log_has_no_c_string_terminator(code):
     import cupy_ops
 
@@ -394,7 +437,7 @@ def test_warm_progress_rewrites_one_line_on_a_terminal():
 def test_warm_for_a_capability_before_8_0_says_so_first(monkeypatch, capsys):
     from cupy_ops import __main__ as cli_main
 
-    monkeypatch.setattr("cupy_ops.warm.warm", lambda caps, jobs, progress=None: [])   # compiles nothing
+    monkeypatch.setattr("cupy_ops.warm.warm", lambda caps, jobs, progress=None: [])  # compiles nothing
     monkeypatch.setattr(cli_main, "_nvrtc_version", lambda: (13, 0))
     assert cli_main.main(["warm", "--capability", "7.5", "--capability", "9.0"]) == 0
     assert capsys.readouterr().err.startswith("note: cupy_ops kernels need sm_80 or newer: sm_75 lacks ")
@@ -404,6 +447,7 @@ def test_warm_for_a_capability_before_8_0_says_so_first(monkeypatch, capsys):
 
 # --- run from the folder that holds a clone named cupy_ops ----------------------------------
 
+
 def test_a_folder_named_cupy_ops_here_does_not_break_the_command_line(tmp_path):
     """Run from the folder that holds a clone named cupy_ops, an editable install (pip install
     -e, the README's) is hidden by the clone's root; the command line still works and says so."""
@@ -412,17 +456,24 @@ def test_a_folder_named_cupy_ops_here_does_not_break_the_command_line(tmp_path):
     installed = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     if installed.returncode != 0:
         pytest.skip("cupy_ops is not installed here (only put on PYTHONPATH), so nothing can hide it")
-    (tmp_path / "cupy_ops").mkdir()   # a clone's root: no __init__.py
+    (tmp_path / "cupy_ops").mkdir()  # a clone's root: no __init__.py
     (tmp_path / "cupy_ops" / "README.md").write_text("a clone\n")
     hidden = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    proc = subprocess.run([sys.executable, "-m", "cupy_ops", "info"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupy_ops", "info"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert re.search(r"^cupy_ops +\d+\.\d+", proc.stdout, re.MULTILINE), proc.stdout
-    if hidden.stdout.strip() == "None":   # an editable install: the folder stood in for the package
+    if hidden.stdout.strip() == "None":  # an editable install: the folder stood in for the package
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "hides the installed cupy_ops" in lines[0], proc.stderr
     results = ROOT / "benchmarks" / "results" / "h100.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "cupy_ops.bench", "--from-json", str(results), "--problem", "relu"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupy_ops.bench", "--from-json", str(results), "--problem", "relu"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "4096x393216" in proc.stdout, proc.stderr

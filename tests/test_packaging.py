@@ -1,5 +1,6 @@
 """Packaging: the wheel carries cuda_src and finds it installed outside the repository;
 importing cupy_ops compiles nothing (and does not even import CuPy)."""
+
 import os
 import re
 import subprocess
@@ -20,8 +21,12 @@ def wheel(tmp_path_factory):
     # (the GPU machine); setuptools and wheel are then taken from the environment.
     pytest.importorskip("setuptools", reason="setuptools is needed to build the wheel")
     pytest.importorskip("wheel", reason="the wheel package is needed to build the wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [whl] = out.glob("cupy_ops-*.whl")
     return whl
@@ -37,12 +42,12 @@ def test_installed_wheel_finds_its_sources_outside_the_repo(wheel, tmp_path):
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:  # a wheel is installed by unpacking it into site-packages
         z.extractall(target)
-    code = ("import cupy_ops.compiler as c; d = c.source_dir(); print(d); "
-            "print(len(c.assemble('relu.cu')))")
+    code = "import cupy_ops.compiler as c; d = c.source_dir(); print(d); print(len(c.assemble('relu.cu')))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(target)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     where = proc.stdout.splitlines()[0]
     assert where == str(target / "cupy_ops" / "_cuda_src")
@@ -50,16 +55,17 @@ def test_installed_wheel_finds_its_sources_outside_the_repo(wheel, tmp_path):
 
 
 def test_import_compiles_nothing(tmp_path):
-    code = ("import sys, cupy_ops, cupy_ops.models.relu, cupy_ops.models.linear_relu_div, "
-            "cupy_ops.models.matmul\n"
-            "from cupy_ops import launch\n"
-            "from cupy_ops.compiler import build\n"
-            "assert 'cupy' not in sys.modules, 'import cupy_ops imported CuPy'\n"
-            "assert not launch.handles and not build._binaries\n"
-            "print('ok')")
+    code = (
+        "import sys, cupy_ops, cupy_ops.models.relu, cupy_ops.models.linear_relu_div, "
+        "cupy_ops.models.matmul\n"
+        "from cupy_ops import launch\n"
+        "from cupy_ops.compiler import build\n"
+        "assert 'cupy' not in sys.modules, 'import cupy_ops imported CuPy'\n"
+        "assert not launch.handles and not build._binaries\n"
+        "print('ok')"
+    )
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
@@ -82,7 +88,6 @@ def test_wheel_long_description_has_no_relative_link(wheel):
     assert all(re.match(r"https?://", link) for link in links), links
 
 
-
 def test_the_package_parses_as_python_3_9_and_defers_new_annotations():
     """setup.cfg and README say Python >= 3.9: every module parses with 3.9's grammar, and any
     module whose annotations use ``X | Y`` (3.10 at run time) defers them (``from __future__
@@ -95,15 +100,19 @@ def test_the_package_parses_as_python_3_9_and_defers_new_annotations():
     wrong = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path), feature_version=(3, 9))
-        future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
-                     any(a.name == "annotations" for a in n.names) for n in tree.body)
+        future = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            annotations = [a.annotation for a in fn.args.args + fn.args.kwonlyargs if a.annotation] + \
-                ([fn.returns] if fn.returns else [])
-            union = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr)
-                        for a in annotations for n in ast.walk(a))
+            annotations = [a.annotation for a in fn.args.args + fn.args.kwonlyargs if a.annotation] + (
+                [fn.returns] if fn.returns else []
+            )
+            union = any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) for a in annotations for n in ast.walk(a)
+            )
             declared = any(isinstance(d, ast.Call) and getattr(d.func, "id", None) == "op" for d in fn.decorator_list)
             if union and (declared or not future):
                 wrong.append(f"{path.relative_to(root.parent)}:{fn.lineno} {fn.name}")

@@ -1,6 +1,7 @@
 """What pytest prints over this suite (CPU): one line for the tests skipped for want of a GPU
 (tests/conftest.py), and no warning that torch raises inside itself (setup.cfg's
 filterwarnings), while a warning of ours is still shown."""
+
 import re
 import shutil
 import subprocess
@@ -16,8 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_in(folder: Path, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_without_a_gpu_the_gpu_skips_are_one_summary_line(tmp_path):
@@ -25,7 +31,8 @@ def test_without_a_gpu_the_gpu_skips_are_one_summary_line(tmp_path):
         pytest.skip("a GPU is present: no test is skipped for want of one")
     shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -rs\nmarkers =\n    gpu: needs a GPU\n")
-    (tmp_path / "test_some.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_some.py").write_text(
+        textwrap.dedent("""
         import pytest
 
         @pytest.mark.gpu
@@ -41,7 +48,8 @@ def test_without_a_gpu_the_gpu_skips_are_one_summary_line(tmp_path):
 
         def test_runs():
             pass
-    """))
+    """)
+    )
     proc = pytest_in(tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
@@ -54,7 +62,8 @@ def test_torchs_own_deprecation_warnings_are_not_shown_ours_are(tmp_path):
     """Forward AD's first ``make_dual`` loads torch's jvp decompositions, which call the
     deprecated ``torch.jit.script`` (18 warnings over test_op.py): setup.cfg's [tool:pytest]
     silences that one; a DeprecationWarning raised elsewhere still shows."""
-    (tmp_path / "test_warns.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_warns.py").write_text(
+        textwrap.dedent("""
         import warnings
 
         import torch
@@ -66,7 +75,8 @@ def test_torchs_own_deprecation_warnings_are_not_shown_ours_are(tmp_path):
 
         def test_ours():
             warnings.warn("an API of ours is deprecated", DeprecationWarning)
-    """))
+    """)
+    )
     proc = pytest_in(tmp_path, "-c", str(ROOT / "setup.cfg"), "--rootdir", str(tmp_path), "test_warns.py")
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr

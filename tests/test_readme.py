@@ -2,6 +2,7 @@
 environment, one torch line, the test command CI runs verbatim, no placeholder URL, no clone
 folder named like the package), the commands shown for a machine without a GPU, the examples
 said to need one, and the benchmark table generated from its results file."""
+
 import re
 from pathlib import Path
 
@@ -71,16 +72,19 @@ def test_the_examples_are_said_to_need_a_gpu():
     """README names a KernelBench example with the words that it needs a GPU (without one it
     exits with a line saying so)."""
     for m in re.finditer(r"python examples/(\w+)\.py", README):
-        before = README[max(0, m.start() - 200):m.start()]
+        before = README[max(0, m.start() - 200) : m.start()]
         assert "need a GPU" in before or "needs a GPU" in before, m.group(0)
 
 
 def test_readme_bench_table_is_generated_from_the_results_file():
     m = README_TABLE.search(README)
     if not m:
-        pytest.skip("README.md has no <!-- bench-table:begin --> / <!-- bench-table:end --> lines around its "
-                    "matrix-ops table yet")
+        pytest.skip(
+            "README.md has no <!-- bench-table:begin --> / <!-- bench-table:end --> lines around its "
+            "matrix-ops table yet"
+        )
     rows, env, _ = results.read(ROOT / "benchmarks" / "results" / "h100.jsonl")
     assert m.group(1).strip() == report.format_markdown(rows, env).strip(), (
         "README's bench table is not the one of benchmarks/results/h100.jsonl: put the output of "
-        "python -m cupy_ops.bench --from-json benchmarks/results/h100.jsonl --markdown OUT.md between the lines")
+        "python -m cupy_ops.bench --from-json benchmarks/results/h100.jsonl --markdown OUT.md between the lines"
+    )

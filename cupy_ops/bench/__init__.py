@@ -1,8 +1,9 @@
 """Benchmark and correctness harness (KernelBench's method), used by ``examples/`` and
 ``python -m cupy_ops.bench``."""
+
 from ._shadow import restore
 
-restore()   # before anything below reads the package: see _shadow
+restore()  # before anything below reads the package: see _shadow
 
 from .timing import Stats, gpu_problem, time_cuda  # noqa: E402
 

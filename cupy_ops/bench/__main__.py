@@ -7,6 +7,7 @@ where it wrote. ``--from-json`` reads a ``--json`` file back and measures nothin
 needed). The cases: ``cases``; running them: ``running``; the tables: ``report``; the plot:
 ``plot``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,7 @@ from .env import describe, environment
 from .timing import gpu_problem
 
 PROBLEMS = ["relu", "relu_div", "linear_relu_div", "matmul"]
-_NO_MATPLOTLIB = "--plot needs matplotlib: pip install \"cupy_ops[bench]\" (or pip install matplotlib)"
+_NO_MATPLOTLIB = '--plot needs matplotlib: pip install "cupy_ops[bench]" (or pip install matplotlib)'
 
 
 def _error(message: str) -> int:
@@ -55,16 +56,19 @@ def _write_outputs(args, rows, env) -> None:
 
 def _from_json(args) -> int:
     try:
-        rows, env, host = results.read(args.from_json)
+        rows, env, _host = results.read(args.from_json)
     except FileNotFoundError:
         return _error(f"--from-json {args.from_json}: no such file")
     except OSError as exc:
         return _error(f"--from-json {args.from_json}: cannot read it ({exc.strerror or exc})")
     except results.ResultFileError as exc:
-        return _error(f"--from-json {args.from_json} is not a benchmark result file "
-                      f"(python -m cupy_ops.bench --json writes them): {exc}")
-    rows = [r for r in rows if (not args.problem or r.problem in args.problem)
-            and (not args.dtype or r.dtype in args.dtype)]
+        return _error(
+            f"--from-json {args.from_json} is not a benchmark result file "
+            f"(python -m cupy_ops.bench --json writes them): {exc}"
+        )
+    rows = [
+        r for r in rows if (not args.problem or r.problem in args.problem) and (not args.dtype or r.dtype in args.dtype)
+    ]
     if not rows:
         return _error(f"--from-json {args.from_json}: no case of the problems and dtypes asked for")
     print(f"{args.from_json}: {describe(env)}")
@@ -84,11 +88,17 @@ def main(argv=None) -> int:
     p.add_argument("--no-host", action="store_true", help="skip the host-overhead table")
     p.add_argument("--json", metavar="PATH", help="write every measurement as JSON lines (a results file)")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of speedup vs size")
-    p.add_argument("--markdown", metavar="PATH",
-                   help="write README's table: the matrix ops' (the elementwise ops' when no GEMM was run)")
-    p.add_argument("--from-json", metavar="PATH",
-                   help="measure nothing: read a --json file (no GPU needed) for the table, --markdown and --plot; "
-                        "--problem and --dtype pick its cases")
+    p.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write README's table: the matrix ops' (the elementwise ops' when no GEMM was run)",
+    )
+    p.add_argument(
+        "--from-json",
+        metavar="PATH",
+        help="measure nothing: read a --json file (no GPU needed) for the table, --markdown and --plot; "
+        "--problem and --dtype pick its cases",
+    )
     args = p.parse_args(argv)
     if args.from_json and args.json:
         return _error("--json writes the measurements of a run: it does not go with --from-json")
@@ -105,8 +115,15 @@ def main(argv=None) -> int:
     runs = args.runs or (30 if args.quick else 100)
     max_seconds = args.max_seconds or (1.0 if args.quick else 3.0)
     print(f"{describe(env)}; median of up to {runs} runs, L2 flushed before each", flush=True)
-    rows = running.run(args.problem or PROBLEMS, args.dtype or list(cases.DTYPES), quick=args.quick,
-                       compile_too=not args.no_compile, runs=runs, max_seconds=max_seconds, log=running.log_stderr)
+    rows = running.run(
+        args.problem or PROBLEMS,
+        args.dtype or list(cases.DTYPES),
+        quick=args.quick,
+        compile_too=not args.no_compile,
+        runs=runs,
+        max_seconds=max_seconds,
+        log=running.log_stderr,
+    )
     print(report.format_rows(rows))
     host = None
     if not args.no_host:
@@ -115,8 +132,9 @@ def main(argv=None) -> int:
         from . import host as host_mod
 
         # a fresh process: this one has run torch.compile and large benchmarks
-        proc = subprocess.run([sys.executable, "-m", "cupy_ops.bench.host", "--json"], capture_output=True,
-                              text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "cupy_ops.bench.host", "--json"], capture_output=True, text=True, timeout=600
+        )
         if proc.returncode == 0:
             host = json.loads(proc.stdout.strip().splitlines()[-1])
             print("\nhost cost per call beside torch (64 x 64, GPU idle, fresh process):")

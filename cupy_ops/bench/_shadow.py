@@ -6,6 +6,7 @@ install, whose finder comes after the current directory: ``python -m cupy_ops`` 
 ``__main__`` through the install but ``from . import __version__`` fails. ``restore`` puts the
 package this file belongs to in the stand-in's place.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,8 +22,9 @@ def restore() -> None:
     stand_in = sys.modules.get("cupy_ops")
     if stand_in is None or getattr(stand_in, "__file__", None) is not None:
         return
-    spec = importlib.util.spec_from_file_location("cupy_ops", PACKAGE_DIR / "__init__.py",
-                                                  submodule_search_locations=[str(PACKAGE_DIR)])
+    spec = importlib.util.spec_from_file_location(
+        "cupy_ops", PACKAGE_DIR / "__init__.py", submodule_search_locations=[str(PACKAGE_DIR)]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules["cupy_ops"] = package
     try:
@@ -36,6 +38,9 @@ def restore() -> None:
         if head == "cupy_ops" and tail and "." not in tail and not hasattr(package, tail):
             setattr(package, tail, module)
     folders = ", ".join(str(Path(p).resolve()) for p in stand_in.__path__)
-    print(f"note: the folder {folders} (no __init__.py) hides the installed cupy_ops here; this command uses "
-          f"{PACKAGE_DIR}, but `import cupy_ops` in a script run from this folder gets the empty folder: "
-          "run scripts from another folder", file=sys.stderr)
+    print(
+        f"note: the folder {folders} (no __init__.py) hides the installed cupy_ops here; this command uses "
+        f"{PACKAGE_DIR}, but `import cupy_ops` in a script run from this folder gets the empty folder: "
+        "run scripts from another folder",
+        file=sys.stderr,
+    )

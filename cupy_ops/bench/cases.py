@@ -8,6 +8,7 @@ them, and a results file read back gets them from the name, whose grammar is ``v
 Bytes and FLOPs are counted explicitly (the minimum traffic: each input read once, each output
 written once).
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,12 @@ import cupy_ops
 
 from .timing import Stats
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-          "tf32": torch.float32}   # tf32: float32 GEMMs with TF32 allowed (torch and cupy_ops alike)
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "tf32": torch.float32,
+}  # tf32: float32 GEMMs with TF32 allowed (torch and cupy_ops alike)
 ELEMENTWISE = ("relu", "relu_div")
 GEMM_PROBLEMS = ("matmul", "linear_relu_div")
 
@@ -139,19 +144,21 @@ def gemm_algos(a: torch.Tensor, b: torch.Tensor) -> list[str]:
         try:
             if algo != auto and cupy_ops.gemm_plan(a, b, algo=algo).family == algo:
                 others.append(algo)
-        except ValueError:   # this family does not take the dtype or this GPU
+        except ValueError:  # this family does not take the dtype or this GPU
             pass
     return [auto, *others]
 
 
 def _gemm_case(problem, mkn, dtype, device):
-    *B, M, K, N = mkn   # B: () or (batch,)
+    *B, M, K, N = mkn  # B: () or (batch,)
     count = B[0] if B else 1
     if problem == "matmul":
         a = torch.randn(*B, M, K, device=device, dtype=dtype)
         b = torch.randn(*B, K, N, device=device, dtype=dtype)
-        ours = [(Variant.of(OURS, al, auto=i == 0), lambda al=al: cupy_ops.matmul(a, b, algo=al))
-                for i, al in enumerate(gemm_algos(a, b))]
+        ours = [
+            (Variant.of(OURS, al, auto=i == 0), lambda al=al: cupy_ops.matmul(a, b, algo=al))
+            for i, al in enumerate(gemm_algos(a, b))
+        ]
         ref = lambda: torch.matmul(a, b)  # noqa: E731
         nbytes = count * (M * K + K * N + M * N) * a.element_size()
     else:
@@ -159,9 +166,13 @@ def _gemm_case(problem, mkn, dtype, device):
         w = torch.randn(N, K, device=device, dtype=dtype) / K**0.5
         b = torch.randn(N, device=device, dtype=dtype)
         ours = [(Variant.of(CUBLAS), lambda: cupy_ops.relu_div(F.linear(x, w, b), 2.0))]
-        ours += [(Variant.of(OURS, al, auto=i == 0, fused=True),
-                  lambda al=al: cupy_ops.linear_relu_div(x, w, b, 2.0, algo=al))
-                 for i, al in enumerate(gemm_algos(x, w.t()))]
+        ours += [
+            (
+                Variant.of(OURS, al, auto=i == 0, fused=True),
+                lambda al=al: cupy_ops.linear_relu_div(x, w, b, 2.0, algo=al),
+            )
+            for i, al in enumerate(gemm_algos(x, w.t()))
+        ]
         ref = lambda: torch.relu(F.linear(x, w, b)) / 2.0  # noqa: E731
         nbytes = (count * M * K + N * K + N + count * M * N) * x.element_size()
     return ours, ref, nbytes, 2 * count * M * N * K, None
@@ -186,7 +197,7 @@ def cases(problems, dtypes, quick: bool):
             if problem in ELEMENTWISE:
                 if dname == "tf32":
                     continue
-                for shape in (ELEMENTWISE_QUICK if quick else ELEMENTWISE_SHAPES):
+                for shape in ELEMENTWISE_QUICK if quick else ELEMENTWISE_SHAPES:
                     yield problem, dname, shape
             else:
                 shapes = GEMM_QUICK if quick else (LINEAR_SHAPES if problem == "linear_relu_div" else MATMUL_SHAPES)

@@ -1,4 +1,5 @@
 """What a result file records about where it was measured: commit, date, GPU, driver and versions."""
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,12 @@ def _driver() -> str:
     except (OSError, StopIteration, IndexError):
         pass
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.split()
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.split()
         return out[0] if out else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -57,9 +62,10 @@ def _cupy_version() -> str:
 
 def _nvrtc_version() -> str:
     from cupy_ops.compiler import nvrtc
+
     try:
         return ".".join(map(str, nvrtc.version()))
-    except Exception as exc:   # noqa: BLE001 -- CuPy or libnvrtc missing: say so, don't fail
+    except Exception as exc:  # noqa: BLE001 -- CuPy or libnvrtc missing: say so, don't fail
         return f"not available ({type(exc).__name__})"
 
 
@@ -70,23 +76,39 @@ def environment(device: int = 0) -> dict:
     """
     import cupy_ops
 
-    env = {"commit": _commit(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "gpu": "none",
-           "sm_count": 0, "capability": "none", "driver": _driver(),
-           "cuda": torch.version.cuda or "none (CPU-only torch)", "torch": torch.__version__,
-           "cupy": _cupy_version(), "nvrtc": _nvrtc_version(), "cupy_ops": cupy_ops.__version__,
-           "python": platform.python_version()}
+    env = {
+        "commit": _commit(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "gpu": "none",
+        "sm_count": 0,
+        "capability": "none",
+        "driver": _driver(),
+        "cuda": torch.version.cuda or "none (CPU-only torch)",
+        "torch": torch.__version__,
+        "cupy": _cupy_version(),
+        "nvrtc": _nvrtc_version(),
+        "cupy_ops": cupy_ops.__version__,
+        "python": platform.python_version(),
+    }
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(device)
-        env.update(gpu=torch.cuda.get_device_name(device), sm_count=props.multi_processor_count,
-                   capability=".".join(map(str, torch.cuda.get_device_capability(device))))
+        env.update(
+            gpu=torch.cuda.get_device_name(device),
+            sm_count=props.multi_processor_count,
+            capability=".".join(map(str, torch.cuda.get_device_capability(device))),
+        )
     return env
 
 
 def describe(env: dict) -> str:
     """One line for the top of a result file (of a read one too: a field it lacks reads "?")."""
-    e = {k: "?" for k in ("gpu", "sm_count", "capability", "driver", "torch", "cuda", "cupy", "nvrtc", "cupy_ops",
-                          "commit")}
+    e = {
+        k: "?"
+        for k in ("gpu", "sm_count", "capability", "driver", "torch", "cuda", "cupy", "nvrtc", "cupy_ops", "commit")
+    }
     e.update({k: v for k, v in env.items() if v is not None})
-    return (f"{e['gpu']} ({e['sm_count']} SMs, sm_{str(e['capability']).replace('.', '')}), driver {e['driver']}; "
-            f"torch {e['torch']} (CUDA {e['cuda']}), CuPy {e['cupy']}, NVRTC {e['nvrtc']}; "
-            f"cupy_ops {e['cupy_ops']} at commit {e['commit']}" + (f", {env['date']}" if env.get("date") else ""))
+    return (
+        f"{e['gpu']} ({e['sm_count']} SMs, sm_{str(e['capability']).replace('.', '')}), driver {e['driver']}; "
+        f"torch {e['torch']} (CUDA {e['cuda']}), CuPy {e['cupy']}, NVRTC {e['nvrtc']}; "
+        f"cupy_ops {e['cupy_ops']} at commit {e['commit']}" + (f", {env['date']}" if env.get("date") else "")
+    )

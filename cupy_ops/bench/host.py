@@ -10,6 +10,7 @@ a process that has run torch.compile and large benchmarks measures slower host p
 everyone. ``--first-call`` adds the first ``requires_grad`` call and the first ``ModelNew``
 forward of fresh processes (the kernel cache warm: run ``python -m cupy_ops warm`` first).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ import torch
 
 from .timing import gpu_problem
 
-SIDE = 64   # 64 x 64 = 4096 elements (results.HOST_NUMEL)
+SIDE = 64  # 64 x 64 = 4096 elements (results.HOST_NUMEL)
 
 
 def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
@@ -49,7 +50,7 @@ def _pairs() -> dict[str, tuple]:
 
     x = torch.randn(SIDE, SIDE, device="cuda")
     xb, w, b = x.bfloat16(), torch.randn(SIDE, SIDE, device="cuda"), torch.randn(SIDE, device="cuda")
-    xb3 = torch.randn(32, SIDE, SIDE, device="cuda", dtype=torch.bfloat16)   # torch.bmm's shape
+    xb3 = torch.randn(32, SIDE, SIDE, device="cuda", dtype=torch.bfloat16)  # torch.bmm's shape
     xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
     g = torch.ones(SIDE, SIDE, device="cuda")
     torch.manual_seed(0)
@@ -63,18 +64,29 @@ def _pairs() -> dict[str, tuple]:
         "matmul bf16": (lambda: cupy_ops.matmul(xb, xb), lambda: torch.matmul(xb, xb), 2000),
         "matmul bf16, batch of 32": (lambda: cupy_ops.matmul(xb3, xb3), lambda: torch.matmul(xb3, xb3), 2000),
         # the fp32-accurate path's host cost: its split pass, three products, workspace
-        "matmul fp32, algo='fp16x3' / torch fp32": (lambda: cupy_ops.matmul(x, w, algo="fp16x3"),
-                                                    lambda: torch.matmul(x, w), 1000),
-        "linear_relu_div / relu(F.linear) / 2": (lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
-                                                 lambda: torch.relu(F.linear(x, w, b)) / 2.0, 2000),
-        "training: relu forward + backward": (lambda: cupy_ops.relu(xg).backward(g),
-                                              lambda: torch.relu(xg).backward(g), 300),
+        "matmul fp32, algo='fp16x3' / torch fp32": (
+            lambda: cupy_ops.matmul(x, w, algo="fp16x3"),
+            lambda: torch.matmul(x, w),
+            1000,
+        ),
+        "linear_relu_div / relu(F.linear) / 2": (
+            lambda: cupy_ops.linear_relu_div(x, w, b, 2.0),
+            lambda: torch.relu(F.linear(x, w, b)) / 2.0,
+            2000,
+        ),
+        "training: relu forward + backward": (
+            lambda: cupy_ops.relu(xg).backward(g),
+            lambda: torch.relu(xg).backward(g),
+            300,
+        ),
         "training: linear_relu_div forward + backward": (
             lambda: cupy_ops.linear_relu_div(xg, wg, bg, 2.0).backward(g),
-            lambda: (torch.relu(F.linear(xg, wg, bg)) / 2.0).backward(g), 300),
+            lambda: (torch.relu(F.linear(xg, wg, bg)) / 2.0).backward(g),
+            300,
+        ),
         "ModelNew / Model forward, grad mode on": (lambda: new(x), lambda: ref(x), 300),
     }
-    if torch.cuda.get_device_capability()[0] != 9:   # fp16x3 runs on Hopper only
+    if torch.cuda.get_device_capability()[0] != 9:  # fp16x3 runs on Hopper only
         pairs = {k: v for k, v in pairs.items() if "fp16x3" not in k}
     return pairs
 
@@ -115,16 +127,18 @@ def first_calls(processes: int = 2) -> dict[str, float]:
     for _ in range(processes):
         out = subprocess.run([sys.executable, "-c", _FIRST], capture_output=True, text=True, timeout=600, check=True)
         got.append([float(v) for v in out.stdout.split()])
-    return {"first call: import + relu forward + backward with requires_grad": max(g[0] for g in got),
-            "first call: ModelNew (level2/63) forward": max(g[1] for g in got),
-            "first call: imports torch._dynamo (0 / 1)": max(g[2] for g in got)}
+    return {
+        "first call: import + relu forward + backward with requires_grad": max(g[0] for g in got),
+        "first call: ModelNew (level2/63) forward": max(g[1] for g in got),
+        "first call: imports torch._dynamo (0 / 1)": max(g[2] for g in got),
+    }
 
 
 def format_table(us: dict[str, float]) -> str:
     lines = [f"  {'call':<46} {'cupy_ops us':>11} {'torch us':>9} {'ratio':>6}"]
     for key, v in us.items():
         if key.endswith(": cupy_ops"):
-            row = key[:-len(": cupy_ops")]
+            row = key[: -len(": cupy_ops")]
             t = us.get(f"{row}: torch")
             lines.append(f"  {row:<46} {v:11.2f} {t:9.2f} {v / t:5.2f}x" if t else f"  {row:<46} {v:11.2f}")
         elif key.startswith("first call"):
@@ -134,8 +148,9 @@ def format_table(us: dict[str, float]) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cupy_ops.bench.host", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m cupy_ops.bench.host", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds; the median is kept (default 7)")
     p.add_argument("--first-call", action="store_true", help="also time the first calls of fresh processes")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
@@ -149,8 +164,10 @@ def main(argv=None) -> int:
     if args.first_call:
         result.update(first_calls())
     if not args.json:
-        print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: host cost per call (64 x 64 float32 unless "
-              f"named), median of {args.rounds} interleaved rounds")
+        print(
+            f"{torch.cuda.get_device_name()}, torch {torch.__version__}: host cost per call (64 x 64 float32 unless "
+            f"named), median of {args.rounds} interleaved rounds"
+        )
     print(json.dumps(result) if args.json else format_table(result))
     if args.results:
         from .env import environment

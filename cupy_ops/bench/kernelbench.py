@@ -10,6 +10,7 @@ rounding errors; at K = 4096 with outputs near zero that exceeds 1e-4 even for a
 result). Timing: CUDA events, warm-up, L2 flush, median; torch
 eager (``Model``) timed in the same process on the same inputs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,19 @@ def build(cls, init_inputs, dtype, device="cuda"):
     return cls(*init_inputs).to(device=device, dtype=dtype)
 
 
-def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype, trials: int = 5,
-        runs: int = 100, warmup: int = 3, max_seconds: float = 5.0, log=print) -> list[Result]:
+def run(
+    problem,
+    variants: dict,
+    *,
+    make_inputs,
+    init_inputs,
+    dtype: torch.dtype,
+    trials: int = 5,
+    runs: int = 100,
+    warmup: int = 3,
+    max_seconds: float = 5.0,
+    log=print,
+) -> list[Result]:
     """Check every variant class against ``problem.Model`` and time them all.
 
     ``variants`` maps a display name to a module class; ``make_inputs(fill, seed)`` returns a
@@ -66,7 +78,7 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
         for i, (kind, fill, seed) in enumerate(checks):
             inputs = make_inputs(fill, seed)
             expected = ref(*inputs)
-            exact = None   # Model in float64, made when a randn result misses allclose
+            exact = None  # Model in float64, made when a randn result misses allclose
             for name, m in models.items():
                 got = m(*inputs)
                 r = results[name]
@@ -74,8 +86,11 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
                     r.passed = False
                     r.failures.append(f"{kind} trial {i}: shape {tuple(got.shape)} != {tuple(expected.shape)}")
                     continue
-                err = (got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max().item() \
-                    if got.numel() else 0.0
+                err = (
+                    (got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max().item()
+                    if got.numel()
+                    else 0.0
+                )
                 r.max_abs_error = max(r.max_abs_error, err)
                 if torch.allclose(got, expected, atol=tol, rtol=tol):
                     continue
@@ -85,8 +100,10 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
                     ours, torchs = _max_err(got, exact), _max_err(expected, exact)
                     if ours <= torchs:
                         continue
-                    r.failures.append(f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}, and "
-                                      f"{ours:.3g} from the float64 result against torch's {torchs:.3g}")
+                    r.failures.append(
+                        f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}, and "
+                        f"{ours:.3g} from the float64 result against torch's {torchs:.3g}"
+                    )
                 else:
                     r.failures.append(f"{kind} trial {i}: max abs error {err:.3g} over tolerance {tol:g}")
                 r.passed = False
@@ -96,8 +113,7 @@ def run(problem, variants: dict, *, make_inputs, init_inputs, dtype: torch.dtype
         inputs = make_inputs(torch.rand, 3000)
         for name, model in [("torch eager", ref)] + list(models.items()):
             log(f"  timing {name} ...", file=sys.stderr)
-            results[name].stats = time_cuda(lambda: model(*inputs), warmup=warmup, runs=runs,
-                                            max_seconds=max_seconds)
+            results[name].stats = time_cuda(lambda: model(*inputs), warmup=warmup, runs=runs, max_seconds=max_seconds)
     return list(results.values())
 
 
@@ -114,11 +130,19 @@ def format_table(results: list[Result], title: str) -> str:
     rows = [("variant", "ms (median)", "p20-p80 ms", "runs", "vs torch", "max abs err", "correct")]
     for r in results:
         s = r.stats
-        rows.append((r.variant, f"{s.median:.4f}", f"{s.p20:.4f}-{s.p80:.4f}", str(s.runs),
-                     f"{base / s.median:.2f}x", f"{r.max_abs_error:.2e}", "PASS" if r.passed else "FAIL"))
+        rows.append(
+            (
+                r.variant,
+                f"{s.median:.4f}",
+                f"{s.p20:.4f}-{s.p80:.4f}",
+                str(s.runs),
+                f"{base / s.median:.2f}x",
+                f"{r.max_abs_error:.2e}",
+                "PASS" if r.passed else "FAIL",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(rows[0], widths)),
-             "  ".join("-" * w for w in widths)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(rows[0], widths)), "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows[1:]]
     for r in results:
         for f in r.failures:
@@ -132,8 +156,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=list(DTYPES), default="float32", help="default %(default)s")
     p.add_argument("--trials", type=int, default=5, help="random correctness trials (default %(default)s)")
     p.add_argument("--runs", type=int, default=100, help="timed runs per variant (default %(default)s)")
-    p.add_argument("--max-seconds", type=float, default=5.0,
-                   help="stop timing a variant after this long, once 5 runs are in (default %(default)s)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=5.0,
+        help="stop timing a variant after this long, once 5 runs are in (default %(default)s)",
+    )
 
 
 def report(results: list[Result]) -> int:

@@ -1,5 +1,6 @@
 """The benchmark's plot: speedup over torch eager by size (``python -m cupy_ops.bench --plot``;
 needs matplotlib, the bench extra)."""
+
 from __future__ import annotations
 
 from .cases import CUBLAS, EAGER, ELEMENTWISE, OURS, Row, Variant
@@ -34,7 +35,8 @@ def series(rows: list[Row]) -> tuple[dict, dict]:
             if plotted(r, v):
                 label = f"{r.problem} {r.dtype}" + ("" if not gemm else f", {v.name.replace('cupy_ops ', '')}")
                 panels[int(gemm)].setdefault(label, (v.kind == CUBLAS, []))[1].append(
-                    (r.flops if gemm else r.bytes, eager.stats.median / v.stats.median))
+                    (r.flops if gemm else r.bytes, eager.stats.median / v.stats.median)
+                )
     return panels
 
 
@@ -50,13 +52,20 @@ def plot(rows: list[Row], path: str | None, title: str):
     for i, (ax, panel) in enumerate(zip(axes, series(rows))):
         for k, (label, (dashed, pts)) in enumerate(sorted(panel.items())):
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[k % len(markers)], label=label,
-                    linestyle="--" if dashed else "-")
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker=markers[k % len(markers)],
+                label=label,
+                linestyle="--" if dashed else "-",
+            )
         ax.set_xscale("log")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xlabel("bytes moved" if i == 0 else "FLOPs")
-        ax.set_title("elementwise ops" if i == 0 else
-                     "GEMMs (float32: CUDA cores or 3xTF32; tf32 / 16-bit: tensor cores)", fontsize=10)
+        ax.set_title(
+            "elementwise ops" if i == 0 else "GEMMs (float32: CUDA cores or 3xTF32; tf32 / 16-bit: tensor cores)",
+            fontsize=10,
+        )
         if panel:
             # under the axes (anchored below the x label), never over a line
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
@@ -67,4 +76,3 @@ def plot(rows: list[Row], path: str | None, title: str):
     if path:
         fig.savefig(path, dpi=110, bbox_inches="tight")
     return fig
-

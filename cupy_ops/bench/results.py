@@ -13,6 +13,7 @@ shape, the cache state as its variant) and KernelBench's own evaluator (``"kerne
 the problem as its shape); the table readers skip both. The older single-JSON files
 (``{"environment", "rows"}``) are read too.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,25 @@ from .report import spread
 from .timing import Stats
 
 # The environment fields of every line, in this order.
-ENV_KEYS = ("commit", "date", "gpu", "driver", "torch", "cupy", "nvrtc", "cuda", "capability", "sm_count",
-            "cupy_ops", "python")
+ENV_KEYS = (
+    "commit",
+    "date",
+    "gpu",
+    "driver",
+    "torch",
+    "cupy",
+    "nvrtc",
+    "cuda",
+    "capability",
+    "sm_count",
+    "cupy_ops",
+    "python",
+)
 COPY = "d2d copy"
 HOST = "host_overhead"
-HOST_NUMEL = 4096   # the input of the host-overhead figures (bench.host's default)
+HOST_NUMEL = 4096  # the input of the host-overhead figures (bench.host's default)
 FIRST_CALL = "first_call"
-KERNELBENCH = "kernelbench_eval"   # KernelBench's own eval_kernel_against_ref (docs/benchmarks.md)
+KERNELBENCH = "kernelbench_eval"  # KernelBench's own eval_kernel_against_ref (docs/benchmarks.md)
 
 
 class ResultFileError(ValueError):
@@ -38,17 +51,36 @@ class ResultFileError(ValueError):
 def record(env: dict, problem: str, dtype: str, shape: str, variant: str, ms: float | None, **fields) -> dict:
     """One line of a results file: ``env``'s fields (``ENV_KEYS``), the measurement's key and
     time, every other field None unless given."""
-    rec = {**{k: env.get(k) for k in ENV_KEYS}, "problem": problem, "dtype": dtype, "shape": shape,
-           "variant": variant, "ms": ms}
-    for key in ("p20", "p80", "runs", "ratio", "bytes", "flops", "max_abs_error", "bitwise_equal", "error",
-                "scaled_from", "runs_max", "max_seconds"):
+    rec = {
+        **{k: env.get(k) for k in ENV_KEYS},
+        "problem": problem,
+        "dtype": dtype,
+        "shape": shape,
+        "variant": variant,
+        "ms": ms,
+    }
+    for key in (
+        "p20",
+        "p80",
+        "runs",
+        "ratio",
+        "bytes",
+        "flops",
+        "max_abs_error",
+        "bitwise_equal",
+        "error",
+        "scaled_from",
+        "runs_max",
+        "max_seconds",
+    ):
         rec[key] = fields.pop(key, None)
     rec.update(spread=fields.pop("spread", False), ratio_spread=fields.pop("ratio_spread", False), **fields)
     return rec
 
 
-def to_records(rows: list[Row], env: dict, host: dict | None = None, *, runs: int | None = None,
-               max_seconds: float | None = None) -> list[dict]:
+def to_records(
+    rows: list[Row], env: dict, host: dict | None = None, *, runs: int | None = None, max_seconds: float | None = None
+) -> list[dict]:
     """One dict per measurement of ``rows`` (and of ``host``: ``{expression: us}``), each with
     ``env``'s fields (``ENV_KEYS``). ``runs`` / ``max_seconds``: the run's budget per variant."""
     out = []
@@ -57,13 +89,30 @@ def to_records(rows: list[Row], env: dict, host: dict | None = None, *, runs: in
         es = eager.stats if eager else None
         measured = [(v.name, v.stats, v) for v in r.variants] + ([(COPY, r.copy, None)] if r.copy else [])
         for name, s, v in measured:
-            out.append(record(env, r.problem, r.dtype, r.shape, name, s.median if s else None,
-                              p20=s.p20 if s else None, p80=s.p80 if s else None, runs=s.runs if s else None,
-                              ratio=es.median / s.median if s and es and s.median else None,
-                              spread=spread(s), ratio_spread=bool(s and es and (spread(s) or spread(es))),
-                              bytes=r.bytes, flops=r.flops, max_abs_error=v.max_abs_error if v else None,
-                              bitwise_equal=v.bitwise_equal if v else None, error=v.error if v else None,
-                              scaled_from=r.scaled_from, runs_max=runs, max_seconds=max_seconds))
+            out.append(
+                record(
+                    env,
+                    r.problem,
+                    r.dtype,
+                    r.shape,
+                    name,
+                    s.median if s else None,
+                    p20=s.p20 if s else None,
+                    p80=s.p80 if s else None,
+                    runs=s.runs if s else None,
+                    ratio=es.median / s.median if s and es and s.median else None,
+                    spread=spread(s),
+                    ratio_spread=bool(s and es and (spread(s) or spread(es))),
+                    bytes=r.bytes,
+                    flops=r.flops,
+                    max_abs_error=v.max_abs_error if v else None,
+                    bitwise_equal=v.bitwise_equal if v else None,
+                    error=v.error if v else None,
+                    scaled_from=r.scaled_from,
+                    runs_max=runs,
+                    max_seconds=max_seconds,
+                )
+            )
     for name, us in (host or {}).items():
         out.append(record(env, HOST, "float32", str(HOST_NUMEL), name, us / 1e3))
     return out
@@ -89,7 +138,7 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
     rows: dict[tuple, Row] = {}
     host: dict[str, float] = {}
     env: dict = {}
-    kept: dict[tuple, tuple] = {}   # (problem, dtype, shape, variant) -> (commit, date) of its line
+    kept: dict[tuple, tuple] = {}  # (problem, dtype, shape, variant) -> (commit, date) of its line
     for rec in records:
         if not isinstance(rec, dict):
             raise ResultFileError(f"a line holds {type(rec).__name__}, not an object")
@@ -97,7 +146,7 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
             env = {k: rec.get(k) for k in ENV_KEYS}
             if rec["problem"] not in (FIRST_CALL, KERNELBENCH, HOST):
                 key = (rec["problem"], rec["dtype"], rec["shape"], rec["variant"])
-                kept.pop(key, None)   # re-inserted: the dict's order is the order of the lines kept
+                kept.pop(key, None)  # re-inserted: the dict's order is the order of the lines kept
                 kept[key] = (rec.get("commit"), rec.get("date"))
             if rec["problem"] == HOST:
                 host[rec["variant"]] = rec["ms"] * 1e3
@@ -157,4 +206,3 @@ def read(path) -> tuple[list[Row], dict, dict]:
         if isinstance(exc, ResultFileError):
             raise
         raise ResultFileError(f"{type(exc).__name__}: {exc}") from None
-

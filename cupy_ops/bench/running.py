@@ -6,6 +6,7 @@ flush before every run, median (p20/p80 kept), all of a case's variants in inter
 Bandwidth-bound cases also time a device-to-device copy of the same bytes, the practical
 roofline.
 """
+
 from __future__ import annotations
 
 import sys
@@ -35,7 +36,7 @@ def run_case(problem, dname, size, *, compile_too: bool, runs: int, max_seconds:
     return row
 
 
-_COPY = object()   # the copy baseline's key among the functions timed together
+_COPY = object()  # the copy baseline's key among the functions timed together
 
 
 def _first_line(exc: Exception) -> str:
@@ -59,8 +60,11 @@ def time_variants(row: Row, ours, ref, copy, compile_too: bool, runs: int, max_s
         for v, fn in fns:
             try:
                 got = fn()
-                v.max_abs_error = float((got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max()) \
-                    if got.numel() else 0.0
+                v.max_abs_error = (
+                    float((got.float() - expected.float()).abs().nan_to_num(nan=float("inf")).max())
+                    if got.numel()
+                    else 0.0
+                )
                 v.bitwise_equal = bool(torch.equal(got, expected))
                 del got
                 timed[v.name] = fn

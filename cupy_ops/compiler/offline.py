@@ -7,13 +7,13 @@ on its own by NVRTC either way; at run time each variant is its own compile). A 
 compiled parameters are not the ones its declaration promises (``Variant.layout``) fails
 the check. ``export`` gives a kernel's PTX or cubin, also without a GPU.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from . import cubin
-from . import nvrtc
+from . import cubin, nvrtc
 from .nvrtc import KernelCompileError
 from .registry import Source
 
@@ -32,7 +32,7 @@ class OfflineResult:
     stack_bytes: int | None = None
     shared_bytes: int | None = None
     log: str = ""
-    skipped: str = ""   # why this variant is not built for ``arch`` (an sm_90a-only source on sm_80)
+    skipped: str = ""  # why this variant is not built for ``arch`` (an sm_90a-only source on sm_80)
 
 
 _PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)'")
@@ -72,7 +72,7 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
         if v is not None and v.layout is not None:
             sizes = cubin.param_sizes(r.image, r.lowered[res.expr])
             problem = cubin.check_layout(res.expr, v.layout, sizes)
-            if problem:   # a launch would pack other arguments than the kernel takes
+            if problem:  # a launch would pack other arguments than the kernel takes
                 res.ok, res.log = False, problem + "; state the parameter list with signature="
     return results
 
@@ -90,11 +90,11 @@ def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -
             continue
         if current is None:
             continue
-        if (m := _PTXAS_SPILL.search(line)):
+        if m := _PTXAS_SPILL.search(line):
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
-        if (m := _PTXAS_REGS.search(line)):
+        if m := _PTXAS_REGS.search(line):
             current.registers = int(m.group(1))
-            s = _PTXAS_SMEM.search(line)   # (no figure: none)
+            s = _PTXAS_SMEM.search(line)  # (no figure: none)
             current.shared_bytes = int(s.group(1)) if s else 0
     out = []
     for expr in by_lowered.values():

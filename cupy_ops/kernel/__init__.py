@@ -7,6 +7,7 @@ with the machinery the built-in ops use.
 - ``kernel``: the ``Kernel`` class;
 - ``load_inline``: the kernels of a ``torch.utils.cpp_extension.load_inline`` source, as written.
 """
+
 from .kernel import Kernel, Occupancy
 from .load_inline import InlineKernels, SetAside, load_inline_kernels
 from .types import kernel_names, parse_signature
