@@ -92,5 +92,9 @@ def test_first_call_of_every_builtin_op_in_a_fresh_process(cuda, tmp_path):
 def test_sm90a_source_refuses_another_architecture(cuda):
     src = compiler.user('extern "C" __global__ void k() {}', "other_arch.cu", arch="sm_100a")
     arch = device.arch(0)
-    with pytest.raises(RuntimeError, match=rf"other_arch.cu is built for sm_100a only; cuda:0 is {arch}"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"on cuda:0: other_arch.cu is built for sm_100a, which runs only on "
+        rf"compute capability 10.0; this device is .*\({arch}\)",
+    ):
         launch.handle(src.variant("k"), 0, ())
