@@ -1,5 +1,7 @@
 """The example scripts: a clear one-sentence exit without a GPU, a correct table with one."""
 
+import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -189,3 +191,17 @@ def test_quickstart_notebook_runs_clean(tmp_path):
         timeout=900,
     )
     assert proc.returncode == 0 and "all clean" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_notebooks_outputs_come_from_its_code():
+    """The quickstart's saved outputs were made by its code as it stands (tools/run_notebook.py
+    records the code's digest with the GPU and date), and ran clean: an edit to a code cell
+    without re-running the notebook on a GPU fails here."""
+    spec = importlib.util.spec_from_file_location("run_notebook", ROOT / "tools" / "run_notebook.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    nb = json.loads(NOTEBOOK.read_text())
+    made = nb["metadata"].get("cupy_ops")
+    assert made, "examples/quickstart.ipynb was not executed by tools/run_notebook.py"
+    assert made["code_sha256"] == runner.code_digest(nb), "re-run: python tools/run_notebook.py " + str(NOTEBOOK)
+    assert made["clean"] and made["gpu"] not in ("none", "unknown"), made

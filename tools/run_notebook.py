@@ -19,6 +19,7 @@ import argparse
 import ast
 import base64
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -143,6 +144,21 @@ def run_cell(code: str, namespace: dict) -> tuple[list[dict], bool]:
     return _scrubbed(outputs), ok
 
 
+def code_digest(nb: dict) -> str:
+    """SHA-256 of the notebook's code cells, in order: what its outputs were made from."""
+    code = "\0".join(_source(c) for c in nb["cells"] if c["cell_type"] == "code")
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def _gpu_name() -> str:
+    try:
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    except ImportError:
+        return "unknown"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python tools/run_notebook.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -175,6 +191,14 @@ def main(argv=None) -> int:
         cell["outputs"], cell["execution_count"] = outputs, count
         if not ok:
             print(f"cell {count} failed:\n" + "\n".join(outputs[-1]["traceback"]), file=sys.stderr)
+    # provenance of the outputs: the code they came from (a CPU test compares it with the
+    # notebook's code cells now, so outputs of older code are caught), the GPU and the date
+    nb["metadata"]["cupy_ops"] = {
+        "code_sha256": code_digest(nb),
+        "gpu": _gpu_name(),
+        "date": time.strftime("%Y-%m-%d"),
+        "clean": ok,
+    }
     with open(args.out or args.notebook, "w") as f:
         json.dump(nb, f, indent=1, ensure_ascii=False)
         f.write("\n")
