@@ -89,35 +89,7 @@ def tokenize(code: str) -> list[Token]:
     ]
 
 
-_BEFORE_UNARY = frozenset(
-    [
-        "(",
-        "[",
-        "{",
-        ",",
-        "<",
-        "=",
-        "?",
-        ":",
-        "+",
-        "-",
-        "*",
-        "/",
-        "%",
-        "&",
-        "|",
-        "^",
-        "!",
-        "~",
-        "==",
-        "!=",
-        "<=",
-        ">=",
-        "&&",
-        "||",
-        "return",
-    ]
-)
+_BEFORE_UNARY = frozenset("( [ { , < = ? : + - * / % & | ^ ! ~ == != <= >= && || return".split())
 
 
 def join(tokens) -> str:
@@ -156,3 +128,19 @@ def join(tokens) -> str:
         out += s
         prev2, prev = prev, s
     return out
+
+
+TYPE_WORDS = frozenset(
+    """const volatile __restrict__ __restrict restrict __grid_constant__ unsigned signed long short int char float
+double bool void struct class enum typename union auto wchar_t char16_t char32_t char8_t __int128 register""".split()
+)
+QUALIFIERS = frozenset("const volatile __restrict__ __restrict restrict __grid_constant__ register".split())
+# Attribute keywords that take a parenthesized argument and may stand anywhere in the head.
+ATTRIBUTES = frozenset(
+    "__launch_bounds__ __cluster_dims__ __maxnreg__ __attribute__ __declspec alignas __align__ "
+    "__nv_register_params__ noexcept throw decltype".split()
+)
+SPECIFIERS = frozenset(
+    "static inline __inline__ __forceinline__ __noinline__ extern __global__ void constexpr __host__ __device__ "
+    "__no_inline__".split()
+)

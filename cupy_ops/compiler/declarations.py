@@ -22,75 +22,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .cxx import Token, blank_bodies, join, tokenize
-
-_TYPE_WORDS = frozenset(
-    [
-        "const",
-        "volatile",
-        "__restrict__",
-        "__restrict",
-        "restrict",
-        "__grid_constant__",
-        "unsigned",
-        "signed",
-        "long",
-        "short",
-        "int",
-        "char",
-        "float",
-        "double",
-        "bool",
-        "void",
-        "struct",
-        "class",
-        "enum",
-        "typename",
-        "union",
-        "auto",
-        "wchar_t",
-        "char16_t",
-        "char32_t",
-        "char8_t",
-        "__int128",
-        "register",
-    ]
-)
-_QUALIFIERS = frozenset(
-    ["const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "register"]
-)
-# Attribute keywords that take a parenthesized argument and may stand anywhere in the head.
-_ATTRIBUTES = frozenset(
-    [
-        "__launch_bounds__",
-        "__cluster_dims__",
-        "__maxnreg__",
-        "__attribute__",
-        "__declspec",
-        "alignas",
-        "__align__",
-        "__nv_register_params__",
-        "noexcept",
-        "throw",
-        "decltype",
-    ]
-)
-_SPECIFIERS = frozenset(
-    [
-        "static",
-        "inline",
-        "__inline__",
-        "__forceinline__",
-        "__noinline__",
-        "extern",
-        "__global__",
-        "void",
-        "constexpr",
-        "__host__",
-        "__device__",
-        "__no_inline__",
-    ]
-)
+from .cxx import ATTRIBUTES, QUALIFIERS, SPECIFIERS, TYPE_WORDS, Token, blank_bodies, join, tokenize
 
 
 @dataclass(frozen=True)
@@ -284,7 +216,7 @@ class _Reader:
             if s in ("(", "[", "{"):
                 j = self.close(j)
                 continue
-            if toks[j].kind == "ident" and s not in _ATTRIBUTES and s not in _SPECIFIERS and j + 1 < end:
+            if toks[j].kind == "ident" and s not in ATTRIBUTES and s not in SPECIFIERS and j + 1 < end:
                 nxt = toks[j + 1].text
                 if nxt == "(":
                     name_at, params_at = j, j + 1
@@ -321,12 +253,12 @@ class _Reader:
                 m = params_end
                 continue
             s = toks[m].text
-            if s in _ATTRIBUTES or (
+            if s in ATTRIBUTES or (
                 toks[m].kind == "ident"
                 and s.startswith("__")
                 and s.endswith("__")
-                and s not in _SPECIFIERS
-                and s not in _TYPE_WORDS
+                and s not in SPECIFIERS
+                and s not in TYPE_WORDS
             ):
                 if m + 1 < end and toks[m + 1].text == "(":
                     close = self.close(m + 1)
@@ -438,8 +370,8 @@ class _Reader:
                     if depth == 0:
                         last = k
                         break
-            if last > 0 and decl[last - 1].kind == "ident" and decl[last - 1].text not in _TYPE_WORDS:
-                before = [t for t in decl[: last - 1] if t.text not in _QUALIFIERS]
+            if last > 0 and decl[last - 1].kind == "ident" and decl[last - 1].text not in TYPE_WORDS:
+                before = [t for t in decl[: last - 1] if t.text not in QUALIFIERS]
                 if before and before[-1].text != "::":
                     name_idx = last - 1
         name = decl[name_idx].text if name_idx is not None else ""
@@ -462,7 +394,7 @@ class _Reader:
                 name = next((w for w in words[1:] if w != "..."), "")
                 out.append(TemplateParam("type", name, default, pack))
             else:
-                named = decl[-1].kind == "ident" and len(decl) > 1 and decl[-1].text not in _TYPE_WORDS
+                named = decl[-1].kind == "ident" and len(decl) > 1 and decl[-1].text not in TYPE_WORDS
                 ident = decl[-1].text if named else ""
                 ctype = join([t for t in decl if t.text != "..."][:-1] if ident else decl)
                 out.append(TemplateParam("value", ident, default, pack, ctype))
