@@ -144,6 +144,11 @@ def handle(variant: compiler.Variant, device: int, signature) -> KernelHandle:
     return h
 
 
+def driver():
+    """CuPy's driver binding, as the launch layer bound it with the first handle (None before)."""
+    return _driver
+
+
 def _bind_driver() -> None:
     global _driver, _driver_launch, _DriverError, _several_devices
     if _driver is None:
@@ -348,7 +353,7 @@ def _attributes(cluster, cooperative: bool):
     return (_LaunchAttribute * len(attrs))(*attrs), len(attrs)
 
 
-def _cluster_attribute(cluster) -> _LaunchAttribute:
+def cluster_attribute(cluster) -> _LaunchAttribute:
     return _LaunchAttribute(_CLUSTER_DIMENSION, 0, *cluster_dims(cluster))
 
 
@@ -367,14 +372,14 @@ def _launch_ex(
     global _launch_kernel_ex
     if _launch_kernel_ex is None:
         _launch_kernel_ex = cuda_fn(
-            "cuLaunchKernelEx", [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            "cuLaunchKernelEx", [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         )
     if cluster != 1 and not h.non_portable:
         c = cluster_dims(cluster)
         if c[0] * c[1] * c[2] > PORTABLE_CLUSTER:
             h.allow_non_portable_clusters()
     attrs, n = _attributes(cluster, cooperative)
-    cfg = _LaunchConfig(
+    cfg = LaunchConfig(
         grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, ctypes.addressof(attrs), n
     )
     rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
@@ -391,7 +396,7 @@ def _launch_ex(
         )
 
 
-class _LaunchConfig(ctypes.Structure):
+class LaunchConfig(ctypes.Structure):
     """CUlaunchConfig (cuda.h): a launch of cuLaunchKernelEx, or the one that
     cuOccupancyMaxActiveClusters asks about."""
 
@@ -407,77 +412,6 @@ class _LaunchConfig(ctypes.Structure):
         ("attrs", ctypes.c_void_p),
         ("numAttrs", ctypes.c_uint),
     ]
-
-
-_max_active_clusters = None
-
-
-def resident_clusters(h: KernelHandle, cluster: int, block, shared_mem: int) -> int:
-    """How many clusters of ``cluster`` CTAs (an int along x, or ``(x, y, z)``) of ``h`` (launched
-    as ``launch(..., cluster=)``
-    does), each CTA ``block`` threads with ``shared_mem`` bytes of dynamic shared memory, run
-    on its device at once (cuOccupancyMaxActiveClusters; cached on the handle). A persistent
-    grid larger than this would run its last clusters after the first ones finished: twice
-    the time. Raises ``RuntimeError`` with the driver's code if it fails."""
-    global _max_active_clusters
-    key = (cluster, tuple(block), shared_mem)
-    n = h.resident.get(key)
-    if n is not None:
-        return n
-    if shared_mem > h.smem_limit:
-        h.allow_shared_memory(shared_mem)
-    if _max_active_clusters is None:
-        _max_active_clusters = cuda_fn(
-            "cuOccupancyMaxActiveClusters",
-            [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)],
-        )
-    attr = _cluster_attribute(cluster)
-    c = cluster_dims(cluster)
-    cfg = _LaunchConfig(c[0], c[1], c[2], block[0], block[1], block[2], shared_mem, None, ctypes.addressof(attr), 1)
-    out = ctypes.c_int(0)
-    with torch.cuda.device(h.device):
-        rc = _max_active_clusters(ctypes.byref(out), h.ptr, ctypes.byref(cfg))
-    if rc != 0:
-        raise RuntimeError(
-            f"cuOccupancyMaxActiveClusters failed (CUresult {rc}) for {h.name} on cuda:{h.device} "
-            f"(cluster {cluster}, block {tuple(block)}, {shared_mem} bytes of shared memory)"
-        )
-    h.resident[key] = n = out.value
-    return n
-
-
-def blocks_per_sm(h: KernelHandle, block, shared_mem: int = 0) -> int:
-    """How many blocks of ``h`` of ``block`` threads (a 3-tuple) with ``shared_mem`` bytes of
-    dynamic shared memory one multiprocessor holds at once, as the driver reports it
-    (cuOccupancyMaxActiveBlocksPerMultiprocessor; cached on the handle). 0: such a block
-    cannot run at all (too many registers or too much shared memory for one SM)."""
-    key = ("blocks", tuple(block), shared_mem)
-    n = h.resident.get(key)
-    if n is None:
-        if shared_mem > h.smem_limit:
-            h.allow_shared_memory(shared_mem)
-        with torch.cuda.device(h.device):
-            n = int(
-                _driver.occupancyMaxActiveBlocksPerMultiprocessor(h.ptr, block[0] * block[1] * block[2], shared_mem)
-            )
-        h.resident[key] = n
-    return n
-
-
-def suggested_block(h: KernelHandle, shared_mem: int = 0, limit: int = 0) -> tuple[int, int]:
-    """``(block size, grid size)``: the block size of ``h`` that reaches the highest occupancy
-    with ``shared_mem`` bytes of dynamic shared memory per block (``limit``: at most that many
-    threads, 0 for none) and the fewest blocks that fill the device with it
-    (cuOccupancyMaxPotentialBlockSize)."""
-    key = ("suggested", shared_mem, limit)
-    got = h.resident.get(key)
-    if got is None:
-        if shared_mem > h.smem_limit:
-            h.allow_shared_memory(shared_mem)
-        with torch.cuda.device(h.device):
-            min_grid, block = _driver.occupancyMaxPotentialBlockSize(h.ptr, shared_mem, limit)
-        h.resident[key] = got = (int(block), int(min_grid))
-    return got
 
 
 _stream_get_device = None

@@ -2,7 +2,8 @@
 with the machinery the built-in ops use.
 
 - ``types``: the C types a parameter may have, and template arguments bound to parameters;
-- ``arguments``: a launch's arguments checked (and other libraries' arrays, streams);
+- ``arguments``: each launch argument checked (and other libraries' arrays, streams); ``packing``:
+  all of a launch's arguments checked against the parameters, into slot values;
 - ``sources``: a user source kept while a ``Kernel`` uses it;
 - ``kernel``: the ``Kernel`` class;
 - ``load_inline``: the kernels of a ``torch.utils.cpp_extension.load_inline`` source, as written.

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import torch
 
-from .. import compiler, launch
+from .. import compiler, launch, occupancy
 from ..compiler import declarations
 from ..device import SHARED_DEFAULT, Attr, attribute, sm_count, smem_optin
-from . import arguments
+from . import arguments, packing
 from .arguments import cluster_shape, stream_handle
 from .sources import checked_include_dirs, track
 from .types import instantiate, layout, parse_signature, scalar_kind, stated_signature, template_arg
@@ -299,7 +299,7 @@ class Kernel:
         """What a launch checks of each argument (``arguments.plan``), read once."""
         plan = self.__dict__.get("_plan")
         if plan is None:
-            plan = self._plan = arguments.plan(self.params, self._template)
+            plan = self._plan = packing.plan(self.params, self._template)
         return plan
 
     def __call__(
@@ -328,7 +328,7 @@ class Kernel:
         grid3, block3 = arguments.launch_dims("grid", grid), arguments.launch_dims("block", block)
         if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_DEFAULT:
             arguments.shared_memory(shared_mem)
-        device, dtype, values = arguments.pack(self.name, plan, args, self._template)
+        device, dtype, values = packing.pack(self.name, plan, args, self._template)
         if shared_mem > SHARED_DEFAULT:
             arguments.shared_memory(shared_mem, smem_optin(device))
         if stream is not None:
@@ -358,7 +358,7 @@ class Kernel:
         """A cooperative grid must be resident at once: at most blocks per SM x SMs blocks."""
         if not attribute(h.device, Attr.COOPERATIVE_LAUNCH):
             raise ValueError(f"cooperative=True: cuda:{h.device} does not support cooperative launches")
-        per_sm = launch.blocks_per_sm(h, block3, shared_mem)
+        per_sm = occupancy.blocks_per_sm(h, block3, shared_mem)
         most = per_sm * sm_count(h.device)
         blocks = grid3[0] * grid3[1] * grid3[2]
         if blocks > most:
@@ -411,15 +411,15 @@ class Kernel:
         if shared_mem > SHARED_DEFAULT:
             arguments.shared_memory(shared_mem, smem_optin(device))
         h = self.handle(dtype, device)
-        per_sm = launch.blocks_per_sm(h, block3, shared_mem)
+        per_sm = occupancy.blocks_per_sm(h, block3, shared_mem)
         sms = sm_count(device)
         threads = block3[0] * block3[1] * block3[2]
         warps = -(-threads // 32) * per_sm
         max_warps = attribute(device, Attr.THREADS_PER_SM) // 32
-        suggested, min_grid = launch.suggested_block(h, shared_mem)
+        suggested, min_grid = occupancy.suggested_block(h, shared_mem)
         clusters = None
         if cluster is not None:
-            clusters = launch.resident_clusters(
+            clusters = occupancy.resident_clusters(
                 h, launch.cluster_dims(cluster_shape(cluster, None)), block3, shared_mem
             )
         return Occupancy(

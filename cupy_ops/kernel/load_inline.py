@@ -51,14 +51,14 @@ _CXX_LIBRARY = frozenset(
     optional ostream queue random ranges ratio regex scoped_allocator semaphore set shared_mutex source_location span
     sstream stack stdexcept stop_token streambuf string string_view strstream syncstream system_error thread tuple
     type_traits typeindex typeinfo unordered_map unordered_set utility valarray variant
-    vector version""".split()  # noqa: SIM905
+    vector version""".split()
 )
 # The C library's headers NVRTC lacks; math.h, stdint.h and stdlib.h are not among them: cupy_ops
 # gives NVRTC its own (what CUDA's headers include).
 _C_LIBRARY = frozenset(
     """assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h locale.h setjmp.h signal.h
     stdalign.h stdarg.h stdbool.h stddef.h stdio.h string.h tgmath.h time.h uchar.h
-    wchar.h wctype.h""".split()  # noqa: SIM905
+    wchar.h wctype.h""".split()
 )
 _INCLUDE = re.compile(r'[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]+)>|"([^"\n]+)")')
 # A macro whose replacement holds an execution space (a function-like one too).
@@ -75,7 +75,7 @@ _BLOCK = re.compile(r"TORCH_LIBRARY\w*|PYBIND11_\w+")
 _NOT_NAMES = frozenset(
     """__launch_bounds__ __cluster_dims__ __maxnreg__ __attribute__ __declspec alignas __align__ decltype noexcept
     throw sizeof alignof static_assert __nv_register_params__ void int float double char bool long short unsigned
-    signed auto const volatile""".split()  # noqa: SIM905
+    signed auto const volatile""".split()
 )
 _CLASS_KEYS = frozenset(("struct", "class", "union", "enum"))
 _DEVICE = frozenset(("__global__", "__device__"))

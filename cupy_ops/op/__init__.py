@@ -2,7 +2,8 @@
 
 - ``eager``: when a call launches straight away; the autograd and autocast state read per call;
 - ``schema``: the output rule (``like``), parameters' schema text, the rules' ``Context``;
-- ``declaration``: ``Op``, the op built from one declaration.
+- ``declaration``: ``Op``, the op built from one declaration: its calls, its registration with
+  torch's dispatcher (``registration``) and its autograd rules (``rules``).
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import inspect
-import threading
 import typing
-import warnings
 
 import torch
 
@@ -26,21 +24,12 @@ from .eager import (
     is_compiling,
 )
 from .functions import functions
-from .schema import Context, Param, like, schema_type
-
-_libraries: dict[str, torch.library.Library] = {}
-_lib_lock = threading.Lock()
-
-
-def _library(namespace: str) -> torch.library.Library:
-    with _lib_lock:
-        lib = _libraries.get(namespace)
-        if lib is None:
-            lib = _libraries[namespace] = torch.library.Library(namespace, "FRAGMENT")
-        return lib
+from .registration import Registration
+from .rules import Rules
+from .schema import Param, like, schema_type
 
 
-class Op:
+class Op(Registration, Rules):
     """A torch op declared once (see the module's docstring and ``op``). Call it like the
     launcher without ``out``; ``out=`` (a tensor to write into) where the op has one output.
 
@@ -393,155 +382,5 @@ class Op:
             self.launch(*(self._contiguous(args) if self.contiguous else args), out=out)
             increment_version(out)
 
-    # -- registration -----------------------------------------------------------------------------
-
-    def _register(self) -> None:
-        lib = _library(self.namespace)
-        name, out_name = self.name, self.name + "_out"
-        lib.define(name + self.schema)
-        lib.define(out_name + self._out_schema)
-        packet, out_packet = (
-            getattr(getattr(torch.ops, self.namespace), name),
-            getattr(getattr(torch.ops, self.namespace), out_name),
-        )
-        self.overload, self.out_overload = packet.default, out_packet.default
-        # (the Python dispatcher may leave out trailing arguments at their defaults: _full)
-        for key in ("CUDA", "CPU"):  # CPU: our typed error names the argument on the wrong device
-            lib.impl(name, lambda *a, **k: self.impl(*self._full(a, k)), key)
-            lib.impl(out_name, lambda out, *a, **k: self._out_impl(out, *self._full(a, k)), key)
-        torch.library.register_fake(self.qualname, lambda *a, **k: self.output(*self._full(a, k)), lib=lib)
-        torch.library.register_fake(
-            f"{self.namespace}::{out_name}", lambda out, *a, **k: self._out_fake(out, *self._full(a, k)), lib=lib
-        )
-        lib.impl(name, self._autograd_kernel, "Autograd")
-        lib.impl(out_name, self._out_autograd_kernel, "Autograd")
-        lib.impl(out_name, self._inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
-        if self.autocast is not None:
-            lib.impl(name, self._autocast_kernel, "AutocastCUDA", with_keyset=True)
-            lib.impl(out_name, self._autocast_out_kernel, "AutocastCUDA", with_keyset=True)
-
-    def _out_impl(self, out, *args):
-        """``out=``, eager or through ``torch.ops.ns.name_out``: ``out`` resized to the rule's
-        shape (torch's warning where it had elements), checked (checks.out), written."""
-        ref = self._meta(args)
-        if out.shape != ref.shape:
-            _resize_out(out, ref.shape)
-        inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor))
-        checks.out(out, ref, self._device(inputs), self.name, inputs)
-        self._launch_into(args, out, ref)
-
-    def _out_fake(self, out, *args):
-        ref = self.output(*args)
-        if out.shape != ref.shape or out.dtype != ref.dtype:
-            raise RuntimeError(
-                f"{self.qualname}_out: out must have shape {tuple(ref.shape)} and dtype {ref.dtype}, "
-                f"got {tuple(out.shape)} {out.dtype}"
-            )
-        return None
-
-    def _autograd_kernel(self, *args, **kwargs):
-        args = self._full(args, kwargs)
-        if grad_enabled() and any(isinstance(args[i], Tensor) and args[i].requires_grad for i in self._tensor_idx):
-            return self._dispatch_fn.apply(*args)
-        with torch._C._AutoDispatchBelowAutograd():
-            return self.overload(*args)
-
-    def _out_autograd_kernel(self, out, *args, **kwargs):
-        args = (out,) + self._full(args, kwargs)
-        if grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
-            raise RuntimeError(
-                f"{self.name}(): functions with out=... arguments don't support automatic "
-                "differentiation, but one of the arguments requires grad."
-            )
-        with torch._C._AutoDispatchBelowAutograd():
-            return self.out_overload(*args)
-
-    def _inplace_or_view_kernel(self, keyset, out, *args, **kwargs):
-        args = (out,) + self._full(args, kwargs)
-        self.out_overload.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, *args)
-        increment_version(args[0])
-
-    def _autocast_kernel(self, keyset, *args, **kwargs):
-        args = self._full(args, kwargs)
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
-            return self.overload(*self._cast(args))
-
-    def _autocast_out_kernel(self, keyset, out, *args, **kwargs):
-        args = (out,) + self._full(args, kwargs)
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
-            return self.out_overload(args[0], *self._cast(args[1:]))
-
-    # -- autograd rules (through the Function classes) --------------------------------------------
-
-    def _setup(self, ctx, inputs, output) -> None:
-        values, tensors, slots = {}, [], {}
-        for n in self._save:
-            v = output if n == "out" else inputs[self._by_name[n].index]
-            if isinstance(v, Tensor):
-                slots[n] = len(tensors)
-                tensors.append(v)
-            else:
-                values[n] = v
-        ctx.cupy_ops_values, ctx.cupy_ops_slots = values, slots
-        if tensors:
-            ctx.save_for_backward(*tensors)
-            if self._jvp is not None and (fwd_ad._current_level >= 0 or functorch_active()):
-                ctx.save_for_forward(*tensors)  # only forward AD reads them (and it costs a call)
-
-    def _context(self, ctx, needs) -> Context:
-        values = dict(ctx.cupy_ops_values)
-        if ctx.cupy_ops_slots:
-            saved = ctx.saved_tensors
-            for n, i in ctx.cupy_ops_slots.items():
-                values[n] = saved[i]
-        return Context(values, needs)
-
-    def _run_backward(self, ctx, grads):
-        if self._backward is None:
-            raise RuntimeError(
-                f"op {self.qualname} has no backward rule: declare one with @{self.name}.backward, or "
-                f"call it on tensors that do not require grad (torch.no_grad(), .detach())"
-            )
-        needs = {p.name: ctx.needs_input_grad[p.index] for p in self._params}
-        got = self._backward(self._context(ctx, needs), *grads)
-        got = got if isinstance(got, tuple) else (got,)
-        if len(got) != self._n:
-            raise RuntimeError(
-                f"the backward of op {self.qualname} returned {len(got)} gradients; it must return one "
-                f"per input ({self._n}: {', '.join(p.name for p in self._params)}), None where there "
-                f"is none"
-            )
-        return got
-
-    def _run_jvp(self, ctx, tangents):
-        if self._jvp is None:
-            raise RuntimeError(
-                f"op {self.qualname} has no forward-mode AD rule: declare one with @{self.name}.jvp "
-                f"(torch.autograd.forward_ad and torch.func.jvp need it)"
-            )
-        needs = {p.name: tangents[p.index] is not None for p in self._params}
-        return self._jvp(self._context(ctx, needs), *tangents)
-
-    def _run_vmap(self, info, in_dims, args):
-        if self._vmap is None:
-            raise RuntimeError(
-                f"op {self.qualname} has no vmap rule: declare one with @{self.name}.vmap (torch.func.vmap needs it)"
-            )
-        return self._vmap(info, in_dims, *args)
-
     def __repr__(self) -> str:
         return f"<cupy_ops op {self.qualname}{self.schema}>"
-
-
-def _resize_out(out: torch.Tensor, shape) -> None:
-    """torch's resize of a wrongly shaped ``out``: silent when it had no elements, else warned."""
-    if out.numel() != 0:
-        warnings.warn(
-            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
-            f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
-            f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
-            f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-            UserWarning,
-            stacklevel=5,
-        )  # the caller of Op.__call__ (__call__, call_out, _out_impl)
-    out.resize_(shape)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import cupy_ops
-from cupy_ops import device, launch
+from cupy_ops import device, launch, occupancy
 from cupy_ops.kernel import kernel as kernel_class
 
 from conftest import on_device as on
@@ -180,7 +180,7 @@ def test_the_default_streams_are_the_current_devices():
 
 def test_a_cooperative_grid_must_be_resident_at_once(launches, monkeypatch):
     k = cupy_ops.Kernel(COPY, "copy")
-    monkeypatch.setattr(launch, "blocks_per_sm", lambda h, block, smem: 2 if block == (256, 1, 1) else 1)
+    monkeypatch.setattr(occupancy, "blocks_per_sm", lambda h, block, smem: 2 if block == (256, 1, 1) else 1)
     monkeypatch.setattr(kernel_class, "attribute", lambda device, attr: {16: 4, 95: 1}[attr])
     monkeypatch.setattr(kernel_class, "sm_count", lambda device: 4)
     k(on(0), on(0), 8, grid=8, block=256, cooperative=True)
@@ -213,8 +213,8 @@ def test_occupancy_names_the_instantiation_as_ptx_does():
 
 def test_launch_attributes_are_cudas_structs():
     """CUlaunchAttribute is 72 bytes (id, padding, a 64-byte value union); CUlaunchConfig 56."""
-    assert ctypes.sizeof(launch._LaunchAttribute) == 72 and ctypes.sizeof(launch._LaunchConfig) == 56
-    assert launch._LaunchConfig.hStream.offset == 32 and launch._LaunchConfig.attrs.offset == 40
+    assert ctypes.sizeof(launch._LaunchAttribute) == 72 and ctypes.sizeof(launch.LaunchConfig) == 56
+    assert launch.LaunchConfig.hStream.offset == 32 and launch.LaunchConfig.attrs.offset == 40
     attrs, n = launch._attributes((2, 2, 1), True)
     assert n == 2 and [(a.id, a.x, a.y, a.z) for a in attrs] == [(4, 2, 2, 1), (2, 1, 0, 0)]
     attrs, n = launch._attributes(1, True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import geometry, wgmma
+from . import geometry
 from .common import (
     EPILOGUES,
     GemmPlan,
@@ -22,6 +22,7 @@ from .common import (
     split,
     tiled_sizes,
 )
+from .hopper import run_hopper, swaps
 from .runtime import SM90A, declare
 from .tables import X3_SPLIT_MAX_WAVES
 
@@ -53,7 +54,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             f"swap=True takes N up to {geometry.MAX_GRID_Y * geometry.WG_BM} for algo='tf32x3' (C^T's row tiles "
             f"are the grid's y dimension), got N = {N}"
         )
-    swap = fits and wgmma.swaps(N, dtype, b, ov.swap, c_map=False)
+    swap = fits and swaps(N, dtype, b, ov.swap, c_map=False)
     pa, pb = kmajor_operand(a), Operand("n-major", False, b.stride0) if swap else kmajor_operand(b.T)
     kM, kN = (N, M) if swap else (M, N)  # the kernel's output: C^T when swapped
     slices, kslice = split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
@@ -94,4 +95,4 @@ KERNELS = declare(variants())
 
 
 def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
-    wgmma.run_hopper(KERNELS, p, a, b, c, bias, scale)
+    run_hopper(KERNELS, p, a, b, c, bias, scale)

@@ -95,10 +95,10 @@ def test_launch_config_matches_cuda_h():
     8 bytes, a 64-byte value union whose clusterDim is its first three unsigned ints."""
     import ctypes
 
-    from cupy_ops.launch import _cluster_attribute, _LaunchAttribute, _LaunchConfig
+    from cupy_ops.launch import LaunchConfig, _LaunchAttribute, cluster_attribute
 
-    assert ctypes.sizeof(_LaunchConfig) == 56
-    assert [getattr(_LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == [
+    assert ctypes.sizeof(LaunchConfig) == 56
+    assert [getattr(LaunchConfig, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == [
         24,
         32,
         40,
@@ -106,7 +106,7 @@ def test_launch_config_matches_cuda_h():
     ]
     assert ctypes.sizeof(_LaunchAttribute) == 72
     assert [getattr(_LaunchAttribute, f).offset for f in ("id", "x", "y", "z")] == [0, 8, 12, 16]
-    a = _cluster_attribute(2)
+    a = cluster_attribute(2)
     assert (a.id, a.x, a.y, a.z) == (4, 2, 1, 1)  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 
 
@@ -182,7 +182,7 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     after the first ones: twice the time). The grid actually launched is read off
     ``cupy_ops.launch.launch``: clusters of 2, at most the driver's count of them; with that
     count made 5, a grid of 10 CTAs that still walks every tile (the result stays right)."""
-    from cupy_ops import launch
+    from cupy_ops import launch, occupancy
     from cupy_ops.ops import gemm
 
     if not gemm.device_info(0).has_wgmma:
@@ -193,9 +193,9 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     p = gemm.plan_for(a, b, "EpiNone", "wgmma")
     assert p.persistent and p.cluster == 2 and p.grid[0] == 2 * (gemm.device_info(0).sm_count // 2), p
     h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, a.get_device())
-    slots = launch.resident_clusters(h, p.cluster, p.block, p.smem)
+    slots = occupancy.resident_clusters(h, p.cluster, p.block, p.smem)
     assert 1 <= slots <= gemm.device_info(0).sm_count // 2
-    assert launch.resident_clusters(h, p.cluster, p.block, p.smem) == slots  # cached on the handle
+    assert occupancy.resident_clusters(h, p.cluster, p.block, p.smem) == slots  # cached on the handle
     launched, real = [], launch.launch
 
     def spy(h, grid, block, args, shared_mem=0, cluster=1):

@@ -1,0 +1,99 @@
+"""What the Hopper kernels of gemm_wgmma.cuh share, whichever family plans them (wgmma, tf32x3):
+the rule for computing C^T = B^T A^T, the operands' TMA maps, and the runner (grid, split-K
+workspace, C's map)."""
+
+from __future__ import annotations
+
+import torch
+
+from ... import launch, occupancy
+from . import geometry, tma
+from .common import GemmPlan, Matrix
+from .runtime import handle, prepare, reduce
+
+WGMMA = "wgmma"  # the family whose kernel walks tiles and may store C through the TMA
+
+
+def swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c_map: bool = True) -> bool:
+    """Whether a Hopper kernel computes C^T = B^T A^T (gemm_wgmma_swap, gemm_tf32x3_swap): for
+    fp32 / TF32 with a row-major B (matmul's b), whose tiles TF32 wgmmas cannot read from
+    shared memory (K-major only) but can take through registers; instead of a transpose pass
+    over B. Needs B's rows 16-byte aligned (its tensor map) and, ``c_map`` (the wgmma kernel's
+    epilogue stores through the TMA), C's. ``override`` False: the transpose pass (tuning,
+    tests); True where impossible: ValueError."""
+    possible = (
+        dtype == torch.float32
+        and b.stride1 == 1
+        and b.aligned16
+        and (b.stride0 * b.itemsize) % 16 == 0
+        and (not c_map or (N * b.itemsize) % 16 == 0)
+    )
+    if override and not possible:
+        raise ValueError(
+            f"swap=True needs float32 operands, a row-major b with rows a multiple of 16 bytes apart "
+            f"from a 16-byte boundary{' and N a multiple of 4' if c_map else ''}; got {dtype}, b "
+            f"strides ({b.stride0}, {b.stride1}), N = {N}"
+        )
+    return possible and override is not False
+
+
+def maps(p: GemmPlan, a, b):
+    """``(a_map, b_map, keep)``: the TMA maps of the operands (tf32x3 reads the fp32 values
+    unrounded; a K-major B tile is loaded in ``p.cluster`` parts, one per CTA of a cluster) and
+    the prepared operands they point into, which the caller holds until the kernel is launched
+    (freed earlier, their memory could be handed out again before the kernel reads it)."""
+    (M, K), N = a.shape, b.shape[1]
+    exact = p.family == "tf32x3"
+    a2 = prepare(a, p.a)
+    if p.swap:  # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
+        return (
+            tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=exact),
+            tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact),
+            (a2, b),
+        )
+    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
+    if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
+        return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
+    bt = prepare(b.t(), p.b)
+    return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
+
+
+NO_MAP = bytes(128)  # the c_map argument when the kernel stores C with its threads (not read)
+
+
+def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+    """The wgmma and tf32x3 kernels: TMA maps of the operands, and of C where the plan stores
+    it through the TMA; the persistent grid lowered to the clusters that run at once (at most
+    the plan's); split-K into an fp32 workspace that the reduction sums."""
+    (M, K), N = a.shape, b.shape[1]
+    h = handle(kernels, p.kernel, c.get_device())
+    a_map, b_map, keep = maps(p, a, b)
+    grid = p.grid
+    if p.persistent:
+        grid = (min(p.grid[0], p.cluster * max(occupancy.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
+    walk_args = (p.group,) if p.family == WGMMA else ()  # the tf32x3 kernel has no tile walk
+    if p.slices > 1:
+        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster)
+        reduce(p, ws, c, bias, scale)
+    elif p.swap and p.family == WGMMA:
+        box = geometry.WG_SWAP_BOX
+        c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
+        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
+    elif p.family == WGMMA:
+        c_map = (
+            tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
+            if p.tma_store
+            else NO_MAP
+        )
+        launch.launch(
+            h,
+            grid,
+            p.block,
+            (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, bias, scale),
+            p.smem,
+            p.cluster,
+        )
+    else:
+        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+    del keep  # launched: the stream orders any reuse of this memory after the kernel
