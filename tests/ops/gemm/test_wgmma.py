@@ -140,9 +140,9 @@ b = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
 c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
 p = gemm.plan_for(a, b, "EpiNone", "wgmma")
 assert p.cluster == 2, p
-a_map, b_map, keep = gemm.wgmma.maps(p, a, b)
+a_map, b_map, keep = gemm.hopper.maps(p, a, b)
 h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, 0)
-args = (a_map, b_map, gemm.wgmma.NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
+args = (a_map, b_map, gemm.hopper.NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
 launch.launch(h, p.grid, p.block, args, p.smem, cluster=1)   # the pair kernel without its clusters
 try:
     torch.cuda.synchronize()
@@ -208,7 +208,7 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     assert launched == [(p.kernel, (min(p.grid[0], 2 * slots), 1, 1), 2)], launched
     torch.testing.assert_close(c.double(), ref, rtol=2**-8, atol=2**-8 * 16)
     # fewer clusters than tiles by far: each walks ~13 of the 128 pairs of tiles
-    monkeypatch.setattr(launch, "resident_clusters", lambda *args: 5)
+    monkeypatch.setattr(occupancy, "resident_clusters", lambda *args: 5)
     launched.clear()
     c = cupy_ops.matmul(a, b)
     assert launched == [(p.kernel, (10, 1, 1), 2)], launched
