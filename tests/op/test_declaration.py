@@ -4,6 +4,7 @@ torch.compile, each side by side with the torch expression it stands for. The la
 torch expressions on CPU tensors (``check_devices=False``), so the layer's mechanics run in CI;
 the built-in CUDA ops run the same paths on the GPU (test_op_gpu.py)."""
 
+import re
 import subprocess
 import sys
 import warnings
@@ -346,3 +347,18 @@ cuda_only = cupy_ops.op("cputest::cuda_only", output=cupy_ops.like("x"))(_cuda_o
 def test_tensor_inputs_must_be_cuda_tensors_named_in_the_error():
     with pytest.raises(ValueError, match=r"cputest::cuda_only: x must be a CUDA tensor, got a tensor on cpu"):
         cuda_only(torch.randn(3))
+
+
+def test_help_of_op_says_what_a_declaration_gives():
+    """``help(cupy_ops.op)`` shows the whole story (an example, what the op layer derives, every
+    argument), not a pointer to a module docstring help cannot reach; and README calls the
+    Kernel's export methods as methods."""
+    import pydoc
+    from pathlib import Path
+
+    text = pydoc.render_doc(cupy_ops.op, renderer=pydoc.plaintext)
+    assert "module's docstring" not in text
+    for words in ("@cupy_ops.op(", "From the declaration the op layer derives", "qualname:", "output:", "autocast:"):
+        assert words in text, words
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert ".cubin(" in readme and not re.search(r"\.cubin[^(]", readme)
