@@ -97,7 +97,7 @@ def _user_tasks(paths, names, archs):
         path = Path(path)
         if not path.is_file():
             raise SystemExit(f"error: {path} is not a file")
-        found = names or kernel_names(path.read_text())
+        found = names or kernel_names(path.read_text(encoding="utf-8"))
         if not found:
             raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
         for n in found:

@@ -41,7 +41,7 @@ def seed_sources(stem: str) -> list[str]:
     if not path.is_file():
         pytest.skip(f"seed {path} not found")
     found = []
-    for block in re.findall(r"```python\n(.*?)```", path.read_text(), re.S):
+    for block in re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
         try:
             tree = ast.parse(block)
         except SyntaxError:

@@ -44,7 +44,7 @@ def _output_problem(args) -> str | None:
 
 def _write_outputs(args, rows, env) -> None:
     if args.markdown:
-        with open(args.markdown, "w") as f:
+        with open(args.markdown, "w", encoding="utf-8") as f:
             f.write(report.format_markdown(rows, env) + "\n")
         print(f"wrote {args.markdown} (README's table)")
     if args.plot:

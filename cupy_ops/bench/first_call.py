@@ -238,7 +238,7 @@ def main(argv=None) -> int:
                 flush=True,
             )
     if args.json:
-        with open(args.json, "w") as f:
+        with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"environment": env, "rows": rows, "peers": peers}, f, indent=1)
     if args.results:
         from .results import FIRST_CALL, append, record

@@ -119,13 +119,13 @@ def to_records(
 
 
 def append(path, records: list[dict]) -> None:
-    with open(path, "a") as f:
+    with open(path, "a", encoding="utf-8") as f:
         for rec in records:
             f.write(json.dumps(rec) + "\n")
 
 
 def write(path, records: list[dict]) -> None:
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         for rec in records:
             f.write(json.dumps(rec) + "\n")
 
@@ -183,7 +183,7 @@ def _from_old_json(data: dict) -> tuple[list[Row], dict, dict]:
 def read(path) -> tuple[list[Row], dict, dict]:
     """``(rows, environment, host overhead)`` of a result file. Raises ``OSError`` when it
     cannot be read and ``ResultFileError`` when it is not a result file."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
         whole = json.loads(text)

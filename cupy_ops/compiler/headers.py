@@ -128,7 +128,7 @@ def _cupy_cccl(major: int) -> list[Root]:
 
 def _cccl_version(libcudacxx: Path) -> str:
     try:
-        text = (libcudacxx / "cuda/std/__cccl/version.h").read_text()
+        text = (libcudacxx / "cuda/std/__cccl/version.h").read_text(encoding="utf-8")
     except OSError:
         return "?"
     m = re.search(r"#\s*define\s+CCCL_VERSION\s+(\d+)", text)

@@ -137,7 +137,7 @@ def assemble(filename: str, directory: Path | None = None) -> str:
     path = directory / filename
     if not path.is_file():
         raise FileNotFoundError(f"kernel source {path} not found")
-    return assemble_text(path.read_text(), filename, [directory], path=path, shown_from=directory)
+    return assemble_text(path.read_text(encoding="utf-8"), filename, [directory], path=path, shown_from=directory)
 
 
 def _quoted(name: str) -> str:
@@ -213,7 +213,7 @@ def assemble_text(
         return _INCLUDE.sub(paste, text)
 
     def expand_file(path: Path) -> str:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         if _once(text):
             once.add(path)
         stack.append(path)

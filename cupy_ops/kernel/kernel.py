@@ -141,7 +141,7 @@ class Kernel:
             path = Path(source).resolve()
             if not path.is_file():
                 raise FileNotFoundError(f"kernel source {path} not found")
-            code, label = path.read_text(), path.name
+            code, label = path.read_text(encoding="utf-8"), path.name
         elif isinstance(source, str):
             code, label = source, f"<kernel {base}>"
         else:
