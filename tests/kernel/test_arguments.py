@@ -419,3 +419,27 @@ def test_options_defines_and_an_instantiation_on_the_gpu(cuda):
     xd, yd = x.double(), torch.empty(1000, device=cuda, dtype=torch.float64)
     d(xd, yd, 0.25, 1000, grid=16, block=64)
     torch.testing.assert_close(yd, xd * 0.5 + 1.0)
+
+
+def test_16_bit_float_scalars_are_converted_as_torch_converts_and_range_checked():
+    """A __half / __nv_bfloat16 (or a T of float16 / bfloat16) scalar: the bits packed are those
+    of torch.tensor(value, dtype) on the CPU, for ordinary, tiny, huge, signed-zero and special
+    values; a finite value that would round to inf is a ValueError naming the argument."""
+    import struct
+
+    values = [0.1, -0.0, 1 / 3, 65504.0, 65519.0, 6e-8, 1e-40, 3.3895e38, float("inf"), -float("inf"), 1.0 + 2**-9]
+    values += torch.randn(200, dtype=torch.float64).mul(1e4).tolist()
+    for v in values:
+        want_bf16 = torch.tensor(v, dtype=torch.bfloat16).view(torch.int16).item() & 0xFFFF
+        assert arguments.kernel_scalar("k", "a", "__nv_bfloat16", "bf16", v) == want_bf16, v
+        if abs(v) < 65520 or v != v or abs(v) == float("inf"):
+            got = struct.unpack("<H", struct.pack("<e", arguments.kernel_scalar("k", "a", "__half", "f16", v)))[0]
+            assert got == torch.tensor(v, dtype=torch.float16).view(torch.int16).item() & 0xFFFF, v
+    nan = arguments.kernel_scalar("k", "a", "__nv_bfloat16", "bf16", float("nan"))
+    assert nan & 0x7F80 == 0x7F80 and nan & 0x7F
+    with pytest.raises(ValueError, match=r"argument 'a' of kernel k \(__half\) must fit in a half"):
+        arguments.kernel_scalar("k", "a", "__half", "f16", 65520.0)
+    with pytest.raises(ValueError, match=r"argument 'a' of kernel k \(__nv_bfloat16\) must fit in a bfloat16"):
+        arguments.kernel_scalar("k", "a", "__nv_bfloat16", "bf16", 3.4e38)
+    with pytest.raises(TypeError, match=r"argument 'a' of kernel k \(__half\) must be a real number"):
+        arguments.kernel_scalar("k", "a", "__half", "f16", "0.1")
