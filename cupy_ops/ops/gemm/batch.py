@@ -30,7 +30,7 @@ import torch
 
 from ...checks import broadcast_batch, prod
 from .common import GemmPlan
-from .planner import plan_for
+from .planner import launcher_for, plan_for
 from .planner import run as run_plan
 
 MODES = ("2-D", "folded", "folded, a copied", "batched", "loop")
@@ -178,7 +178,7 @@ def run(
     for an empty output; K = 0 gives the epilogue of 0."""
     if a.dim() == 2 and b.dim() == 2:  # the eager hot path: one GEMM, nothing to fold
         if out.numel():
-            run_plan(plan_for(a, b, epilogue, algo), a, b, out, bias, scale)
+            launcher_for(a, b, epilogue, algo)(a, b, out, 0 if bias is None else bias.data_ptr(), float(scale))
         return
     if out.numel() == 0:
         return

@@ -61,39 +61,76 @@ def maps(p: GemmPlan, a, b):
 NO_MAP = bytes(128)  # the c_map argument when the kernel stores C with its threads (not read)
 
 
+def c_map(p: GemmPlan, c) -> bytes:
+    """The map the wgmma kernel stores C (M, N, contiguous) through: C^T's boxes where it
+    computes C^T = B^T A^T, rows of 128 bytes with TMA stores, else ``NO_MAP``."""
+    M, N = c.shape
+    if p.swap:
+        return tma.tensor_map(c, N, M, N, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=True)
+    if p.tma_store:
+        return tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
+    return NO_MAP
+
+
+def wgmma_args(p: GemmPlan, a_map: bytes, b_map: bytes, cm: bytes, K: int, c, bias: int, scale: float) -> tuple:
+    """The arguments of the 2-D wgmma kernels (gemm_wgmma, _single, _ksplit; _swap): the maps
+    of A, B and C (``c_map``), then the sizes, C's address, the tile walk and the epilogue's."""
+    M, N = c.shape
+    if p.swap:
+        return (a_map, b_map, cm, M, N, K, p.group, bias, scale)
+    return (a_map, b_map, cm, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, bias, scale)
+
+
+def launch_grid(h, p: GemmPlan) -> tuple:
+    """The plan's grid, a persistent one lowered to the clusters that run at once (at most the plan's)."""
+    if not p.persistent:
+        return p.grid
+    return (min(p.grid[0], p.cluster * max(occupancy.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
+
+
 def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     """The wgmma and tf32x3 kernels: TMA maps of the operands, and of C where the plan stores
-    it through the TMA; the persistent grid lowered to the clusters that run at once (at most
-    the plan's); split-K into an fp32 workspace that the reduction sums."""
+    it through the TMA; the persistent grid lowered (``launch_grid``); split-K into an fp32
+    workspace that the reduction sums."""
     (M, K), N = a.shape, b.shape[1]
     h = handle(kernels, p.kernel, c.get_device())
     a_map, b_map, keep = maps(p, a, b)
-    grid = p.grid
-    if p.persistent:
-        grid = (min(p.grid[0], p.cluster * max(occupancy.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
+    grid = launch_grid(h, p)
     walk_args = (p.group,) if p.family == WGMMA else ()  # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster)
         reduce(p, ws, c, bias, scale)
-    elif p.swap and p.family == WGMMA:
-        box = geometry.WG_SWAP_BOX
-        c_map = tma.tensor_map(c, N, M, N, box, box, exact=True)
-        launch.launch(h, grid, p.block, (a_map, b_map, c_map, M, N, K, p.group, bias, scale), p.smem, p.cluster)
     elif p.family == WGMMA:
-        c_map = (
-            tma.tensor_map(c, N, M, N, 128 // c.element_size(), geometry.WG_STORE_ROWS, exact=True)
-            if p.tma_store
-            else NO_MAP
-        )
-        launch.launch(
-            h,
-            grid,
-            p.block,
-            (a_map, b_map, c_map, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, bias, scale),
-            p.smem,
-            p.cluster,
-        )
+        launch.launch(h, grid, p.block, wgmma_args(p, a_map, b_map, c_map(p, c), K, c, bias, scale), p.smem, p.cluster)
     else:
         launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
     del keep  # launched: the stream orders any reuse of this memory after the kernel
+
+
+_MAPS_PER_LAUNCHER = 64  # operand / output address triples a launcher keeps the maps of
+
+
+def launcher(kernels, p: GemmPlan, device: int):
+    """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, bias, scale)``. Where
+    the operands are read as they are and there is no split-K workspace (a mid-size GEMM's
+    plan), the kernel is loaded and the grid lowered once, and the three TMA maps of each
+    (a, b, c) address triple are encoded once: a call is the pointers, a lookup and the launch
+    (docs/design.md#host-cost). Other plans run ``run_hopper`` as it is."""
+    if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep == "n-major"):
+        return lambda a, b, c, bias, scale: run_hopper(kernels, p, a, b, c, bias, scale)
+    h = handle(kernels, p.kernel, device)
+    grid = launch_grid(h, p)
+    block, smem, cluster = p.block, p.smem, p.cluster
+    by_address: dict[tuple, tuple] = {}
+
+    def run(a, b, c, bias, scale):
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
+        m = by_address.get(key)
+        if m is None:
+            if len(by_address) >= _MAPS_PER_LAUNCHER:
+                by_address.clear()
+            m = by_address[key] = maps(p, a, b)[:2] + (c_map(p, c),)
+        launch.launch(h, grid, block, wgmma_args(p, m[0], m[1], m[2], a.shape[1], c, bias, scale), smem, cluster)
+
+    return run

@@ -4,6 +4,9 @@ batch layer (``batch``) and the two ops reach the families through here."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import torch
 
 from ... import checks
@@ -118,21 +121,16 @@ def tf32_allowed() -> bool:
     return _allow_tf32() or _precision() != "highest"
 
 
-# Plans by everything they depend on: planning costs ~20 us of Python, a lookup ~2 us, and the
-# eager call of a small GEMM is host-bound (docs/design.md#host-cost).
+# Plans, and their launchers, by everything they depend on: planning costs ~20 us of Python, a
+# lookup ~2 us, and the eager call of a small GEMM is host-bound (docs/design.md#host-cost).
 _plans: dict[tuple, GemmPlan] = {}
+_launchers: dict[tuple, Callable] = {}
 _PLAN_CACHE_LIMIT = 4096
 
 
-def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", **overrides) -> GemmPlan:
-    """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
-    supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
-    ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
-    of ``Overrides``) override its tables. A batch: ``a`` (B, M, K) and ``b`` (B, K, N) views,
-    any batch strides (0: broadcast), B > 0 (``plan``'s ``batch``). Raises ``ValueError`` when
-    ``algo`` cannot take them."""
-    tf32 = a.dtype == torch.float32 and tf32_allowed()
-    key = (
+def _key(a: torch.Tensor, b: torch.Tensor, epilogue: str, algo: str, overrides: dict) -> tuple:
+    """Everything a plan of ``a @ b`` depends on (``plan_for``'s cache key)."""
+    return (
         a.shape,
         a.stride(),
         a.data_ptr() & 15 == 0,
@@ -143,9 +141,22 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
         a.get_device(),
         epilogue,
         algo,
-        tf32,
-        tuple(sorted(overrides.items())),
+        a.dtype == torch.float32 and tf32_allowed(),
+        tuple(sorted(overrides.items())) if overrides else (),
     )
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto", **overrides) -> GemmPlan:
+    """The plan for ``epilogue(a @ b)``: ``a`` (M, K) and ``b`` (K, N) CUDA tensors of one
+    supported dtype (linear_relu_div's ``b`` is ``weight.T``), M and N > 0: the plan
+    ``cupy_ops.matmul`` / ``linear_relu_div`` carry out with ``algo``; ``overrides`` (the fields
+    of ``Overrides``) override its tables. A batch: ``a`` (B, M, K) and ``b`` (B, K, N) views,
+    any batch strides (0: broadcast), B > 0 (``plan``'s ``batch``). Raises ``ValueError`` when
+    ``algo`` cannot take them."""
+    return _plan(_key(a, b, epilogue, algo, overrides), a, b, epilogue, algo, overrides)
+
+
+def _plan(key: tuple, a, b, epilogue: str, algo: str, overrides: dict) -> GemmPlan:
     p = _plans.get(key)
     if p is None:
         entries = None
@@ -161,7 +172,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
             epilogue,
             device_info(a.get_device()),
             algo=algo,
-            tf32=tf32,
+            tf32=key[10],
             batch=entries,
             **overrides,
         )
@@ -169,6 +180,31 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: 
             _plans.clear()
         _plans[key] = p
     return p
+
+
+def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto") -> Callable:
+    """``plan_for(a, b, epilogue, algo)`` bound to the tensors' device by its family
+    (``launcher``, where the family has one): ``fn(a, b, c, bias, scale)`` runs it on tensors
+    of the same shapes, strides, dtype, alignment and device, as ``run`` does (``bias`` a
+    device address or 0). The eager hot path of a GEMM: one lookup, then the family's launch."""
+    key = _key(a, b, epilogue, algo, None)
+    fn = _launchers.get(key)
+    if fn is None:
+        p = _plan(key, a, b, epilogue, algo, {})
+        family = FAMILIES[p.family]
+        make = getattr(family, "launcher", None)
+        fn = make(p, a.get_device()) if make is not None else functools.partial(family.run, p)
+        if len(_launchers) >= _PLAN_CACHE_LIMIT:
+            _launchers.clear()
+        _launchers[key] = fn
+    return fn
+
+
+def clear() -> None:
+    """Forget every plan and launcher (they are planned again on their next call): after a
+    change to what they were built from that their key does not hold, e.g. the tables."""
+    _plans.clear()
+    _launchers.clear()
 
 
 def run(

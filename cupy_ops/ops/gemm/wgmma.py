@@ -33,6 +33,7 @@ from .common import (
     tiled_sizes,
 )
 from .hopper import WGMMA, run_hopper, swaps
+from .hopper import launcher as hopper_launcher
 from .runtime import SM90A, declare, handle, prepare
 
 NAME = WGMMA  # named with the runner, which tells its kernel from tf32x3's
@@ -450,3 +451,10 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         run_batched(p, a, b, c, bias, scale)
     else:
         run_hopper(KERNELS, p, a, b, c, bias, scale)
+
+
+def launcher(p: GemmPlan, device: int):
+    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``)."""
+    if p.batch:
+        return lambda a, b, c, bias, scale: run_batched(p, a, b, c, bias, scale)
+    return hopper_launcher(KERNELS, p, device)

@@ -81,10 +81,16 @@ def _torch_error(fn):
 
 def run_with(a, b, out, plan_for, run_plan):
     """``batch.run(a, b, out)`` with the planner's ``plan_for`` and ``run`` stood in for (a CPU
-    "kernel", a recorder)."""
+    "kernel", a recorder), and its ``launcher_for`` (the 2-D path) made of the two."""
+
+    def launcher_for(x, y, epilogue, algo):
+        p = plan_for(x, y, epilogue, algo)
+        return lambda x, y, z, bias, scale: run_plan(p, x, y, z, None, scale)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "plan_for", plan_for)
         mp.setattr(batch, "run_plan", run_plan)
+        mp.setattr(batch, "launcher_for", launcher_for)
         batch.run(a, b, out)
 
 

@@ -354,19 +354,25 @@ def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
 @pytest.mark.parametrize("algo", ["fp16x3", "accurate"])
 def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     """autograd through matmul and linear_relu_div with an fp32-accurate algo: each backward GEMM
-    is planned with the forward's algo (a spy on ``plan_for`` records every GEMM planned:
-    the forward's and the two input gradients', in order) and takes its family: fp16x3 by name,
+    is planned with the forward's algo (spies on ``plan_for`` and ``launcher_for`` record every
+    GEMM planned: the forward's and the two input gradients', in order) and takes its family: fp16x3 by name,
     or for "accurate" tf32x3 (these GEMMs are under 2^33 multiply-adds); each gradient
     within the fp32-accurate kernels' rounding bound of an fp64 reference."""
     require_algo("fp16x3")
-    planned, real = [], gemm.plan_for
+    planned, real, real_launcher = [], gemm.plan_for, gemm.planner.launcher_for
 
     def spy(a, b, epilogue="EpiNone", algo="auto", **overrides):
         p = real(a, b, epilogue, algo, **overrides)
         planned.append((tuple(a.shape), tuple(b.shape), epilogue, algo, p.family))
         return p
 
-    monkeypatch.setattr(gemm.batch, "plan_for", spy)  # the one place the ops plan a GEMM
+    def launcher_spy(a, b, epilogue="EpiNone", algo="auto"):
+        spy(a, b, epilogue, algo)
+        return real_launcher(a, b, epilogue, algo)
+
+    # the places the ops plan a GEMM: a batch, and the 2-D eager path
+    monkeypatch.setattr(gemm.batch, "plan_for", spy)
+    monkeypatch.setattr(gemm.batch, "launcher_for", launcher_spy)
     torch.manual_seed(3)
     r = roundoff("fp16x3", torch.float32)
     a = torch.randn(130, 200, device=cuda, requires_grad=True)
