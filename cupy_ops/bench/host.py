@@ -1,6 +1,8 @@
 """Host cost per call, beside torch: inference (eager calls on 64x64 tensors, where the GPU is
-idle and the host is what is measured), training (forward + backward) and the first call of a
-fresh process.
+idle and the host is what is measured), a user's own op (README's ``y = x * s``, declared and
+as a bare ``autograd.Function``), training (forward + backward), streams of back-to-back
+mid-size GEMMs (512^3 and 1024^3: where a slow host path starves a busy GPU) and the first
+call of a fresh process.
 
 Each function is called back to back; the wall time per call (after a final synchronize) is the
 host cost, because a 4096-element kernel finishes long before the host can issue the next one.
@@ -41,8 +43,57 @@ def per_call_us(fn, calls: int = 2000, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
+_SCALE_SRC = r"""
+template <class T>
+__global__ void scale(const T* x, T* y, float s, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = from_float<T>(to_float(x[i]) * s);
+}"""
+
+
+def _user_op():
+    """README's "Your own op" (``y = x * s`` as a declared op) and the same kernel behind a bare
+    ``torch.autograd.Function``: what a user's op costs beside torch's ``x * s``."""
+    import cupy_ops
+
+    kernel = cupy_ops.Kernel(_SCALE_SRC, "scale")
+
+    def launch(x, y, s):
+        kernel(x, y, s, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
+
+    @cupy_ops.op("cupy_ops_bench::scale", output=cupy_ops.like("x"))
+    def scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+        launch(x, out, s)
+
+    @scale.backward(save=("s",))
+    def _(ctx, grad):
+        return scale(grad, ctx.s), None
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, s):
+            ctx.s = s
+            y = torch.empty_like(x)
+            launch(x, y, s)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            g = torch.empty_like(grad)
+            launch(grad.contiguous(), g, ctx.s)
+            return g, None
+
+    return scale, Scale.apply
+
+
+# Back-to-back GEMMs large enough that the GPU works (9 us for 1024^3 in bf16 on an H100) and
+# small enough that a slow host path shows: what a model's stream of mid-size layers meets.
+STREAM_SIDES = (512, 1024)
+
+
 def _pairs() -> dict[str, tuple]:
-    """``{row: (cupy_ops call, torch call, calls per sample)}``."""
+    """``{row: (cupy_ops call, torch call, calls per sample)}``; a row whose name says TF32 runs
+    with ``torch.backends.cuda.matmul.allow_tf32`` on (``measure``)."""
     import torch.nn.functional as F
 
     import cupy_ops
@@ -50,6 +101,7 @@ def _pairs() -> dict[str, tuple]:
 
     x = torch.randn(SIDE, SIDE, device="cuda")
     xb, w, b = x.bfloat16(), torch.randn(SIDE, SIDE, device="cuda"), torch.randn(SIDE, device="cuda")
+    xh = x.half()
     xb3 = torch.randn(32, SIDE, SIDE, device="cuda", dtype=torch.bfloat16)  # torch.bmm's shape
     xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
     g = torch.ones(SIDE, SIDE, device="cuda")
@@ -57,11 +109,13 @@ def _pairs() -> dict[str, tuple]:
     ref = lrd.Model(SIDE, SIDE, 2.0).cuda()
     torch.manual_seed(0)
     new = lrd.ModelNew(SIDE, SIDE, 2.0).cuda()
+    scale, scale_fn = _user_op()
     pairs = {
         "relu": (lambda: cupy_ops.relu(x), lambda: torch.relu(x), 2000),
         "relu_div / torch.relu(x) / 2": (lambda: cupy_ops.relu_div(x, 2.0), lambda: torch.relu(x) / 2.0, 2000),
         "matmul fp32": (lambda: cupy_ops.matmul(x, w), lambda: torch.matmul(x, w), 2000),
         "matmul bf16": (lambda: cupy_ops.matmul(xb, xb), lambda: torch.matmul(xb, xb), 2000),
+        "matmul fp16": (lambda: cupy_ops.matmul(xh, xh), lambda: torch.matmul(xh, xh), 2000),
         "matmul bf16, batch of 32": (lambda: cupy_ops.matmul(xb3, xb3), lambda: torch.matmul(xb3, xb3), 2000),
         # the fp32-accurate path's host cost: its split pass, three products, workspace
         "matmul fp32, algo='fp16x3' / torch fp32": (
@@ -74,6 +128,8 @@ def _pairs() -> dict[str, tuple]:
             lambda: torch.relu(F.linear(x, w, b)) / 2.0,
             2000,
         ),
+        "user op y = x * s / x * s": (lambda: scale(x, 2.0), lambda: x * 2.0, 2000),
+        "user op as a bare autograd.Function / x * s": (lambda: scale_fn(x, 2.0), lambda: x * 2.0, 2000),
         "training: relu forward + backward": (
             lambda: cupy_ops.relu(xg).backward(g),
             lambda: torch.relu(xg).backward(g),
@@ -84,8 +140,26 @@ def _pairs() -> dict[str, tuple]:
             lambda: (torch.relu(F.linear(xg, wg, bg)) / 2.0).backward(g),
             300,
         ),
+        "training: user op forward + backward": (
+            lambda: scale(xg, 2.0).backward(g),
+            lambda: (xg * 2.0).backward(g),
+            300,
+        ),
+        "training: bare autograd.Function fwd + bwd / torch": (
+            lambda: scale_fn(xg, 2.0).backward(g),
+            lambda: (xg * 2.0).backward(g),
+            300,
+        ),
         "ModelNew / Model forward, grad mode on": (lambda: new(x), lambda: ref(x), 300),
     }
+    for side in STREAM_SIDES:
+        for name, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("TF32", torch.float32)):
+            p, q = (torch.randn(side, side, device="cuda", dtype=dtype) for _ in range(2))
+            pairs[f"back-to-back matmul {side}^3 {name}"] = (
+                lambda p=p, q=q: cupy_ops.matmul(p, q),
+                lambda p=p, q=q: torch.matmul(p, q),
+                500,
+            )
     if torch.cuda.get_device_capability()[0] != 9:  # fp16x3 runs on Hopper only
         pairs = {k: v for k, v in pairs.items() if "fp16x3" not in k}
     return pairs
@@ -95,10 +169,15 @@ def measure(rounds: int = 7) -> dict[str, float]:
     """Microseconds per call, ``{"<row>: cupy_ops": us, "<row>: torch": us}``."""
     pairs = _pairs()
     samples: dict[str, list[float]] = {}
-    for _ in range(rounds):
-        for row, (ours, theirs, calls) in pairs.items():
-            samples.setdefault(f"{row}: cupy_ops", []).append(per_call_us(ours, calls, repeats=1))
-            samples.setdefault(f"{row}: torch", []).append(per_call_us(theirs, calls, repeats=1))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for _ in range(rounds):
+            for row, (ours, theirs, calls) in pairs.items():
+                torch.backends.cuda.matmul.allow_tf32 = "TF32" in row
+                samples.setdefault(f"{row}: cupy_ops", []).append(per_call_us(ours, calls, repeats=1))
+                samples.setdefault(f"{row}: torch", []).append(per_call_us(theirs, calls, repeats=1))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
@@ -135,15 +214,15 @@ def first_calls(processes: int = 2) -> dict[str, float]:
 
 
 def format_table(us: dict[str, float]) -> str:
-    lines = [f"  {'call':<46} {'cupy_ops us':>11} {'torch us':>9} {'ratio':>6}"]
+    lines = [f"  {'call':<52} {'cupy_ops us':>11} {'torch us':>9} {'ratio':>6}"]
     for key, v in us.items():
         if key.endswith(": cupy_ops"):
             row = key[: -len(": cupy_ops")]
             t = us.get(f"{row}: torch")
-            lines.append(f"  {row:<46} {v:11.2f} {t:9.2f} {v / t:5.2f}x" if t else f"  {row:<46} {v:11.2f}")
+            lines.append(f"  {row:<52} {v:11.2f} {t:9.2f} {v / t:5.2f}x" if t else f"  {row:<52} {v:11.2f}")
         elif key.startswith("first call"):
             shown = f"{v / 1e6:10.3f} s" if "imports" not in key else f"{'yes' if v else 'no':>11}"
-            lines.append(f"  {key:<46} {shown}")
+            lines.append(f"  {key:<52} {shown}")
     return "\n".join(lines)
 
 
