@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
 import torch
 
 from .dtypes import SUPPORTED, SUPPORTED_TEXT
@@ -244,12 +245,39 @@ def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = ()) -> None:
+# torch's names of its dtypes in its error messages (c10::ScalarType)
+SCALAR_TYPE_NAMES = {
+    torch.float16: "Half",
+    torch.bfloat16: "BFloat16",
+    torch.float32: "Float",
+    torch.float64: "Double",
+    torch.int64: "Long",
+    torch.int32: "Int",
+    torch.int16: "Short",
+    torch.int8: "Char",
+    torch.uint8: "Byte",
+    torch.bool: "Bool",
+}
+
+
+def out_dtype(out: torch.Tensor, result: torch.dtype) -> None:
+    """An elementwise op's ``out`` may be of any dtype the result casts to (torch's
+    TensorIterator computes in the result's dtype and casts on the store): a float16 result
+    into float32 is fine, a float result into an integer ``out`` is torch's RuntimeError."""
+    if out.dtype != result and not torch.can_cast(result, out.dtype):
+        raise RuntimeError(
+            f"result type {SCALAR_TYPE_NAMES.get(result, result)} can't be cast to the desired output type "
+            f"{SCALAR_TYPE_NAMES.get(out.dtype, out.dtype)}"
+        )
+
+
+def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = (), *, cast: bool = False) -> None:
     """``out=`` (or ``x`` of an in-place form) may receive the result of ``op_name`` on ``x``
     (and the other tensors it reads, ``inputs``), as torch's TensorIterator allows:
 
     - type, dtype, shape and device (``device``; None: not checked) of ``out`` (``TypeError`` /
-      ``ValueError``);
+      ``ValueError``); with ``cast`` (an elementwise op) any dtype the result casts to
+      (``out_dtype``);
     - no element of ``out`` written twice (a broadcast ``out``), no partial overlap of ``out``
       with anything the op reads (full overlap, in place, is fine): ``RuntimeError`` with
       torch's message;
@@ -260,7 +288,10 @@ def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = 
     """
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor or None, got {type(out).__name__}")
-    same_dtype("out", out, "x", x)
+    if cast:
+        out_dtype(out, x.dtype)
+    else:
+        same_dtype("out", out, "x", x)
     if out.shape != x.shape:
         raise ValueError(f"out must have the shape of x {tuple(x.shape)}, got {tuple(out.shape)}")
     if device is not None:
@@ -314,7 +345,7 @@ def divisor(d, device: int, *, cuda_ok: bool = True, context: str = "") -> None:
                 f"shape {tuple(d.shape)}; use divisor.reshape(()) or move it to x's device"
             )
         return
-    if not isinstance(d, numbers.Real):  # (a bool is one: torch divides by 0 or 1)
+    if not isinstance(d, (numbers.Real, np.bool_)):  # (a bool is one: torch divides by 0 or 1)
         raise TypeError(f"divisor must be a real number or a one-element tensor, got {type(d).__name__}")
     if isinstance(d, numbers.Integral) and not -(2**63) <= d < 2**63:
         raise ValueError(f"divisor must fit in int64 as torch requires of an int, got {d}")

@@ -24,6 +24,7 @@ def op(
     contiguous: bool = True,
     any_out_layout: bool = False,
     elementwise: bool = False,
+    cast_out: bool = False,
     check_devices: bool = True,
 ):
     """Declare a torch op from its launcher: a decorator that turns a kernel launch into a torch op.
@@ -42,12 +43,14 @@ def op(
         torch.ops.mylib.scale(x, 2.0)                   # the registered torch op
 
     From the declaration the op layer derives: the schema (from the launcher's annotations:
-    ``Tensor``, ``Optional[Tensor]``, ``float``, ``int``, ``bool``, ``str``, with defaults), a
+    ``Tensor``, ``Optional[Tensor]``, ``float`` (a ``Scalar``: torch.compile traces fresh values
+    symbolically), ``int``, ``bool``, ``str``, with defaults), a
     custom op in the chosen namespace, its fake implementation (the ``output`` rule: it allocates
     the real output and the fake one alike), autograd from the declared backward (to any order
     when the backward is built of differentiable ops), forward-mode AD from a declared ``jvp`` and
     ``torch.func.vmap`` from a declared ``vmap`` (a clear error naming the op where none is), the
-    autocast policy, and the ``out=`` and in-place forms as mutating ops (``name_out``), which
+    autocast policy (of the functional form: as in torch, no ``out=`` or in-place call is
+    autocast), and the ``out=`` and in-place forms as mutating ops (``name_out``), which
     torch.compile functionalizes.
 
     One eager path: a call on plain CUDA tensors with nothing to record goes straight to the
@@ -73,6 +76,9 @@ def op(
         elementwise: each output element is computed from the inputs' elements at its own
             index only, so ``out=`` (or in place) over an input launches directly; otherwise an
             ``out`` sharing memory with an input is written through a temporary.
+        cast_out: ``out=`` may be of any dtype the result casts to (a float16 result into a float32
+            ``out``), written through a temporary, as torch's ``div`` takes it; otherwise its dtype
+            must be the result's, as torch's ``clamp_min`` and ``mm`` require.
         check_devices: tensor inputs must be CUDA tensors on one device (``ValueError`` naming
             the argument); False where the output rule checks them itself.
     The launcher: ``def launch(inputs..., *, out) -> None``, inputs annotated ``torch.Tensor``,
@@ -94,7 +100,8 @@ def op(
             contiguous=contiguous,
             any_out_layout=any_out_layout,
             elementwise=elementwise,
-            checks_devices=check_devices,
+            cast_out=cast_out,
+            check_devices=check_devices,
         )
 
     return declare

@@ -49,7 +49,8 @@ class Op(Registration, Rules):
         contiguous: bool = True,
         any_out_layout: bool = False,
         elementwise: bool = False,
-        checks_devices: bool = True,
+        cast_out: bool = False,
+        check_devices: bool = True,
         doc=None,
     ):
         if not isinstance(qualname, str) or qualname.count("::") != 1:
@@ -65,7 +66,8 @@ class Op(Registration, Rules):
         self.contiguous = contiguous
         self.any_out_layout = any_out_layout
         self.elementwise = elementwise
-        self.checks_devices = checks_devices
+        self.cast_out = cast_out
+        self.check_devices = check_devices
         self._read_signature(launch)
         self.inplace = inplace
         if inplace is not None and inplace not in self._by_name:
@@ -75,6 +77,7 @@ class Op(Registration, Rules):
             if output.name not in self._by_name or not self._by_name[output.name].tensor:
                 raise ValueError(f"op {qualname}: like({output.name!r}) names no tensor input")
             output.index = self._by_name[output.name].index
+            output.memory_format = torch.contiguous_format if contiguous else torch.preserve_format
         elif not callable(output):
             raise TypeError(
                 f"op {qualname}: output must be cupy_ops.like(name) or a function of the inputs that "
@@ -181,11 +184,13 @@ class Op(Registration, Rules):
             return self.overload(*args)
         if out is not None:
             return self.call_out(args, out)
-        return self._call(args)
+        return self.call(args)
 
-    def _call(self, args):
-        """The functional form on bound ``args``: the eager hot path (a handful of C calls before
-        the launch when nothing needs recording)."""
+    def call(self, args):
+        """The functional form on ``args``, a tuple of every input in order (defaults filled in,
+        no ``out``): ``op(*args)`` without binding. The eager hot path (a handful of C calls
+        before the launch when nothing needs recording) that the built-ins' functions take;
+        under torch.compile call the op itself."""
         if self.autocast is not None and autocast_on():
             args = self._cast(args)
         grad = False
@@ -204,7 +209,7 @@ class Op(Registration, Rules):
         return self.impl(*args)
 
     def _call_special(self, args, i):
-        """``_call`` off the hot path: a non-tensor where a tensor goes (``TypeError``), a
+        """``call`` off the hot path: a non-tensor where a tensor goes (``TypeError``), a
         tensor subclass or a dispatch mode (the registered op), a torch.func transform or
         forward AD (the autograd.Function, whose rules they use)."""
         if i is not None and not isinstance(args[i], Tensor):
@@ -239,7 +244,7 @@ class Op(Registration, Rules):
     def impl(self, *args):
         """The real implementation: check, allocate by the output rule, launch."""
         out = self.output(*args)
-        if self.checks_devices:
+        if self.check_devices:
             self._check_devices(args)
         if self.contiguous:
             args = self._contiguous(args)
@@ -316,9 +321,9 @@ class Op(Registration, Rules):
     def call_inplace(self, args):
         """The in-place form: overwrite and return input ``self.inplace``. On a tensor autograd
         tracks it is recorded as torch records an in-place op (the functional op, then copy_);
-        on a leaf that requires grad it raises torch's error."""
-        if self.autocast is not None and autocast_on():
-            args = self._cast(args)
+        on a leaf that requires grad it raises torch's error. Not autocast: torch casts the
+        inputs of out-of-place calls only (an in-place call under autocast computes in the
+        dtypes it is given, as ``x.addmm_`` does)."""
         x = args[self._by_name[self.inplace].index]
         if is_compiling():
             self.out_overload(x, *args)
@@ -336,12 +341,12 @@ class Op(Registration, Rules):
         ):
             if x.requires_grad and x.is_leaf and grad_enabled():
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            return x.copy_(self._call(args))
+            return x.copy_(self.call(args))
         ref = self._meta(args)
         if ref.shape != x.shape:
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(ref.shape)}")
         inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor) and args[i] is not x)
-        checks.out(x, ref, self._device((x,) + inputs), self.name, inputs)
+        checks.out(x, ref, self._device((x,) + inputs), self.name, inputs, cast=self.cast_out)
         self._launch_into(args, x, ref)
         return x
 
@@ -349,8 +354,7 @@ class Op(Registration, Rules):
         """The output the rule gives for ``args`` (its checks included): on the meta device for
         a ``like`` rule, else as the rule allocates it."""
         if isinstance(self.output, like):
-            t = args[self.output.index]
-            return torch.empty_like(t, device="meta", dtype=self.output.dtype or t.dtype)
+            return self.output(*args, device="meta")
         return self.output(*args)
 
     def _device(self, tensors) -> int | None:
@@ -362,10 +366,11 @@ class Op(Registration, Rules):
         return None
 
     def _launch_into(self, args, out, ref) -> None:
-        if self.checks_devices:
+        if self.check_devices:
             self._check_devices(args)
-        if out.dtype != ref.dtype:
-            raise TypeError(f"out must have dtype {ref.dtype}, got {out.dtype}")
+        if out.dtype != ref.dtype:  # a ``cast_out`` op's wider out (checks.out_dtype): cast on the copy
+            out.copy_(self.impl(*args))
+            return
         # computed aside, then copied, where the launcher cannot write ``out`` itself: ``out`` in a
         # layout it does not take, or over an input of a kernel that reads other elements than
         # the one it writes (a GEMM's tiles; torch's mm out= over an input gives wrong values,

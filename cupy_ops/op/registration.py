@@ -49,8 +49,9 @@ class Registration:
         lib.impl(out_name, self._out_autograd_kernel, "Autograd")
         lib.impl(out_name, self._inplace_or_view_kernel, "ADInplaceOrView", with_keyset=True)
         if self.autocast is not None:
+            # the functional op only: torch autocasts no out= or in-place call (its Autocast
+            # keys fall through for them), so ``name_out`` computes in the dtypes it is given
             lib.impl(name, self._autocast_kernel, "AutocastCUDA", with_keyset=True)
-            lib.impl(out_name, self._autocast_out_kernel, "AutocastCUDA", with_keyset=True)
 
     def _out_impl(self, out, *args):
         """``out=``, eager or through ``torch.ops.ns.name_out``: ``out`` resized to the rule's
@@ -59,12 +60,14 @@ class Registration:
         if out.shape != ref.shape:
             resize_out(out, ref.shape)
         inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor))
-        checks.out(out, ref, self._device(inputs), self.name, inputs)
+        checks.out(out, ref, self._device(inputs), self.name, inputs, cast=self.cast_out)
         self._launch_into(args, out, ref)
 
     def _out_fake(self, out, *args):
         ref = self.output(*args)
-        if out.shape != ref.shape or out.dtype != ref.dtype:
+        if self.cast_out and out.shape == ref.shape:
+            checks.out_dtype(out, ref.dtype)
+        elif out.shape != ref.shape or out.dtype != ref.dtype:
             raise RuntimeError(
                 f"{self.qualname}_out: out must have shape {tuple(ref.shape)} and dtype {ref.dtype}, "
                 f"got {tuple(out.shape)} {out.dtype}"
@@ -97,8 +100,3 @@ class Registration:
         args = self._full(args, kwargs)
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
             return self.overload(*self._cast(args))
-
-    def _autocast_out_kernel(self, keyset, out, *args, **kwargs):
-        args = (out,) + self._full(args, kwargs)
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCUDA)):
-            return self.out_overload(args[0], *self._cast(args[1:]))

@@ -16,7 +16,10 @@ from .eager import Tensor
 
 class like:
     """Output rule: a tensor like input ``name`` (``torch.empty_like``: its shape, dtype and
-    device; the strides torch gives a dense input, contiguous otherwise), or of ``dtype``."""
+    device), or of ``dtype``. Contiguous for an op whose launcher is given contiguous inputs
+    (``contiguous=True``, the default: its kernel indexes all of them alike); otherwise the
+    strides torch gives a dense input (a transposed or channels_last one keeps its layout),
+    contiguous for any other."""
 
     def __init__(self, name: str, *, dtype: torch.dtype | None = None):
         if not isinstance(name, str):
@@ -24,10 +27,11 @@ class like:
         self.name = name
         self.dtype = dtype
         self.index = None  # bound by the op
+        self.memory_format = torch.preserve_format  # ... and this, by its ``contiguous``
 
-    def __call__(self, *args):
+    def __call__(self, *args, device=None):
         t = args[self.index]
-        return torch.empty_like(t) if self.dtype is None else torch.empty_like(t, dtype=self.dtype)
+        return torch.empty_like(t, dtype=self.dtype or t.dtype, memory_format=self.memory_format, device=device)
 
     def __repr__(self) -> str:
         return f"like({self.name!r}{'' if self.dtype is None else f', dtype={self.dtype}'})"
@@ -35,7 +39,10 @@ class like:
 
 # --- schema ------------------------------------------------------------------------------------
 
-SCHEMA_TYPES = {Tensor: "Tensor", float: "float", int: "SymInt", bool: "bool", str: "str"}
+# A float parameter is a Scalar to torch: torch.compile then traces a fresh value as a symbolic
+# float after one recompile, as it traces ``t * s`` (as "float" every value recompiled and the
+# ninth was an error under fullgraph=True)
+SCHEMA_TYPES = {Tensor: "Tensor", float: "Scalar", int: "SymInt", bool: "bool", str: "str"}
 
 
 def schema_type(op_name: str, pname: str, ann) -> tuple[str, bool]:

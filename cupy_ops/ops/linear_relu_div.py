@@ -129,7 +129,7 @@ def linear_relu(
     divide (arguments, rules and errors the same)."""
     if _is_compiling():
         return _linear_relu(x, weight, bias, algo)
-    return _linear_relu._call((x, weight, bias, algo))
+    return _linear_relu.call((x, weight, bias, algo))
 
 
 def linear_relu_div(
@@ -184,4 +184,4 @@ def linear_relu_div(
         if needs_grad((x, weight, bias, divisor)):
             return linear_relu(x, weight, bias, algo=algo) / divisor
         divisor = float(divisor.item() if isinstance(divisor, _Tensor) else divisor)
-    return _linear_relu_div._call((x, weight, bias, divisor, algo))
+    return _linear_relu_div.call((x, weight, bias, divisor, algo))

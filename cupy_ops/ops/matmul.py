@@ -153,4 +153,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Ten
     """
     if _is_compiling():
         return _matmul(a, b, algo)
-    return _matmul._call((a, b, algo))
+    return _matmul.call((a, b, algo))

@@ -69,7 +69,7 @@ def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
         >>> y = cupy_ops.relu(torch.randn(1024, device="cuda"))
     """
     if out is None and not _is_compiling():
-        return _relu._call((x,))
+        return _relu.call((x,))
     return _relu(x, out=out)
 
 

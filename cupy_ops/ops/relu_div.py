@@ -30,6 +30,7 @@ def _output(x, divisor):
     contiguous=False,
     any_out_layout=True,
     elementwise=True,
+    cast_out=True,
     check_devices=False,
 )
 def _relu_div(x: torch.Tensor, divisor: float, *, out: torch.Tensor) -> None:
@@ -88,7 +89,7 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
         >>> y = cupy_ops.relu_div(torch.randn(4096, device="cuda"), 2.0)
     """
     if type(divisor) is float and out is None and not _is_compiling():
-        return _relu_div._call((x, divisor))
+        return _relu_div.call((x, divisor))
     if isinstance(divisor, _Tensor):
         return _tensor_divisor(x, divisor, out)
     return _relu_div(x, divisor if _is_compiling() else _number(divisor), out=out)
@@ -102,12 +103,13 @@ def _tensor_divisor(x, d, out):
     device = checks.cuda_tensor("x", x)
     checks.divisor(d, device)
     dtype, shape = _divisor.result(x, d)
-    if dtype != x.dtype or shape != x.shape:
-        # torch computes in the promoted dtype and broadcasts: so do we (a rare path)
+    if dtype != x.dtype or shape != x.shape or (out is not None and out.dtype != dtype):
+        # torch computes in the promoted dtype, broadcasts, and casts into a wider out: so do
+        # we (a rare path)
         y = _run(x.to(dtype), None, d).reshape(shape)
         if out is None:
             return y
-        checks.out(out, y, device, "relu_div", (x, d))
+        checks.out(out, y, device, "relu_div", (x, d), cast=True)
         return out.copy_(y)
     return _run(x, out, d)
 

@@ -95,12 +95,12 @@ def x64(*shape, grad=True):
 
 
 def test_the_schema_comes_from_the_launchers_annotations():
-    assert scale.schema == "(Tensor x, float s) -> Tensor"
-    assert mul_add.schema == '(Tensor a, Tensor b, Tensor? bias=None, float alpha=1.0, str mode="plain") -> Tensor'
+    assert scale.schema == "(Tensor x, Scalar s) -> Tensor"
+    assert mul_add.schema == '(Tensor a, Tensor b, Tensor? bias=None, Scalar alpha=1.0, str mode="plain") -> Tensor'
     assert str(torch.ops.cputest.mul_add.default._schema).startswith("cputest::mul_add(Tensor a, Tensor b")
     assert (
         str(torch.ops.cputest.scale_out.default._schema)
-        == "cputest::scale_out(Tensor(a!) out, Tensor x, float s) -> ()"
+        == "cputest::scale_out(Tensor(a!) out, Tensor x, Scalar s) -> ()"
     )
 
 
@@ -362,3 +362,66 @@ def test_help_of_op_says_what_a_declaration_gives():
         assert words in text, words
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert ".cubin(" in readme and not re.search(r"\.cubin[^(]", readme)
+
+
+def _linear_scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+    # what a user's CUDA kernel does: one flat index over the input and the output alike
+    out.view(-1).copy_(x.view(-1) * s)
+
+
+linear_scale = cupy_ops.op("cputest::linear_scale", output=cupy_ops.like("x"), inplace="x", check_devices=False)(
+    _linear_scale
+)
+
+
+def _layouts():
+    base = torch.randn(4, 6, 5, 3, dtype=torch.float64)
+    return {
+        "transposed": base[0, 0].t(),
+        "channels_last": base.contiguous(memory_format=torch.channels_last),
+        "every other row": base[:, ::2],
+        "expanded": torch.randn(5, 1, dtype=torch.float64).expand(5, 7),
+        "permuted": base.permute(2, 0, 3, 1),
+        "0-dim": torch.tensor(1.5, dtype=torch.float64),
+        "empty, transposed": torch.empty(0, 3, dtype=torch.float64).t(),
+    }
+
+
+@pytest.mark.parametrize("layout", list(_layouts()))
+def test_a_user_op_takes_any_input_layout_as_torch_does(layout):
+    """README's op on a transposed, channels_last, sliced, expanded or permuted input: the
+    launcher gets contiguous inputs and a contiguous output (one flat index serves both), and
+    every form (functional, registered, out=, in place) gives torch's ``x * s`` values. The
+    output once took the input's strides while only the inputs were made contiguous."""
+    x = _layouts()[layout]
+    want = x * 2.5
+    got = linear_scale(x, 2.5)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(torch.ops.cputest.linear_scale(x, 2.5), want, rtol=0, atol=0)
+    out = torch.empty_like(want)
+    torch.testing.assert_close(linear_scale(x, 2.5, out=out), want, rtol=0, atol=0)
+    if layout != "expanded":  # torch refuses to write an expanded tensor in place, as we do
+        y = x.clone(memory_format=torch.preserve_format)
+        assert linear_scale.call_inplace((y, 2.5)) is y
+        torch.testing.assert_close(y, want, rtol=0, atol=0)
+
+
+def test_fresh_scalars_under_compile_recompile_no_more_than_torchs_own_ops():
+    """A float parameter under ``torch.compile(fullgraph=True)``: nine fresh values, then an int
+    and a bool, compile no more frames than ``t * s`` does (a symbolic float after one
+    recompile), every value torch's. As a "float" in the schema each value recompiled and the
+    ninth failed (the recompile limit)."""
+    from torch._dynamo.testing import CompileCounter
+
+    x = x64(4, 5, grad=False)
+    values = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 3, True]
+    frames = {}
+    for name, fn in (("torch", lambda t, s: t * s), ("ours", lambda t, s: scale(t, s))):
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        f = torch.compile(fn, fullgraph=True, backend=counter)
+        for v in values:
+            torch.testing.assert_close(f(x, v), x * v, rtol=0, atol=0)
+        frames[name] = counter.frame_count
+    assert frames["ours"] <= frames["torch"], frames

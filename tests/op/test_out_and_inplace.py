@@ -178,3 +178,60 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
             assert theirs.shape == ref.shape, name
         assert ours.shape == ref.shape, name
         assert_bitwise_equal(ours.contiguous(), want)
+
+
+_SCALE_INPLACE = r"""
+template <class T>
+__global__ void scale_into(const T* x, T* y, float s, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = from_float<T>(to_float(x[i]) * s);
+}"""
+
+
+@pytest.mark.parametrize("policy", ["lower", "fp32", "promote"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_out_and_in_place_under_autocast_compute_in_the_dtypes_given_as_torchs_do(policy, compiled, cuda):
+    """torch autocasts out-of-place calls only: ``torch.mm(a, b, out=o)`` and ``o.addmm_(a, b)``
+    under autocast compute in float32, as outside it. A declared op's out= and in-place forms
+    (and matmul's out=) do the same, eagerly and compiled: ``x`` itself is written, keeps its
+    dtype and gets the values of the call outside autocast (an in-place call once returned a new
+    bfloat16 tensor and left ``x`` unchanged)."""
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 48, device=cuda), torch.randn(48, 32, device=cuda)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        o = torch.empty(64, 32, device=cuda)
+        torch.mm(a, b, out=o)
+        acc = torch.zeros(64, 32, device=cuda).addmm_(a, b)
+    assert o.dtype == acc.dtype == torch.float32
+    assert_bitwise_equal(o, torch.mm(a, b))
+    assert_bitwise_equal(acc, torch.zeros(64, 32, device=cuda).addmm_(a, b))
+
+    kernel = cupy_ops.Kernel(_SCALE_INPLACE, "scale_into")
+
+    @cupy_ops.op(
+        f"test_autocast_inplace::scale_{policy}_{int(compiled)}",
+        output=cupy_ops.like("x"),
+        inplace="x",
+        autocast=policy,
+    )
+    def scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+        kernel(x, out, s, x.numel(), grid=cupy_ops.cdiv(x.numel(), 256), block=256)
+
+    x0 = torch.randn(1000, device=cuda)
+    want = scale(x0, 3.0)
+    matmul_want = cupy_ops.matmul(a, b)
+
+    def calls(x, out, m):
+        scale.call_inplace((x, 3.0))
+        scale(x0, 3.0, out=out)
+        torch.ops.cupy_ops.matmul_out(m, a, b, "auto")
+        return x, out, m
+
+    run = torch.compile(calls, fullgraph=True) if compiled else calls
+    x, out, m = x0.clone(), torch.empty(1000, device=cuda), torch.empty(64, 32, device=cuda)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        got = run(x, out, m)
+    assert got[0] is x or compiled
+    for t, w in ((x, want), (out, want), (m, matmul_want)):
+        assert t.dtype == torch.float32
+        assert_bitwise_equal(t, w)

@@ -128,3 +128,58 @@ def test_relu_div_more_than_2_31_elements(cuda):
     x = torch.empty(n, device=cuda, dtype=torch.bfloat16)
     x.normal_()
     assert torch.equal(cupy_ops.relu_div(x, 2.0), torch.relu(x) / 2.0)
+
+
+BOOL_DIVISORS = {
+    "True": True,
+    "False": False,
+    "np.bool_": np.bool_(True),
+    "cpu bool tensor": torch.tensor(True),
+}
+
+
+@pytest.mark.parametrize("kind", list(BOOL_DIVISORS) + ["cuda bool tensor"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_bool_divisor_divides_by_0_or_1_as_torch_does(kind, compiled, cuda):
+    """torch divides by a bool as by 0 or 1, whatever its kind (Python, numpy, CPU or CUDA
+    tensor), eagerly and compiled; so does relu_div, bit for bit (np.bool_ was refused). A
+    numpy scalar under torch.compile is not taken yet (torch.compile makes it a tensor)."""
+    if compiled and kind == "np.bool_":
+        pytest.xfail("a numpy scalar divisor under torch.compile reaches the op as a tensor")
+    torch.manual_seed(0)
+    x = torch.randn(1000, device=cuda)
+    d = BOOL_DIVISORS.get(kind, torch.tensor(True, device=cuda))
+    want = torch.relu(x) / d
+    f = (lambda t: cupy_ops.relu_div(t, d)) if not compiled else torch.compile(lambda t: cupy_ops.relu_div(t, d))
+    got = f(x)
+    assert got.dtype == want.dtype
+    assert_bitwise_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_out_of_a_wider_float_dtype_takes_the_cast_result_as_torchs_does(dtype, cuda):
+    """``torch.div(torch.relu(x16), 2.0, out=f32)`` computes in x's dtype and casts on the store;
+    relu_div does the same (``out=``, the registered ``relu_div_out``, a CUDA divisor), bit for
+    bit; an integer ``out`` is torch's RuntimeError (a wider out was refused). relu's out= is
+    clamp_min's, which refuses another dtype, as torch does."""
+    torch.manual_seed(0)
+    x = torch.randn(4096, device=cuda, dtype=dtype)
+    for divisor in (2.0, 3, torch.tensor(7.0, device=cuda)):
+        want = torch.empty(4096, device=cuda, dtype=torch.float32)
+        torch.div(torch.relu(x), divisor, out=want)
+        got = torch.empty(4096, device=cuda, dtype=torch.float32)
+        assert cupy_ops.relu_div(x, divisor, out=got) is got
+        assert_bitwise_equal(got, want)
+    # relu's out= is torch.clamp_min's: its out must have the result's dtype, as there
+    with pytest.raises(RuntimeError, match="Found dtype Double"):
+        torch.clamp_min(x, 0, out=torch.empty(4096, device=cuda, dtype=torch.float64))
+    with pytest.raises(TypeError, match="out must have the same dtype as x"):
+        cupy_ops.relu(x, out=torch.empty(4096, device=cuda, dtype=torch.float64))
+    got = torch.empty(4096, device=cuda, dtype=torch.float32)
+    torch.ops.cupy_ops.relu_div_out(got, x, 2.0)
+    assert_bitwise_equal(got, torch.div(torch.relu(x), 2.0).float())
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Int") as theirs:
+        torch.div(torch.relu(x), 2.0, out=torch.empty(4096, device=cuda, dtype=torch.int32))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Int") as ours:
+        cupy_ops.relu_div(x, 2.0, out=torch.empty(4096, device=cuda, dtype=torch.int32))
+    assert str(ours.value) == str(theirs.value)
