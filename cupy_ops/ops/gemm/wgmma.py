@@ -164,10 +164,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # (tma_store=False asks for the threads' stores, ksplit=True the K-splitting kernel: the
     # transpose pass then)
     swap = swaps(N, dtype, b, ov.swap) and ov.tma_store is not False and not ov.ksplit
-    # C^T's geometry; where it splits K (small outputs), the transpose pass and the split-K
-    # kernel instead, unless swap=True (then unsplit)
-    geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=ov.split_k and not ov.swap)) if swap else None
-    if swap and geo["slices"] == 1:
+    # C^T's geometry, never split: where C^T's tiles would split K (small outputs) the one
+    # unsplit kernel beat the transpose pass and the K-splitting or split-K kernels at every
+    # shape measured, by GPU time and by its one launch (docs/gemm.md#swap)
+    geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=False)) if swap else None
+    if swap:
         bn, cl = geo["bn"], geo["cluster"]
         return GemmPlan(
             NAME,

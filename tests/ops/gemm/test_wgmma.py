@@ -426,7 +426,7 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
 def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     """TF32 reads shared memory K-major only: a row-major b (matmul's) is taken as C^T =
     B^T A^T (B^T through the wgmma's registers) where B's and C's rows are 16-byte aligned, with
-    C^T's geometry; elsewhere, or where C^T's geometry splits K, or asked, b is transposed."""
+    C^T's geometry, never split (where it would split K too); elsewhere, or asked, b is transposed."""
     p = gplan(4096, 4096, 4096, tf32=True)
     assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
     assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
@@ -443,12 +443,12 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
         assert not gplan(4096, 4096, 4096, b=b, tf32=True).swap
     p = gplan(4096, 4096, 4094, tf32=True)  # C's rows off 16 bytes
     assert not p.swap and p.b.prep == "transpose" and p.kernel == "gemm_wgmma<float, false, 256, 2, EpiNone>"
-    p = gplan(256, 1024, 1024, tf32=True)  # C^T's 16 tiles split K: transpose instead
-    assert not p.swap and p.b.prep == "transpose" and p.ksplit  # (and the K-splitting warpgroups)
-    p = gplan(256, 1024, 1024, tf32=True, ksplit=False)
+    p = gplan(256, 1024, 1024, tf32=True)  # C^T's 16 tiles would split K: the swapped kernel, unsplit
+    assert p.swap and p.slices == 1 and not p.ksplit and p.b.prep == "n-major"
+    p = gplan(256, 1024, 1024, tf32=True, swap=False)  # asked: transposed (and the K-splitting warpgroups)
+    assert not p.swap and p.b.prep == "transpose" and p.ksplit
+    p = gplan(256, 1024, 1024, tf32=True, swap=False, ksplit=False)
     assert not p.swap and p.slices > 1 and p.b.prep == "transpose"
-    p = gplan(256, 1024, 1024, tf32=True, swap=True)
-    assert p.swap and p.slices == 1
     assert not gplan(4096, 4096, 4096, tf32=True, swap=False).swap
     assert not gplan(4096, 4096, 4096, tf32=True, tma_store=False).swap  # the threads' stores: transpose
     assert not gplan(4096, 4096, 4096, torch.bfloat16).swap  # 16-bit: the transpose bit
@@ -660,9 +660,12 @@ def test_wgmma_split_k(dtype, cuda):
     a = torch.randn(M, K, device=cuda).to(dtype)
     b = torch.randn(K, N, device=cuda).to(dtype)
     bias = torch.randn(N, device=cuda).to(dtype)
-    assert cupy_ops.gemm_plan(a, b, algo="wgmma").slices > 1
+    # (TF32 with a row-major b is computed swapped, never split: split it transposed here)
+    fp32 = {"swap": False} if dtype == torch.float32 else {}
+    assert cupy_ops.gemm_plan(a, b.t().contiguous().t(), algo="wgmma").slices > 1
     # split, split in clusters of 2 (a persistent grid over the slices), unsplit
     for kw in (dict(split_k=True), dict(split_k=True, cluster=2, persistent=True), dict(split_k=False)):
+        kw = {**kw, **fp32}
         for bb in (b, b.t().contiguous().t()):
             got = matmul_planned(a, bb, algo="wgmma", **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
