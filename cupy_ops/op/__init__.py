@@ -26,6 +26,7 @@ def op(
     elementwise: bool = False,
     cast_out: bool = False,
     check_devices: bool = True,
+    fast=None,
 ):
     """Declare a torch op from its launcher: a decorator that turns a kernel launch into a torch op.
 
@@ -81,6 +82,10 @@ def op(
             must be the result's, as torch's ``clamp_min`` and ``mm`` require.
         check_devices: tensor inputs must be CUDA tensors on one device (``ValueError`` naming
             the argument); False where the output rule checks them itself.
+        fast: ``fn(*inputs) -> output or None``, tried first by every call that launches
+            (functional, no ``out``): a per-signature cache that allocates and launches a call
+            it has seen checked before, or checks it and fills itself; None leaves the call to
+            the output rule and the launcher.
     The launcher: ``def launch(inputs..., *, out) -> None``, inputs annotated ``torch.Tensor``,
     ``Optional[torch.Tensor]``, ``float``, ``int``, ``bool`` or ``str``.
     Returns:
@@ -102,6 +107,7 @@ def op(
             elementwise=elementwise,
             cast_out=cast_out,
             check_devices=check_devices,
+            fast=fast,
         )
 
     return declare

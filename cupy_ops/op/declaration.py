@@ -51,6 +51,7 @@ class Op(Registration, Rules):
         elementwise: bool = False,
         cast_out: bool = False,
         check_devices: bool = True,
+        fast=None,
         doc=None,
     ):
         if not isinstance(qualname, str) or qualname.count("::") != 1:
@@ -67,6 +68,7 @@ class Op(Registration, Rules):
         self.any_out_layout = any_out_layout
         self.elementwise = elementwise
         self.cast_out = cast_out
+        self.fast = fast
         self.check_devices = check_devices
         self._read_signature(launch)
         self.inplace = inplace
@@ -242,7 +244,12 @@ class Op(Registration, Rules):
         return tuple(full)
 
     def impl(self, *args):
-        """The real implementation: check, allocate by the output rule, launch."""
+        """The real implementation: the op's ``fast`` path where it takes the call, else check,
+        allocate by the output rule, launch."""
+        if self.fast is not None:
+            out = self.fast(*args)
+            if out is not None:
+                return out
         out = self.output(*args)
         if self.check_devices:
             self._check_devices(args)

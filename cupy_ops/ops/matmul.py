@@ -16,7 +16,11 @@ def _output(a, b, algo):
     return a.new_empty(checks.matmul_args(a, b, algo, gemm.ALGOS))
 
 
-@op("cupy_ops::matmul", output=_output, autocast="lower", contiguous=False, check_devices=False)
+def _fast(a, b, algo):
+    return gemm.product(a, b, algo, checks.matmul_args)
+
+
+@op("cupy_ops::matmul", output=_output, autocast="lower", contiguous=False, check_devices=False, fast=_fast)
 def _matmul(a: torch.Tensor, b: torch.Tensor, algo: str = "auto", *, out: torch.Tensor) -> None:
     gemm.matmul_into(a, b, out, "EpiNone", algo)
 

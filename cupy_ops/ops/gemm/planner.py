@@ -200,11 +200,55 @@ def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", al
     return fn
 
 
+# 2-D products by signature: everything the checks and the plan read -> the output's shape and
+# device, and the launcher. A call seen before allocates and launches: its checks passed for
+# this signature, its plan is bound (docs/design.md#host-cost).
+_products: dict[tuple, tuple] = {}
+_FLOAT32 = torch.float32
+
+
+def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor | None:
+    """``a @ b`` of 2-D plain tensors into a new tensor, through the signature cache: a
+    signature not seen before is checked first (``check(a, b, algo, ALGOS)`` returns the
+    output's shape or raises). None for anything else (other ranks, an empty output, an
+    unhashable ``algo``): the caller's general path takes it."""
+    if a.dim() != 2 or b.dim() != 2 or type(algo) is not str:
+        return None
+    dtype = a.dtype
+    key = (
+        a.shape,
+        a.stride(),
+        b.shape,
+        b.stride(),
+        dtype,
+        b.dtype,
+        a.device,
+        b.device,
+        algo,
+        a.data_ptr() & 15,
+        b.data_ptr() & 15,
+        dtype is _FLOAT32 and tf32_allowed(),
+    )
+    entry = _products.get(key)
+    if entry is None:
+        shape = check(a, b, algo, ALGOS)
+        if shape[0] * shape[1] == 0:
+            return None
+        if len(_products) >= _PLAN_CACHE_LIMIT:
+            _products.clear()
+        entry = _products[key] = (shape, a.device, launcher_for(a, b, "EpiNone", algo))
+    out = torch.empty(entry[0], dtype=dtype, device=entry[1])
+    entry[2](a, b, out, 0, 1.0)
+    return out
+
+
 def clear() -> None:
-    """Forget every plan and launcher (they are planned again on their next call): after a
-    change to what they were built from that their key does not hold, e.g. the tables."""
+    """Forget every plan, launcher and product signature (they are planned again on their next
+    call): after a change to what they were built from that their key does not hold, e.g.
+    the tables."""
     _plans.clear()
     _launchers.clear()
+    _products.clear()
 
 
 def run(

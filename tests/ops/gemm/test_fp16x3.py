@@ -354,25 +354,20 @@ def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
 @pytest.mark.parametrize("algo", ["fp16x3", "accurate"])
 def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     """autograd through matmul and linear_relu_div with an fp32-accurate algo: each backward GEMM
-    is planned with the forward's algo (spies on ``plan_for`` and ``launcher_for`` record every
-    GEMM planned: the forward's and the two input gradients', in order) and takes its family: fp16x3 by name,
-    or for "accurate" tf32x3 (these GEMMs are under 2^33 multiply-adds); each gradient
+    is planned with the forward's algo (a spy on the planner's ``plan``, its caches cleared,
+    records every GEMM planned: the forward's and the two input gradients', in order) and
+    takes its family: fp16x3 by name, or for "accurate" tf32x3 (these GEMMs are under 2^33 multiply-adds); each gradient
     within the fp32-accurate kernels' rounding bound of an fp64 reference."""
     require_algo("fp16x3")
-    planned, real, real_launcher = [], gemm.plan_for, gemm.planner.launcher_for
+    planned, real = [], gemm.planner.plan
 
-    def spy(a, b, epilogue="EpiNone", algo="auto", **overrides):
-        p = real(a, b, epilogue, algo, **overrides)
-        planned.append((tuple(a.shape), tuple(b.shape), epilogue, algo, p.family))
+    def spy(M, N, K, dtype, a, b, epilogue, dev, **kw):
+        p = real(M, N, K, dtype, a, b, epilogue, dev, **kw)
+        planned.append(((M, K), (K, N), epilogue, kw["algo"], p.family))
         return p
 
-    def launcher_spy(a, b, epilogue="EpiNone", algo="auto"):
-        spy(a, b, epilogue, algo)
-        return real_launcher(a, b, epilogue, algo)
-
-    # the places the ops plan a GEMM: a batch, and the 2-D eager path
-    monkeypatch.setattr(gemm.batch, "plan_for", spy)
-    monkeypatch.setattr(gemm.batch, "launcher_for", launcher_spy)
+    gemm.planner.clear()  # every GEMM below planned anew, by the one planning function
+    monkeypatch.setattr(gemm.planner, "plan", spy)
     torch.manual_seed(3)
     r = roundoff("fp16x3", torch.float32)
     a = torch.randn(130, 200, device=cuda, requires_grad=True)
@@ -388,6 +383,7 @@ def test_gradients_take_the_same_algo(algo, cuda, monkeypatch):
     assert_gemm_close(a.grad, g, b.detach().t(), operand_roundoff=r)
     assert_gemm_close(b.grad, a.detach().t(), g, operand_roundoff=r)
     planned.clear()
+    gemm.planner.clear()
     x = torch.randn(130, 200, device=cuda, requires_grad=True)
     w = torch.randn(70, 200, device=cuda, requires_grad=True)
     y = cupy_ops.linear_relu_div(x, w, None, 2.0, algo=algo)
