@@ -211,10 +211,13 @@ class Op(Registration, Rules):
         return self.impl(*args)
 
     def _call_special(self, args, i):
-        """``call`` off the hot path: a non-tensor where a tensor goes (``TypeError``), a
-        tensor subclass or a dispatch mode (the registered op), a torch.func transform or
+        """``call`` off the hot path: a non-tensor where a tensor goes (``TypeError``; a
+        ``torch.fx`` Proxy: the registered op, which the trace records), a tensor subclass or a
+        dispatch mode (the registered op), a torch.func transform or
         forward AD (the autograd.Function, whose rules they use)."""
         if i is not None and not isinstance(args[i], Tensor):
+            if hasattr(type(args[i]), "__torch_function__"):  # an FX Proxy: the trace records the op
+                return self.overload(*args)
             raise TypeError(f"{self._params[i].name} must be a torch.Tensor, got {type(args[i]).__name__}")
         if i is not None or dispatch_modes():
             return self.overload(*args)

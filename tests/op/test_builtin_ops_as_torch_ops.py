@@ -284,3 +284,32 @@ def test_the_custom_op_example_is_opcheck_and_gradcheck_clean_and_trains(cuda):
     spec.loader.exec_module(example)
     example.check(cuda)
     example.train(cuda, steps=20)
+
+
+def test_fx_symbolic_trace_of_a_module_calling_the_builtins(cuda):
+    """``torch.fx.symbolic_trace`` of a module calling relu, relu_div, matmul and
+    linear_relu_div (the public functions): the graph holds the registered ops and gives the
+    eager module's values bit for bit (the functions once refused the trace's Proxy)."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(48, 32, device=cuda))
+            self.b = torch.nn.Parameter(torch.randn(48, device=cuda))
+
+        def forward(self, x):
+            y = cupy_ops.relu_div(cupy_ops.matmul(x, self.w.t()), 2.0)
+            return cupy_ops.relu(y) + cupy_ops.linear_relu_div(x, self.w, self.b, 3.0)
+
+    m = M()
+    gm = torch.fx.symbolic_trace(m)
+    targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert {
+        torch.ops.cupy_ops.matmul.default,
+        torch.ops.cupy_ops.relu_div.default,
+        torch.ops.cupy_ops.relu.default,
+        torch.ops.cupy_ops.linear_relu_div.default,
+    } <= targets, targets
+    x = torch.randn(64, 32, device=cuda)
+    with torch.no_grad():
+        assert_bitwise_equal(gm(x), m(x))

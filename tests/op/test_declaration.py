@@ -425,3 +425,23 @@ def test_fresh_scalars_under_compile_recompile_no_more_than_torchs_own_ops():
             torch.testing.assert_close(f(x, v), x * v, rtol=0, atol=0)
         frames[name] = counter.frame_count
     assert frames["ours"] <= frames["torch"], frames
+
+
+def test_fx_symbolic_trace_records_the_op_as_torch_records_its_own():
+    """``torch.fx.symbolic_trace`` of a module calling a declared op: the graph holds the
+    registered op (as it holds ``torch.mul`` for ``x * s``) and runs to torch's values. The
+    eager form once refused the trace's Proxy ("x must be a torch.Tensor")."""
+
+    class Ours(torch.nn.Module):
+        def forward(self, x):
+            return scale(x, 2.5) + 1
+
+    class Torchs(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.5 + 1
+
+    ours, theirs = torch.fx.symbolic_trace(Ours()), torch.fx.symbolic_trace(Torchs())
+    assert next(n.target for n in ours.graph.nodes if n.op == "call_function") is torch.ops.cputest.scale.default
+    assert len(ours.graph.nodes) == len(theirs.graph.nodes)
+    x = x64(4, 5, grad=False)
+    torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
