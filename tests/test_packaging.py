@@ -3,6 +3,7 @@ importing cupy_ops compiles nothing (and does not even import CuPy)."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,8 +22,17 @@ def wheel(tmp_path_factory):
     # (the GPU machine); setuptools and wheel are then taken from the environment.
     pytest.importorskip("setuptools", reason="setuptools is needed to build the wheel")
     pytest.importorskip("wheel", reason="the wheel package is needed to build the wheel")
+    # built from a copy: setuptools builds in the tree (build/, *.egg-info), and under
+    # pytest-xdist two workers build this fixture at once (an empty wheel came of it)
+    src = tmp_path_factory.mktemp("tree") / "cupy_ops"
+    shutil.copytree(
+        ROOT,
+        src,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".*cache", ".whl"),
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(src)],
         capture_output=True,
         text=True,
         timeout=600,
