@@ -5,13 +5,16 @@ and autograd state, divisors. (A user kernel's launch arguments are checked with
 Errors are typed and name the argument: ``TypeError`` for a wrong type or dtype,
 ``ValueError`` for a wrong device, shape or value, ``RuntimeError`` for an autograd conflict.
 A CPU tensor is an error, never a silent copy to the GPU. The rules live here and nowhere
-else: the ops' launchers call them, and so do the public functions (api.py) on the autograd
-paths that compose our ops with torch's division.
+else: the ops' launchers call them, and so do the public functions on the autograd paths that
+compose our ops with torch's division. Where cupy_ops answers as torch does, torch's words
+live here too (``LEAF_IN_PLACE``, ``out_requires_grad``, ``broadcast_mismatch``,
+``resize_out``, ``out_dtype``, the matmul / linear shape errors).
 """
 
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -245,6 +248,38 @@ def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
+# --- torch's own words, for the errors and warnings where cupy_ops answers as torch does ------
+
+LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def out_requires_grad(op_name: str) -> RuntimeError:
+    """torch's error for an ``out=`` call where an argument requires grad (grad mode on)."""
+    return RuntimeError(
+        f"{op_name}(): functions with out=... arguments don't support automatic differentiation, but one "
+        "of the arguments requires grad."
+    )
+
+
+def broadcast_mismatch(out_shape, shape) -> RuntimeError:
+    """torch's error for an in-place call whose result would have another shape than its input."""
+    return RuntimeError(f"output with shape {list(out_shape)} doesn't match the broadcast shape {list(shape)}")
+
+
+def resize_out(out: torch.Tensor, shape) -> None:
+    """torch's resize of a wrongly shaped ``out``: silent when it had no elements, else warned."""
+    if out.numel() != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
+            f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
+            f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
+            f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            UserWarning,
+            stacklevel=5,
+        )  # the caller of Op.__call__ (__call__, call_out, _out_impl)
+    out.resize_(shape)
+
+
 # torch's names of its dtypes in its error messages (c10::ScalarType)
 SCALAR_TYPE_NAMES = {
     torch.float16: "Half",
@@ -299,16 +334,13 @@ def out(out, x: torch.Tensor, device: int | None, op_name: str, inputs: tuple = 
     if torch.is_grad_enabled():
         if out is x and (x.requires_grad or any(t.requires_grad for t in inputs)):
             if x.requires_grad and x.is_leaf:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                raise RuntimeError(LEAF_IN_PLACE)
             raise RuntimeError(
                 f"cupy_ops.ops.{op_name}_ does not record in-place ops in the autograd graph; "
                 f"cupy_ops.{op_name}_ does (as torch records them)"
             )
         if out is not x and (out.requires_grad or any(t.requires_grad for t in (x, *inputs))):
-            raise RuntimeError(
-                f"{op_name}(): functions with out=... arguments don't support automatic "
-                "differentiation, but one of the arguments requires grad."
-            )
+            raise out_requires_grad(op_name)
     if not dense(out) and any(sz > 1 and st == 0 for sz, st in zip(out.shape, out.stride())):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "

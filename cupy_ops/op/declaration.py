@@ -350,11 +350,11 @@ class Op(Registration, Rules):
             or fwd_ad._current_level >= 0
         ):
             if x.requires_grad and x.is_leaf and grad_enabled():
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                raise RuntimeError(checks.LEAF_IN_PLACE)
             return x.copy_(self.call(args))
         ref = self._meta(args)
         if ref.shape != x.shape:
-            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(ref.shape)}")
+            raise checks.broadcast_mismatch(x.shape, ref.shape)
         inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor) and args[i] is not x)
         checks.out(x, ref, self._device((x,) + inputs), self.name, inputs, cast=self.cast_out)
         self._launch_into(args, x, ref)

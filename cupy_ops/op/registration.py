@@ -10,7 +10,6 @@ import torch
 
 from .. import checks
 from .eager import Tensor, grad_enabled, increment_version
-from .schema import resize_out
 
 _libraries: dict[str, torch.library.Library] = {}
 _lib_lock = threading.Lock()
@@ -58,7 +57,7 @@ class Registration:
         shape (torch's warning where it had elements), checked (checks.out), written."""
         ref = self._meta(args)
         if out.shape != ref.shape:
-            resize_out(out, ref.shape)
+            checks.resize_out(out, ref.shape)
         inputs = tuple(args[i] for i in self._tensor_idx if isinstance(args[i], Tensor))
         checks.out(out, ref, self._device(inputs), self.name, inputs, cast=self.cast_out)
         self._launch_into(args, out, ref)
@@ -84,10 +83,7 @@ class Registration:
     def _out_autograd_kernel(self, out, *args, **kwargs):
         args = (out,) + self._full(args, kwargs)
         if grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
-            raise RuntimeError(
-                f"{self.name}(): functions with out=... arguments don't support automatic "
-                "differentiation, but one of the arguments requires grad."
-            )
+            raise checks.out_requires_grad(self.name)
         with torch._C._AutoDispatchBelowAutograd():
             return self.out_overload(*args)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import typing
-import warnings
 
 import torch
 
@@ -100,17 +99,3 @@ class Context:
 
     def needs_grad(self, name: str) -> bool:
         return self._needs.get(name, False)
-
-
-def resize_out(out: torch.Tensor, shape) -> None:
-    """torch's resize of a wrongly shaped ``out``: silent when it had no elements, else warned."""
-    if out.numel() != 0:
-        warnings.warn(
-            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
-            f"does not match the required output shape {list(shape)}. This behavior is deprecated, and in a "
-            f"future PyTorch release outputs will not be resized unless they have zero elements. You can "
-            f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-            UserWarning,
-            stacklevel=5,
-        )  # the caller of Op.__call__ (__call__, call_out, _out_impl)
-    out.resize_(shape)

@@ -151,13 +151,13 @@ def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
         return _relu_div.call_inplace((x, divisor if _is_compiling() else _number(divisor)))
     if _is_compiling() or not plain_eager((x, divisor)) or needs_grad((x, divisor)):
         if torch.is_grad_enabled() and x.requires_grad and x.is_leaf:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise RuntimeError(checks.LEAF_IN_PLACE)
         return relu_(x).div_(divisor)
     device = checks.cuda_tensor("x", x)
     checks.divisor(divisor, device)
     dtype, shape = _divisor.result(x, divisor)
     if shape != x.shape:
-        raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(shape)}")
+        raise checks.broadcast_mismatch(x.shape, shape)
     if dtype != x.dtype:
         checks.out(x, x, device, "relu_div", (divisor,))
         return x.copy_(_run(x.to(dtype), None, divisor))
