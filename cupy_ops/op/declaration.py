@@ -22,11 +22,22 @@ from .eager import (
     grad_enabled,
     increment_version,
     is_compiling,
+    jit_tracing,
 )
 from .functions import functions
 from .registration import Registration
 from .rules import Rules
 from .schema import Param, like, schema_type
+
+_eager_out_fn = None
+
+
+def _eager_out():
+    """``Op.call_out`` kept out of torch.compile's graph (it runs eagerly: a graph break)."""
+    global _eager_out_fn
+    if _eager_out_fn is None:
+        _eager_out_fn = torch.compiler.disable(lambda op, args, out: op.call_out(args, out), recursive=True)
+    return _eager_out_fn
 
 
 class Op(Registration, Rules):
@@ -181,6 +192,10 @@ class Op(Registration, Rules):
             args = self._bind(args, kwargs)
         if is_compiling():
             if out is not None:
+                if out.shape != self._meta(args).shape:
+                    # resized as torch resizes it, eagerly: a graph break, as torch.compile
+                    # breaks for torch's own out= of another shape (an error under fullgraph=True)
+                    return _eager_out()(self, args, out)
                 self.out_overload(out, *args)
                 return out
             return self.overload(*args)
@@ -204,7 +219,7 @@ class Op(Registration, Rules):
                 return self._call_special(args, i)
             if t.requires_grad:
                 grad = True
-        if dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0:
+        if dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or jit_tracing():
             return self._call_special(args, None)
         if grad and grad_enabled():
             return self._eager_apply(*args)
@@ -219,7 +234,7 @@ class Op(Registration, Rules):
             if hasattr(type(args[i]), "__torch_function__"):  # an FX Proxy: the trace records the op
                 return self.overload(*args)
             raise TypeError(f"{self._params[i].name} must be a torch.Tensor, got {type(args[i]).__name__}")
-        if i is not None or dispatch_modes():
+        if i is not None or dispatch_modes() or jit_tracing():  # (torch.jit.trace records the op)
             return self.overload(*args)
         if functorch_active():
             return self._eager_fn.apply(*args)

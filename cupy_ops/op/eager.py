@@ -15,6 +15,7 @@ is_compiling = torch.compiler.is_compiling
 grad_enabled = torch.is_grad_enabled
 functorch_active = torch._C._are_functorch_transforms_active
 dispatch_modes = torch._C._len_torch_dispatch_stack
+jit_tracing = torch._C._get_tracing_state  # torch.jit.trace is recording (None: it is not)
 fwd_ad = torch.autograd.forward_ad
 increment_version = getattr(torch.autograd.graph, "increment_version", None) or torch._C._increment_version
 AUTOCAST_POLICIES = (None, "lower", "fp32", "promote")
@@ -34,7 +35,7 @@ def plain_eager(tensors) -> bool:
     for t in tensors:
         if isinstance(t, Tensor) and type(t) is not Tensor and type(t) is not Parameter:
             return False
-    return not (dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or is_compiling())
+    return not (dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or is_compiling() or jit_tracing())
 
 
 def needs_grad(values) -> bool:

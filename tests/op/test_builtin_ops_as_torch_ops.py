@@ -286,8 +286,8 @@ def test_the_custom_op_example_is_opcheck_and_gradcheck_clean_and_trains(cuda):
     example.train(cuda, steps=20)
 
 
-def test_fx_symbolic_trace_of_a_module_calling_the_builtins(cuda):
-    """``torch.fx.symbolic_trace`` of a module calling relu, relu_div, matmul and
+def test_fx_symbolic_trace_and_jit_trace_of_a_module_calling_the_builtins(cuda):
+    """``torch.fx.symbolic_trace`` and ``torch.jit.trace`` of a module calling relu, relu_div, matmul and
     linear_relu_div (the public functions): the graph holds the registered ops and gives the
     eager module's values bit for bit (the functions once refused the trace's Proxy)."""
 
@@ -313,3 +313,8 @@ def test_fx_symbolic_trace_of_a_module_calling_the_builtins(cuda):
     x = torch.randn(64, 32, device=cuda)
     with torch.no_grad():
         assert_bitwise_equal(gm(x), m(x))
+        # torch.jit.trace records them too (it once raised from inside the launch)
+        traced = torch.jit.trace(m, x)
+        for name in ("matmul", "relu_div", "relu", "linear_relu_div"):
+            assert f"cupy_ops::{name}" in str(traced.graph), traced.graph
+        assert_bitwise_equal(traced(x), m(x))

@@ -445,3 +445,50 @@ def test_fx_symbolic_trace_records_the_op_as_torch_records_its_own():
     assert len(ours.graph.nodes) == len(theirs.graph.nodes)
     x = x64(4, 5, grad=False)
     torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
+
+
+def test_jit_trace_and_export_record_the_op():
+    """``torch.jit.trace`` records the registered op (it once recorded the launcher's inside,
+    which for a CUDA kernel is nothing, or raised from the launch) and ``torch.export`` holds
+    it too; both give torch's values."""
+
+    class Ours(torch.nn.Module):
+        def forward(self, x):
+            return scale(x, 2.5) + 1
+
+    x = x64(4, 5, grad=False)
+    traced = torch.jit.trace(Ours(), x)
+    assert "cputest::scale" in str(traced.graph) and "aten::copy_" not in str(traced.graph)
+    y = x64(3, 2, grad=False)  # another shape than the trace's
+    torch.testing.assert_close(traced(y), y * 2.5 + 1, rtol=0, atol=0)
+    exported = torch.export.export(Ours(), (x,))
+    assert "torch.ops.cputest.scale.default" in exported.graph_module.code
+    torch.testing.assert_close(exported.module()(x), x * 2.5 + 1, rtol=0, atol=0)
+
+
+def test_out_of_another_shape_under_compile_is_resized_as_torchs_out_is():
+    """torch.compile and an ``out=`` of another shape: torch's ``torch.mul(t, s, out=o)`` breaks
+    the graph and resizes ``o`` (warning that it had elements), and under ``fullgraph=True``
+    refuses; the op does both alike (its fake once raised in either mode)."""
+    x = x64(4, 5, grad=False)
+
+    def run(fn, fullgraph):
+        torch._dynamo.reset()
+
+        def f(t):
+            o = torch.empty(3, dtype=t.dtype)
+            fn(t, o)
+            return o
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(f, fullgraph=fullgraph, backend="aot_eager")(x)
+        return got, [str(w.message) for w in caught if "was resized" in str(w.message)]
+
+    want, torch_warned = run(lambda t, o: torch.mul(t, 2.5, out=o), False)
+    got, warned = run(lambda t, o: scale(t, 2.5, out=o), False)
+    assert got.shape == want.shape == x.shape and warned and torch_warned
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for fn in (lambda t, o: torch.mul(t, 2.5, out=o), lambda t, o: scale(t, 2.5, out=o)):
+        with pytest.raises(torch._dynamo.exc.Unsupported):
+            run(fn, True)
