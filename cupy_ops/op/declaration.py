@@ -30,6 +30,7 @@ from .rules import Rules
 from .schema import Param, like, schema_type
 
 _eager_out_fn = None
+_declared: dict[str, Op] = {}
 
 
 def _eager_out():
@@ -99,6 +100,7 @@ class Op(Registration, Rules):
         self._backward = self._jvp = self._vmap = None
         self._save: tuple = ()
         self._register()
+        _declared[qualname] = self
         self._eager_fn, self._dispatch_fn = functions(self)
         self._eager_apply = super(torch.autograd.Function, self._eager_fn).apply
         self.__doc__ = doc or launch.__doc__
@@ -111,6 +113,16 @@ class Op(Registration, Rules):
             ]
             + [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)]
         )
+
+    @staticmethod
+    def declared(qualname: str) -> Op:
+        """The ``Op`` declared as ``qualname`` (``"cupy_ops::matmul"``, ``"mylib::scale"``) in this
+        process: its ``out=`` and in-place forms, rules and registered overloads. ``KeyError``
+        naming the ops declared where there is none."""
+        op = _declared.get(qualname)
+        if op is None:
+            raise KeyError(f"no op {qualname!r} is declared in this process (declared: {', '.join(sorted(_declared))})")
+        return op
 
     # -- declaration ------------------------------------------------------------------------------
 

@@ -119,9 +119,6 @@ def _(info, in_dims, x, weight, bias, divisor, algo):
     return torch.stack([_linear_relu_div(*e, divisor, algo) for e in entries]), 0
 
 
-LINEAR_RELU, LINEAR_RELU_DIV = _linear_relu, _linear_relu_div
-
-
 def linear_relu(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *, algo: str = "auto"
 ) -> torch.Tensor:

@@ -99,9 +99,6 @@ def _(info, in_dims, a, b, algo):
     return out, 0
 
 
-MATMUL = _matmul
-
-
 def matmul(a: torch.Tensor, b: torch.Tensor, *, algo: str = "auto") -> torch.Tensor:
     """``torch.matmul(a, b)`` for CUDA tensors, accumulating in fp32 (fp64 for float64).
 

@@ -43,7 +43,6 @@ def _(ctx, t):
 
 
 _relu.vmap(elementwise_vmap(_relu))
-RELU = _relu
 
 
 def relu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -49,7 +49,6 @@ def _(ctx, t, t_divisor):
 
 
 _relu_div.vmap(elementwise_vmap(_relu_div))
-RELU_DIV = _relu_div
 
 
 def _number(divisor):

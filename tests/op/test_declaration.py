@@ -492,3 +492,12 @@ def test_out_of_another_shape_under_compile_is_resized_as_torchs_out_is():
     for fn in (lambda t, o: torch.mul(t, 2.5, out=o), lambda t, o: scale(t, 2.5, out=o)):
         with pytest.raises(torch._dynamo.exc.Unsupported):
             run(fn, True)
+
+
+def test_a_declared_op_is_found_by_its_name():
+    """``cupy_ops.Op.declared(name)`` gives the declaration itself (the built-ins' too, with
+    their ``out=`` forms), and a ``KeyError`` naming what is declared for any other name."""
+    assert cupy_ops.Op.declared("cputest::scale") is scale
+    assert cupy_ops.Op.declared("cupy_ops::matmul").qualname == "cupy_ops::matmul"
+    with pytest.raises(KeyError, match=r"no op 'cputest::nothing' is declared.*cputest::scale"):
+        cupy_ops.Op.declared("cputest::nothing")

@@ -100,8 +100,8 @@ def test_matmul_and_the_layer_written_over_their_own_input_give_the_product(dtyp
     one of their inputs: the product bit for bit as the functional call gives it. torch's mm out=
     over an input gives other values once the GEMM spans several tiles (pytorch#13892); a GEMM
     cannot run over its own input, so the op computes aside and copies."""
-    from cupy_ops.ops.linear_relu_div import LINEAR_RELU_DIV
-    from cupy_ops.ops.matmul import MATMUL
+    MATMUL = cupy_ops.Op.declared("cupy_ops::matmul")
+    LINEAR_RELU_DIV = cupy_ops.Op.declared("cupy_ops::linear_relu_div")
 
     torch.manual_seed(0)
     for shape in ((384, 384), (3, 192, 192)):
@@ -151,7 +151,7 @@ def test_matmul_out_takes_torchs_shapes_as_torch_matmul_out_does(sa, sb, cuda):
     for bit. Where torch raises (2.11: its folded path, a batched ``a`` with a 2-D or 1-D ``b``,
     with the strided ``out``: "The size of tensor a (17) must match the size of tensor b (68)")
     ours still writes the product."""
-    from cupy_ops.ops.matmul import MATMUL
+    MATMUL = cupy_ops.Op.declared("cupy_ops::matmul")
 
     torch.manual_seed(1)
     a, b = torch.randn(sa, device=cuda), torch.randn(sb, device=cuda)
