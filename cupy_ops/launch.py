@@ -110,6 +110,16 @@ class KernelHandle:
             self._tls.buf = buf = (storage, ctypes.addressof(params), params)
             return buf
 
+    def packed(self, *args) -> tuple:
+        """``args`` packed once into buffers of their own, for ``launch_packed``: a launch that
+        repeats its arguments (a GEMM's maps and sizes at the same addresses) skips packing.
+        Read-only once made, so any thread may launch them (the driver copies them)."""
+        storage = (ctypes.c_uint64 * max(1, self.nbytes // 8))()
+        base = ctypes.addressof(storage)
+        params = (ctypes.c_void_p * max(1, self.nargs))(*[base + off for off in self.offsets])
+        self.pack(storage, 0, *args)
+        return (storage, ctypes.addressof(params), params)
+
     def __repr__(self) -> str:
         return f"<KernelHandle {self.name} on cuda:{self.device}>"
 
@@ -295,6 +305,25 @@ def launch(
     h.pack(storage, 0, *args)
     if stream is None:
         stream = _raw_stream(device)
+    _launch_params(h, grid, block, params, shared_mem, stream, cluster, cooperative)
+
+
+def launch_packed(h: KernelHandle, grid, block, packed: tuple, shared_mem: int = 0, cluster=1) -> None:
+    """``launch`` with arguments packed ahead by ``h.packed(*args)``, on torch's current stream
+    of the handle's device."""
+    device = h.device
+    if shared_mem > h.smem_limit:
+        h.allow_shared_memory(shared_mem)
+    if _several_devices and _get_device() != device:
+        with torch.cuda.device(device):
+            return launch_packed(h, grid, block, packed, shared_mem, cluster)
+    _launch_params(h, grid, block, packed[1], shared_mem, _raw_stream(device), cluster, False)
+
+
+def _launch_params(h: KernelHandle, grid, block, params: int, shared_mem: int, stream: int, cluster, cooperative):
+    """The driver's launch of ``h`` with the packed argument array at ``params``: one
+    cuLaunchKernel (retried once where this thread had no current context), or cuLaunchKernelEx
+    for clusters and cooperative launches."""
     if cluster != 1 or cooperative:
         return _launch_ex(h, grid, block, shared_mem, stream, params, cluster, cooperative)
     try:

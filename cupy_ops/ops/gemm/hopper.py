@@ -4,6 +4,8 @@ workspace, C's map)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ... import launch, occupancy
@@ -108,15 +110,16 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     del keep  # launched: the stream orders any reuse of this memory after the kernel
 
 
-_MAPS_PER_LAUNCHER = 64  # operand / output address triples a launcher keeps the maps of
+_MAPS_PER_LAUNCHER = 64  # argument sets (addresses, bias, scale) a launcher keeps packed
 
 
 def launcher(kernels, p: GemmPlan, device: int):
     """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, bias, scale)``. Where
     the operands are read as they are and there is no split-K workspace (a mid-size GEMM's
-    plan), the kernel is loaded and the grid lowered once, and the three TMA maps of each
-    (a, b, c) address triple are encoded once: a call is the pointers, a lookup and the launch
-    (docs/design.md#host-cost). Other plans run ``run_hopper`` as it is."""
+    plan), the kernel is loaded and the grid lowered once, and the arguments of each (a, b, c,
+    bias, scale) set (the three TMA maps among them) are encoded and packed once: a call is the
+    pointers, a lookup and the driver's launch (docs/design.md#host-cost). Other plans run
+    ``run_hopper`` as it is."""
     if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep == "n-major"):
         return lambda a, b, c, bias, scale: run_hopper(kernels, p, a, b, c, bias, scale)
     h = handle(kernels, p.kernel, device)
@@ -125,12 +128,14 @@ def launcher(kernels, p: GemmPlan, device: int):
     by_address: dict[tuple, tuple] = {}
 
     def run(a, b, c, bias, scale):
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr())
-        m = by_address.get(key)
-        if m is None:
+        # (-0.0 == 0.0 as a key: the sign of a zero scale, a divisor of -inf, kept apart)
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), bias, scale, scale != 0.0 or math.copysign(1.0, scale))
+        packed = by_address.get(key)
+        if packed is None:
             if len(by_address) >= _MAPS_PER_LAUNCHER:
                 by_address.clear()
-            m = by_address[key] = maps(p, a, b)[:2] + (c_map(p, c),)
-        launch.launch(h, grid, block, wgmma_args(p, m[0], m[1], m[2], a.shape[1], c, bias, scale), smem, cluster)
+            a_map, b_map = maps(p, a, b)[:2]
+            packed = by_address[key] = h.packed(*wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, bias, scale))
+        launch.launch_packed(h, grid, block, packed, smem, cluster)
 
     return run

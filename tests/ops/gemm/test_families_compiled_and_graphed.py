@@ -138,19 +138,26 @@ def split_inputs(cases, ts):
 
 
 class LaunchSpy:
-    """Records (kernel name, grid, cluster) of every ``cupy_ops.launch.launch`` while on (and of
-    the elementwise ops' launches, which bind it at import: ``elementwise._launch``)."""
+    """Records (kernel name, grid, cluster) of every ``cupy_ops.launch.launch`` and
+    ``launch_packed`` while on (and of the elementwise ops' launches, which bind it at import:
+    ``elementwise._launch``)."""
 
     def __init__(self, monkeypatch):
         self.calls, self.on = [], False
-        real = launch.launch
+        real, real_packed = launch.launch, launch.launch_packed
 
         def spy(h, grid, block, args, shared_mem=0, cluster=1):
             if self.on:
                 self.calls.append((h.name, tuple(grid), cluster))
             return real(h, grid, block, args, shared_mem, cluster)
 
+        def spy_packed(h, grid, block, packed, shared_mem=0, cluster=1):
+            if self.on:
+                self.calls.append((h.name, tuple(grid), cluster))
+            return real_packed(h, grid, block, packed, shared_mem, cluster)
+
         monkeypatch.setattr(launch, "launch", spy)
+        monkeypatch.setattr(launch, "launch_packed", spy_packed)
         monkeypatch.setattr(elementwise, "_launch", spy)
 
     def names(self):

@@ -196,13 +196,18 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     slots = occupancy.resident_clusters(h, p.cluster, p.block, p.smem)
     assert 1 <= slots <= gemm.device_info(0).sm_count // 2
     assert occupancy.resident_clusters(h, p.cluster, p.block, p.smem) == slots  # cached on the handle
-    launched, real = [], launch.launch
+    launched, real, real_packed = [], launch.launch, launch.launch_packed
 
     def spy(h, grid, block, args, shared_mem=0, cluster=1):
         launched.append((h.name, tuple(grid), cluster))
         return real(h, grid, block, args, shared_mem, cluster)
 
+    def spy_packed(h, grid, block, packed, shared_mem=0, cluster=1):
+        launched.append((h.name, tuple(grid), cluster))
+        return real_packed(h, grid, block, packed, shared_mem, cluster)
+
     monkeypatch.setattr(launch, "launch", spy)
+    monkeypatch.setattr(launch, "launch_packed", spy_packed)
     ref = a.double() @ b.double()
     c = cupy_ops.matmul(a, b)
     assert launched == [(p.kernel, (min(p.grid[0], 2 * slots), 1, 1), 2)], launched
