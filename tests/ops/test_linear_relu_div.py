@@ -118,3 +118,22 @@ def test_linear_relu_div_divisor_edge_cases(cuda):
         cupy_ops.linear_relu_div(x, w, b, torch.tensor(2.0, device=cuda))
     with pytest.raises(ValueError, match="weight must be on the same device as x"):
         cupy_ops.linear_relu_div(x, w.cpu(), b, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_the_sign_of_a_zero_scale_survives_calls_at_the_same_addresses(dtype, cuda):
+    """Divisors +inf and -inf give scales +0.0 and -0.0, which compare (and hash) equal: calls
+    at the same addresses, one after the other, must still give torch's +0 and -0 bits (a
+    launcher keeps packed arguments per address set and scale). Each call writes into the same
+    ``out`` (the Hopper kernels' 16-bit plans store C through the TMA, whose map is per
+    address)."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 128, device=cuda, dtype=dtype)
+    w = torch.randn(256, 128, device=cuda, dtype=dtype)
+    b = torch.randn(256, device=cuda, dtype=dtype)
+    linear_relu_div = cupy_ops.Op.declared("cupy_ops::linear_relu_div")
+    out = torch.empty(256, 256, device=cuda, dtype=dtype)
+    for d in (float("inf"), float("-inf"), float("inf"), float("-inf")):
+        want = torch.relu(F.linear(x, w, b)) / d
+        linear_relu_div(x, w, b, d, out=out)
+        assert torch.equal(torch.signbit(out), torch.signbit(want)) and torch.equal(out, want), d
