@@ -133,7 +133,9 @@ def test_the_sign_of_a_zero_scale_survives_calls_at_the_same_addresses(dtype, cu
     b = torch.randn(256, device=cuda, dtype=dtype)
     linear_relu_div = cupy_ops.Op.declared("cupy_ops::linear_relu_div")
     out = torch.empty(256, 256, device=cuda, dtype=dtype)
-    for d in (float("inf"), float("-inf"), float("inf"), float("-inf")):
-        want = torch.relu(F.linear(x, w, b)) / d
-        linear_relu_div(x, w, b, d, out=out)
-        assert torch.equal(torch.signbit(out), torch.signbit(want)) and torch.equal(out, want), d
+    # a column-major weight makes weight.T row-major: the Hopper launcher's packed path
+    for weight in (w, w.t().contiguous().t()):
+        for d in (float("inf"), float("-inf"), float("inf"), float("-inf")):
+            want = torch.relu(F.linear(x, weight, b)) / d
+            linear_relu_div(x, weight, b, d, out=out)
+            assert torch.equal(torch.signbit(out), torch.signbit(want)) and torch.equal(out, want), d
