@@ -3,7 +3,7 @@
 //   C (M, N) = epilogue(A (M, K) @ B (K, N)), C row-major; linear_relu_div's B is weight.T.
 // cupy_ops/ops/gemm_plan.py picks the kernel, its template arguments, split-K and grid, and
 // passes the geometry it shares with them as -D defines (SG_*, TC_*). Every kernel ends with
-// the epilogue's (bias, scale): null and 1 for EpiNone.
+// the epilogue's arguments (EpiArgs, gemm_epilogue.cuh; zeros for EpiNone).
 #include "gemm_naive.cuh"
 #include "gemm_simt.cuh"
 #include "gemm_tc.cuh"
@@ -13,8 +13,9 @@
 template <class T, class EPI>
 __global__ void gemm_naive(const typename Traits<T>::Bits* a, i64 sam, i64 sak, const typename Traits<T>::Bits* b,
                            i64 sbk, i64 sbn, typename Traits<T>::Bits* c, i64 M, i64 N, i64 K,
-                           const typename Traits<T>::Bits* bias, double scale) {
-  gemm_naive_block<T>(a, sam, sak, b, sbk, sbn, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+                           const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_naive_block<T>(a, sam, sak, b, sbk, sbn, c, N, M, N, K, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // The reference over a batch: block z of the grid (plus z0, for batches past gridDim.z's
@@ -24,10 +25,11 @@ template <class T, class EPI>
 __global__ void gemm_naive_batched(const typename Traits<T>::Bits* a, i64 sam, i64 sak, i64 sa,
                                    const typename Traits<T>::Bits* b, i64 sbk, i64 sbn, i64 sb,
                                    typename Traits<T>::Bits* c, i64 M, i64 N, i64 K, i64 z0,
-                                   const typename Traits<T>::Bits* bias, double scale) {
+                                   const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   const i64 z = z0 + blockIdx.z;
   gemm_naive_block<T>(a + z * sa, sam, sak, b + z * sb, sbk, sbn, c + z * M * N, N, M, N, K,
-                      Epilogue<T, EPI>(bias, scale));
+                      Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Tiled fp32 on the CUDA cores; lda, ldb and the layouts: gemm_simt.cuh. SPLIT: block z of the
@@ -38,7 +40,8 @@ __global__ void gemm_naive_batched(const typename Traits<T>::Bits* a, i64 sam, i
 template <bool A_KMAJOR, bool B_KMAJOR, class EPI, bool SPLIT, int BLOCKS, bool DYN_SMEM>
 __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
     gemm_simt(const float* a, i64 lda, const float* b, i64 ldb, float* c, int M, int N, int K, int vec, int kslice,
-              const float* bias, double scale) {
+              const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   static_assert(!SPLIT || same_type<EPI, EpiNone>, "split-K partial products take no epilogue (the reduction "
                                                     "applies it)");
   if constexpr (SPLIT) {
@@ -49,7 +52,7 @@ __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
     K = min(kslice, K - k0);
   }
   gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK, DYN_SMEM>(a, lda, b, ldb, c, N, M, N, K, vec,
-                                               Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
+                                               Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // gemm_simt over a batch (no split-K): block z of the grid (plus z0) multiplies entry z0 + z,
@@ -58,10 +61,11 @@ __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
 template <bool A_KMAJOR, bool B_KMAJOR, class EPI, int BLOCKS, bool DYN_SMEM>
 __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS(BLOCKS))
     gemm_simt_batched(const float* a, i64 lda, i64 sa, const float* b, i64 ldb, i64 sb, float* c, int M, int N,
-                      int K, int vec, i64 z0, const float* bias, double scale) {
+                      int K, int vec, i64 z0, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   const i64 z = z0 + blockIdx.z;
   gemm_simt_block<A_KMAJOR, B_KMAJOR, SG_BK, DYN_SMEM>(a + z * sa, lda, b + z * sb, ldb, c + z * M * N, N, M, N, K,
-                                               vec, Epilogue<float, EPI>(reinterpret_cast<const u32*>(bias), scale));
+                                               vec, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Tensor cores (mma.sync): a (M, K) row-major (lda), bt = B transposed, (N, K) row-major
@@ -70,8 +74,9 @@ template <class T, class EPI>
 __global__ void __launch_bounds__(TC_THREADS) gemm_tc(const typename Traits<T>::Bits* a, i64 lda,
                                                        const typename Traits<T>::Bits* bt, i64 ldb,
                                                        typename Traits<T>::Bits* c, int M, int N, int K,
-                                                       const typename Traits<T>::Bits* bias, double scale) {
-  gemm_tc_block<T>(a, lda, bt, ldb, c, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+                                                       const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_tc_block<T>(a, lda, bt, ldb, c, N, M, N, K, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // gemm_tc over a batch: block z of the grid (plus z0) multiplies entry z0 + z, its operands sa /
@@ -80,17 +85,19 @@ template <class T, class EPI>
 __global__ void __launch_bounds__(TC_THREADS) gemm_tc_batched(const typename Traits<T>::Bits* a, i64 lda, i64 sa,
                                                                const typename Traits<T>::Bits* bt, i64 ldb, i64 sb,
                                                                typename Traits<T>::Bits* c, int M, int N, int K, i64 z0,
-                                                               const typename Traits<T>::Bits* bias, double scale) {
+                                                               const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   const i64 z = z0 + blockIdx.z;
-  gemm_tc_block<T>(a + z * sa, lda, bt + z * sb, ldb, c + z * M * N, N, M, N, K, Epilogue<T, EPI>(bias, scale));
+  gemm_tc_block<T>(a + z * sa, lda, bt + z * sb, ldb, c + z * M * N, N, M, N, K, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // c (M, N of T) = epilogue(the sum of the split-K slices of ws), rounded to T (grid-stride).
 template <class T, class EPI>
 __global__ void gemm_splitk_reduce(const float* ws, typename Traits<T>::Bits* c, int M, int N, int slices,
-                                   const typename Traits<T>::Bits* bias, double scale) {
-  const Epilogue<T, EPI> epi(bias, scale);
+                                   const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  const Epilogue<T, EPI> epi(epi_bias, epi_scale, epi_args);
   const i64 mn = (i64)M * N;
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < mn; i += (i64)gridDim.x * blockDim.x)
-    c[i] = from_acc<T>(epi(splitk_sum(ws, i, mn, slices), i % N));
+    c[i] = from_acc<T>(epi(splitk_sum(ws, i, mn, slices), i / N, i % N));
 }

@@ -1,11 +1,29 @@
-// Epilogues of the GEMM kernels: functors applied to each fp32 (fp64) accumulator with its
-// output column n before the store. The host names one by its tag, the last template argument
-// of every GEMM kernel (cupy_ops/ops/gemm/common.py EPILOGUES); every kernel takes the same
-// two arguments for it, (bias, scale), unused by EpiNone. epi(v, n) = epi.apply(v,
-// epi.column(n)): the Hopper kernels read a round of columns' parameters first, cooperatively
-// (gemm_wgmma.cuh epi_columns), then apply them; COLUMNS says whether there are any to read.
+// Epilogues of the GEMM kernels: functors applied to each fp32 (fp64) accumulator of output
+// (m, n) before the store. The host names one by its tag, the last template argument of every
+// GEMM kernel (cupy_ops/ops/gemm/epilogues.py); every kernel takes one argument for it, an
+// EpiArgs by value. epi(v, m, n) = epi.apply(v, epi.column(n), m, n): the Hopper kernels read
+// a round of columns' parameters first, cooperatively (gemm_wgmma.cuh epi_columns), then apply
+// them; COLUMNS says whether there are any to read (the Linear's bias).
+// NOTES: a user's epilogue (cupy_ops.epilogue) is compiled after this file as one more
+// specialization of Epilogue (epilogues.py writes it), so every family takes it unchanged.
 #pragma once
 #include "common.cuh"
+
+// What an epilogue reads (EPI_PTRS, EPI_SCALARS: the host's, -D): ptr[0] the Linear's bias
+// (null: none), the others a user epilogue's vectors and tensors, ld[i] a tensor's row stride
+// in elements; scalar[i] its numbers as doubles (exact); C's M, N. Every kernel takes it last,
+// after the bias and the first scalar again as parameters of their own, which the built-in
+// epilogues read.
+// NOTES: read from the struct, bias and scale stayed in registers through the main loop and
+// the SIMT kernel at 2 blocks per SM spilled 40 bytes (sm_90); as scalar parameters they are
+// read from the constant bank where they are used.
+struct EpiArgs {
+  const void* ptr[EPI_PTRS];
+  i64 ld[EPI_PTRS];
+  double scalar[EPI_SCALARS];
+  i64 M, N;
+};
+static_assert(sizeof(EpiArgs) == EPI_ARGS_BYTES, "the host packs EpiArgs as EPI_ARGS_BYTES bytes");
 
 struct EpiNone;            // matmul: the product as is
 struct EpiBiasReluScale;   // linear_relu_div: relu(v + bias[n]) * scale
@@ -26,34 +44,41 @@ template <class T>
 struct Epilogue<T, EpiNone> {
   typedef typename Traits<T>::Acc Acc;
   static constexpr bool COLUMNS = false;
-  __device__ __forceinline__ Epilogue(const typename Traits<T>::Bits*, double) {}
+  __device__ __forceinline__ Epilogue(const void*, double, const EpiArgs&) {}
   __device__ __forceinline__ Acc column(i64) const { return Acc(0); }
-  __device__ __forceinline__ Acc apply(Acc v, Acc) const { return v; }
-  __device__ __forceinline__ Acc operator()(Acc v, i64) const { return v; }
+  __device__ __forceinline__ Acc apply(Acc v, Acc, i64, i64) const { return v; }
+  __device__ __forceinline__ Acc operator()(Acc v, i64, i64) const { return v; }
 };
 
+// The Linear's bias of column n, -0.0 without one (nn.Linear(bias=False)): x + -0.0 is x for
+// every x, -0.0 and NaN included, so the add is unconditional (no branch per value) and
+// torch's -0.0 stays -0.0.
+template <class T> __device__ __forceinline__ typename Traits<T>::Acc linear_bias(const void* bias, i64 n) {
+  typedef typename Traits<T>::Acc Acc;
+  return bias ? to_acc<T>(static_cast<const typename Traits<T>::Bits*>(bias)[n]) : -Acc(0);
+}
+// torch's Linear output: v + bias rounded to the dtype (the add keeps denormals: the kernels
+// build with -ftz=true)
+template <class T> __device__ __forceinline__ typename Traits<T>::Acc linear_out(typename Traits<T>::Acc v,
+                                                                               typename Traits<T>::Acc b) {
+  return to_acc<T>(from_acc<T>(add_exact(v, b)));
+}
+
 // relu(v + bias[n]) * scale, with scale = 1 / divisor as torch computes it (see relu_div.cu;
-// the host passes it as a double that is exact in Acc); bias may be null (nn.Linear(bias=False)).
+// the host passes it as a double that is exact in Acc); bias may be null.
 template <class T>
 struct Epilogue<T, EpiBiasReluScale> {
-  typedef typename Traits<T>::Bits Bits;
   typedef typename Traits<T>::Acc Acc;
   static constexpr bool COLUMNS = true;
-  const Bits* bias;
+  const void* bias;
   Acc scale;
-  __device__ __forceinline__ Epilogue(const Bits* b, double s) : bias(b), scale(scale_from<Acc>(s)) {}
-  // column n's bias; -0.0 without one (nn.Linear(bias=False)): x + -0.0 is x for every x,
-  // -0.0 and NaN included, so apply adds unconditionally (no branch per value) and torch's
-  // -0.0 stays -0.0
-  __device__ __forceinline__ Acc column(i64 n) const { return bias ? to_acc<T>(bias[n]) : -Acc(0); }
-  __device__ __forceinline__ Acc apply(Acc v, Acc b) const {
-    // torch rounds the Linear output to the dtype first; the add keeps denormals (the kernels
-    // build with -ftz=true)
-    v = to_acc<T>(from_acc<T>(add_exact(v, b)));
-    const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(v)));
+  __device__ __forceinline__ Epilogue(const void* b, double s, const EpiArgs&) : bias(b), scale(scale_from<Acc>(s)) {}
+  __device__ __forceinline__ Acc column(i64 n) const { return linear_bias<T>(bias, n); }
+  __device__ __forceinline__ Acc apply(Acc v, Acc b, i64, i64) const {
+    const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(linear_out<T>(v, b))));
     return mul_exact(r, scale);
   }
-  __device__ __forceinline__ Acc operator()(Acc v, i64 n) const { return apply(v, column(n)); }
+  __device__ __forceinline__ Acc operator()(Acc v, i64 m, i64 n) const { return apply(v, column(n), m, n); }
 };
 
 // Split-K: the sum of output i's partial products over the slices of a (slices, M, N) fp32

@@ -4,7 +4,7 @@
 #pragma once
 #include "common.cuh"
 
-// C[m, n] = epi(sum_k A[m, k] * B[k, n], n); A, B addressed by element strides, C row-major
+// C[m, n] = epi(sum_k A[m, k] * B[k, n], m, n); A, B addressed by element strides, C row-major
 // with leading dimension ldc. Block (16, 16): threadIdx.x runs along n so that B and C
 // accesses coalesce. gridDim.y is capped at 65535 by the hardware, hence the loop over m.
 template <class T, class Epi>
@@ -26,6 +26,6 @@ __device__ __forceinline__ void gemm_naive_block(const typename Traits<T>::Bits*
       for (i64 k = k0; k < k1; ++k) run = fma_exact(to_acc<T>(a[m * sam + k * sak]), to_acc<T>(b[k * sbk + n * sbn]), run);
       acc = k0 == 0 ? run : add_exact(acc, run);
     }
-    c[m * ldc + n] = from_acc<T>(epi(acc, n));
+    c[m * ldc + n] = from_acc<T>(epi(acc, m, n));
   }
 }

@@ -1,7 +1,7 @@
 // Tiled FP32 GEMM on the CUDA cores (no tensor cores): the default fp32 path when TF32 is
 // not allowed, so results keep full fp32 precision as torch's SGEMM does.
 //
-// C[m, n] = epi(sum_k A[m, k] * B[k, n], n), C row-major (ldc). Block tile SG_TILE x SG_TILE
+// C[m, n] = epi(sum_k A[m, k] * B[k, n], m, n), C row-major (ldc). Block tile SG_TILE x SG_TILE
 // (128), k-tile BK, SG_THREADS (256) threads, each thread an 8 x 8 register tile (two 4 x 4 quadrants 64 apart, so the
 // shared-memory reads of a warp are conflict-free float4s). Tiles are double-buffered in
 // shared memory: the next k-tile is loaded from global memory into registers while the
@@ -214,7 +214,7 @@ __device__ __forceinline__ void gemm_simt_block(const float* __restrict__ A, i64
       const int n = n0 + tx * 4 + h * 64;
       float v[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = n + j < N ? epi(acc[i][h * 4 + j], n + j) : 0.f;
+      for (int j = 0; j < 4; ++j) v[j] = n + j < N ? epi(acc[i][h * 4 + j], m, n + j) : 0.f;
       float* dst = C + (i64)m * ldc + n;
       if (vec_c && n + 3 < N) {
         *reinterpret_cast<F4*>(dst) = F4{v[0], v[1], v[2], v[3]};

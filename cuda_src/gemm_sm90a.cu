@@ -22,9 +22,10 @@ template <class T, bool B_NMAJOR, int BN, int CM, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
-               int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
+               int M, int N, int K, int group, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, T>(&a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K,
-                                           group, Epilogue<T, EPI>(bias, scale));
+                                           group, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // A batch of `batch` products (gemm_wgmma_tiles BATCHED): a_map and b_map 3-D, the entry their
@@ -35,9 +36,10 @@ template <class T, bool B_NMAJOR, int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_batched(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                        typename Traits<T>::Bits* c, int M, int N, int K, int group, int batch, int bcast,
-                       const typename Traits<T>::Bits* bias, double scale) {
+                       const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, 1, T, Epilogue<T, EPI>, false, false, false, true>(
-      &a_map, &b_map, nullptr, c, N, (i64)M * N, M, N, K, K, group, Epilogue<T, EPI>(bias, scale), batch, bcast);
+      &a_map, &b_map, nullptr, c, N, (i64)M * N, M, N, K, K, group, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args), batch, bcast);
 }
 
 // The same for outputs too small to fill the GPU with 128 x 128 tiles: WG_KSPLIT_BM (64) x BN
@@ -47,9 +49,10 @@ template <class T, bool B_NMAJOR, int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_ksplit(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                       const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
-                      int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
+                      int M, int N, int K, int group, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, 1, T, Epilogue<T, EPI>, false, true>(
-      &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
+      &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // The same with one CTA per WG_BM x BN tile of the plain kernel (gemm_wgmma_tiles SINGLE: the
@@ -59,9 +62,10 @@ template <class T, bool B_NMAJOR, int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_single(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map,
                       const __grid_constant__ TmaMap c_map, int tma_store, typename Traits<T>::Bits* c, i64 ldc,
-                      int M, int N, int K, int group, const typename Traits<T>::Bits* bias, double scale) {
+                      int M, int N, int K, int group, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, 1, T, Epilogue<T, EPI>, false, false, true>(
-      &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(bias, scale));
+      &a_map, &b_map, tma_store ? &c_map : nullptr, c, ldc, 0, M, N, K, K, group, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // fp32 (TF32) C = epilogue(A @ B) for a row-major B (K, N), computed as C^T = B^T A^T
@@ -71,10 +75,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 template <int BN, int CM, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map,
-                    const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, const u32* bias,
-                    double scale) {
+                    const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<float, false, BN, CM, float, Epilogue<float, EPI>, true>(
-      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(bias, scale));
+      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Split-K partial products: the units of K slice z (the range [z kslice, (z + 1) kslice))
@@ -85,7 +89,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_wgmma_partial(const __grid_constant__ TmaMap a_map, const __grid_constant__ TmaMap b_map, float* ws,
                        int M, int N, int K, int kslice, int group) {
   gemm_wgmma_tiles<T, B_NMAJOR, BN, CM, float>(&a_map, &b_map, nullptr, reinterpret_cast<u32*>(ws), N, (i64)M * N,
-                                               M, N, K, kslice, group, Epilogue<float, EpiNone>(nullptr, 1.0));
+                                               M, N, K, kslice, group, Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 
 // fp32 C = epilogue(A @ B) in three TF32 products (gemm_tf32x3.cuh); maps as for gemm_wgmma<float>
@@ -93,8 +97,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 template <int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3(const __grid_constant__ TmaMap a_map,
                                                              const __grid_constant__ TmaMap b_map, u32* c, i64 ldc,
-                                                             int M, int N, int K, const u32* bias, double scale) {
-  gemm_tf32x3_block<BN, float>(&a_map, &b_map, c, ldc, M, N, 0, K, Epilogue<float, EPI>(bias, scale));
+                                                             int M, int N, int K, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_tf32x3_block<BN, float>(&a_map, &b_map, c, ldc, M, N, 0, K, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Its split-K partial products, as gemm_wgmma_partial.
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
                                                                      int M, int N, int K, int kslice) {
   const int k0 = blockIdx.z * kslice;
   gemm_tf32x3_block<BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
-                               min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0));
+                               min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 
 // fp32 C = epilogue(A @ B) in three TF32 products for a row-major B (K, N), as C^T = B^T A^T
@@ -113,10 +118,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
 template <int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap(const __grid_constant__ TmaMap b_map,
                                                                   const __grid_constant__ TmaMap a_map, u32* c,
-                                                                  i64 ldc, int M, int N, int K, const u32* bias,
-                                                                  double scale) {
+                                                                  i64 ldc, int M, int N, int K, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
   gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true>(&b_map, &a_map, c, ldc, N, M, 0, K,
-                                                           Epilogue<float, EPI>(bias, scale));
+                                                           Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Its split-K partial products into the (M, N) fp32 slices of ws, as gemm_tf32x3_partial.
@@ -127,7 +132,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_partial(const 
   const int k0 = blockIdx.z * kslice;
   gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true>(
       &b_map, &a_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0, min(kslice, K - k0),
-      Epilogue<float, EpiNone>(nullptr, 1.0));
+      Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 
 // fp32 C = epilogue(A @ B) in three fp16 products of scaled pieces (gemm_fp16x3.cuh): the maps
@@ -138,9 +143,10 @@ template <int BN, class EPI, bool B_NMAJOR>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_fp16x3(const __grid_constant__ TmaMap ahi, const __grid_constant__ TmaMap alo,
                 const __grid_constant__ TmaMap bhi, const __grid_constant__ TmaMap blo, u32* c, i64 ldc, int M, int N,
-                int K, const int* ea, const int* eb, const u32* bias, double scale, int group) {
+                int K, const int* ea, const int* eb, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args, int group) {
   gemm_fp16x3_block<BN, float, Epilogue<float, EPI>, B_NMAJOR>(&ahi, &alo, &bhi, &blo, c, ldc, M, N, 0, K, ea, eb,
-                                                               Epilogue<float, EPI>(bias, scale), group);
+                                                               Epilogue<float, EPI>(epi_bias, epi_scale, epi_args), group);
 }
 
 // Its split-K partial products (scaled back: the slices add), as gemm_wgmma_partial.
@@ -152,5 +158,5 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
   const int k0 = blockIdx.z * kslice;
   gemm_fp16x3_block<BN, float, Epilogue<float, EpiNone>, B_NMAJOR>(
       &ahi, &alo, &bhi, &blo, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
-      min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0), group);
+      min(kslice, K - k0), ea, eb, Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}), group);
 }

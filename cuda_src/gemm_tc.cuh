@@ -2,7 +2,7 @@
 // rounded to TF32 (m16n8k8), accumulating in fp32. Used for float16 and bfloat16 always, and
 // for float32 only when the user allowed TF32 the torch way.
 //
-// C[m, n] = epi(sum_k A[m, k] * B[n, k], n): both operands K-major (A row-major (M, K), B
+// C[m, n] = epi(sum_k A[m, k] * B[n, k], m, n): both operands K-major (A row-major (M, K), B
 // stored (N, K), the nn.Linear weight layout) with rows starting on 16-byte boundaries; the
 // host copies an operand into that form when it is not (e.g. matmul's row-major B).
 // Block tile 128 x 128 x BK (BK = 32 for 16-bit types, 16 for TF32: 64 bytes), 4 warps as
@@ -187,8 +187,8 @@ __device__ __forceinline__ void gemm_tc_block(const typename Traits<T>::Bits* __
       for (int j = 0; j < NT; ++j) {
         const int n = n0 + wn + j * 8 + 2 * t;
         Bits* dst = C + (i64)m * ldc + n;
-        if (n < N) dst[0] = from_acc<T>(epi(acc[i][j][2 * h], n));
-        if (n + 1 < N) dst[1] = from_acc<T>(epi(acc[i][j][2 * h + 1], n + 1));
+        if (n < N) dst[0] = from_acc<T>(epi(acc[i][j][2 * h], m, n));
+        if (n + 1 < N) dst[1] = from_acc<T>(epi(acc[i][j][2 * h + 1], m, n + 1));
       }
     }
 }

@@ -1,6 +1,6 @@
 // Hopper tensor-core GEMM (sm_90a only: wgmma + TMA), fp32 accumulation.
 //
-// C[m, n] = epi(sum_k A[m, k] * B[k, n], n) for bf16 / fp16 operands (m64n256k16) or fp32
+// C[m, n] = epi(sum_k A[m, k] * B[k, n], m, n) for bf16 / fp16 operands (m64n256k16) or fp32
 // operands read as TF32 (m64n256k8). A is K-major (row-major (M, K)); B is K-major (stored
 // (N, K), the nn.Linear weight layout) or, for 16-bit types, N-major (row-major (K, N), as
 // matmul's b): the instruction's transpose bit reads it in place. Both come in through TMA
@@ -236,8 +236,9 @@ __device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<
 #pragma unroll
       for (int jl = 0; jl < 8; ++jl) {
         const int j = r0 + jl;
-        store_pair<Out>(row, n0 + 8 * j + 2 * t, N, paired, epi.apply(acc[4 * j + 2 * h], col[jl][0]),
-                        epi.apply(acc[4 * j + 2 * h + 1], col[jl][1]));
+        const int n = n0 + 8 * j + 2 * t;
+        store_pair<Out>(row, n, N, paired, epi.apply(acc[4 * j + 2 * h], col[jl][0], m, n),
+                        epi.apply(acc[4 * j + 2 * h + 1], col[jl][1], m, n + 1));
       }
     }
   }
@@ -272,9 +273,10 @@ __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename 
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
         const u32 addr = buf + r * 256 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
+        const int m = m0 + warp * 16 + r, n = n0 + 8 * j + 2 * t;
         // (columns past N are computed but not stored)
-        const Bits b0 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], col[jl][0]));
-        const Bits b1 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], col[jl][1]));
+        const Bits b0 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], col[jl][0], m, n));
+        const Bits b1 = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], col[jl][1], m, n + 1));
         if constexpr (ES == 2) {
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0 | ((u32)b1 << 16)) : "memory");
         } else {
@@ -355,9 +357,10 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
         for (int h = 0; h < 2; ++h) {
           const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
           const u32 addr = buf + bi * 2048 + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15);
+          const int m = m0 + r, n = n0 + 8 * j + 2 * t;
           // (columns past N are computed; the TMA does not store them)
-          const Bits b0v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], cj[0]));
-          const Bits b1v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], cj[1]));
+          const Bits b0v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h], cj[0], m, n));
+          const Bits b1v = from_acc<Out>(epi.apply(acc[4 * j + 2 * h + 1], cj[1], m, n + 1));
           if constexpr (ES == 2) {
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((u32)b0v | ((u32)b1v << 16)) : "memory");
           } else {
@@ -459,7 +462,7 @@ __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const T
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int m = 8 * jl + 2 * t + e;   // the C row within the round
-          const float v = epi.apply(acc[4 * j + 2 * i + e], rowp[i]);
+          const float v = epi.apply(acc[4 * j + 2 * i + e], rowp[i], m0 + WG_SWAP_BOX * r + m, n0 + rows.nloc[i]);
           asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(col + m * 128 + (((nb >> 2) ^ (m & 7)) << 4)), "f"(v)
                        : "memory");
         }
@@ -494,7 +497,7 @@ __device__ __forceinline__ void wg_store_tile_t(const float* acc, typename Trait
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int m = m0 + 8 * j + 2 * t + e;
-        if (m < kN) C[(i64)m * ldc + n] = from_acc<Out>(epi.apply(acc[4 * j + 2 * i + e], p));
+        if (m < kN) C[(i64)m * ldc + n] = from_acc<Out>(epi.apply(acc[4 * j + 2 * i + e], p, m, n));
       }
     }
   }

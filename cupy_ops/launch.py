@@ -27,9 +27,25 @@ from . import compiler
 from .device import PORTABLE_CLUSTER, SHARED_DEFAULT, capability
 from .device import arch as device_arch
 
-# Argument kinds of a kernel signature -> struct format of its slot: 8 bytes, or 128 for a
-# TMA tensor map (a CUtensorMap passed by value; see ops/gemm/tma.py).
-SLOTS = {"ptr": "Q", "i64": "q", "i32": "I4x", "f32": "f4x", "f64": "d", "f16": "e6x", "bf16": "H6x", "tmap": "128s"}
+# The GEMM epilogue's argument (gemm_epilogue.cuh EpiArgs, passed by value): EPI_PTRS pointers and
+# as many row strides, EPI_SCALARS doubles, then C's M and N.
+EPI_PTRS = 8
+EPI_SCALARS = 8
+EPI_ARGS_BYTES = 8 * (2 * EPI_PTRS + EPI_SCALARS + 2)
+
+# Argument kinds of a kernel signature -> struct format of its slot: 8 bytes, 128 for a TMA
+# tensor map (a CUtensorMap passed by value; see ops/gemm/tma.py), or an EpiArgs.
+SLOTS = {
+    "ptr": "Q",
+    "i64": "q",
+    "i32": "I4x",
+    "f32": "f4x",
+    "f64": "d",
+    "f16": "e6x",
+    "bf16": "H6x",
+    "tmap": "128s",
+    "epi": f"{EPI_ARGS_BYTES}s",
+}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -47,7 +63,7 @@ class KernelHandle:
 
     ``signature`` lists the kernel's parameters in order, each one of ``SLOTS``: ``"ptr"`` (a
     device pointer as a Python int; 0 for null), ``"i64"``, ``"i32"``, ``"f32"``, ``"f64"``,
-    ``"tmap"`` (128 bytes).
+    ``"tmap"`` (128 bytes), ``"epi"`` (``EPI_ARGS_BYTES``).
     """
 
     __slots__ = (

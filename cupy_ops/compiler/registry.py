@@ -72,6 +72,7 @@ class Source:
         "includes",
         "name",
         "search",
+        "suffix",
         "variants",
     )
 
@@ -85,8 +86,10 @@ class Source:
         *,
         search=(),
         includes: _source.Includes | None = None,
+        suffix: str = "",
     ):
         self.name = name
+        self.suffix = suffix  # a built-in file's: code compiled after it (a GEMM's user epilogue)
         self.code = code  # the text compiled, for user code
         self.defines = defines
         self.arch = targets.check(arch)
@@ -106,9 +109,10 @@ class Source:
 
     def text(self) -> str:
         """The text NVRTC compiles: a user's code as written (after its ``prelude``), or a
-        built-in file with its headers pasted in, read on the first call and kept."""
+        built-in file with its headers pasted in (then its ``suffix``), read on the first call
+        and kept."""
         if self._text is None:
-            self._text = assemble(self.name)
+            self._text = assemble(self.name) + self.suffix
         return self._text
 
     def options(self, arch: str) -> tuple[str, ...]:
@@ -212,14 +216,15 @@ def _defines(defines) -> tuple:
     return tuple(items)
 
 
-def builtin(filename: str, *, defines=None, arch: str | None = None) -> Source:
-    """The ``Source`` of ``cuda_src/filename`` compiled with ``defines`` (a dict) for ``arch``.
-    Cheap (no file is read); the same arguments give the same object."""
-    key = ("builtin", filename, _defines(defines), targets.check(arch))
+def builtin(filename: str, *, defines=None, arch: str | None = None, suffix: str = "") -> Source:
+    """The ``Source`` of ``cuda_src/filename`` compiled with ``defines`` (a dict) for ``arch``,
+    ``suffix`` (code) after it. Cheap (no file is read); the same arguments give the same
+    object."""
+    key = ("builtin", filename, _defines(defines), targets.check(arch), suffix)
     with _lock:
         src = _sources.get(key)
         if src is None:
-            src = _sources[key] = Source(filename, None, key[2], key[3])
+            src = _sources[key] = Source(filename, None, key[2], key[3], suffix=suffix)
         return src
 
 
@@ -317,6 +322,7 @@ def release(source: Source) -> None:
 
 
 def sources(builtin_only: bool = True) -> list[Source]:
-    """The registered sources (the built-in ones by default), in registration order."""
+    """The registered sources (the built-in files by default, without a user epilogue's code
+    after them), in registration order."""
     with _lock:
-        return [s for s in _sources.values() if s.builtin or not builtin_only]
+        return [s for s in _sources.values() if (s.builtin and not s.suffix) or not builtin_only]

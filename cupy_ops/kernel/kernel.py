@@ -182,20 +182,29 @@ class Kernel:
         track(self, src)
 
     @classmethod
-    def builtin(cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None) -> Kernel:
+    def builtin(
+        cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None, suffix: str = ""
+    ) -> Kernel:
         """A kernel of cupy_ops' own ``cuda_src/filename`` (read on first launch, not at import).
 
         ``variants``: the instantiations launched, as a list of name expressions (each its own
         key for ``handle``) or a dict ``{key: expression}`` (e.g. ``{torch.float32:
         "relu<float>"}``); they are registered now, for the offline check. ``defines``: ``-D``
         values (the geometry the host decides); ``arch``: the one architecture the file is
-        built for (``"sm_90a"``), None for the device's own.
+        built for (``"sm_90a"``), None for the device's own; ``suffix``: code compiled after the
+        file (a GEMM's user epilogue: ``with_suffix``).
         """
         self = cls.__new__(cls)
         exprs = dict(variants) if isinstance(variants, dict) else {v: v for v in variants}
         self._declaration = self._stated = None
-        self._setup(compiler.builtin(filename, defines=defines, arch=arch), name, exprs, None, None)
+        self._setup(compiler.builtin(filename, defines=defines, arch=arch, suffix=suffix), name, exprs, None, None)
         return self
+
+    def with_suffix(self, suffix: str, variants) -> Kernel:
+        """This built-in kernel compiled with ``suffix`` (code) after its file, for
+        ``variants`` (name expressions): instantiations over types the code declares."""
+        src = self._source
+        return Kernel.builtin(src.name, self.name, variants, defines=dict(src.defines), arch=src.arch, suffix=suffix)
 
     def _setup(self, src, name, exprs, template, params) -> None:
         self.name = name

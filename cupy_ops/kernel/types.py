@@ -10,6 +10,7 @@ import torch
 
 from ..compiler import declarations
 from ..dtypes import CUDA_NAMES
+from ..launch import EPI_ARGS_BYTES
 
 _QUALIFIERS = re.compile(
     r"\b(const|volatile|__restrict__|__restrict|restrict|typename|struct|signed|__grid_constant__)\b"
@@ -55,12 +56,14 @@ KINDS = {
     "nv_bfloat16": "bf16",
     "bf16": "bf16",
     "TmaMap": "tmap",  # gemm_wgmma.cuh's 128-byte TMA tensor map, passed by value (built-in kernels)
+    "EpiArgs": "epi",  # gemm_epilogue.cuh's epilogue arguments, passed by value (built-in kernels)
 }
 # Each scalar C type's size in bytes and, for integers, the values it holds.
 SIZES = {
     "float": 4,
     "double": 8,
     "TmaMap": 128,
+    "EpiArgs": EPI_ARGS_BYTES,
     **dict.fromkeys(("__half", "half", "f16", "__nv_bfloat16", "nv_bfloat16", "bf16"), 2),
 }
 RANGES: dict[str, tuple[int, int, bool]] = {}
@@ -79,8 +82,8 @@ for _names, _size, _lo, _hi in [
         SIZES[_n] = _size
         RANGES[_n] = (_lo, _hi, _n == "bool")
 # What one argument slot of each kind holds (launch.SLOTS), in bytes.
-SLOT_BYTES = {"ptr": 8, "i64": 8, "f64": 8, "i32": 4, "f32": 4, "f16": 2, "bf16": 2, "tmap": 128}
-SIGNATURE_KINDS = ("ptr", "i32", "i64", "f32", "f64", "f16", "bf16", "acc", "tmap")
+SLOT_BYTES = {"ptr": 8, "i64": 8, "f64": 8, "i32": 4, "f32": 4, "f16": 2, "bf16": 2, "tmap": 128, "epi": EPI_ARGS_BYTES}
+SIGNATURE_KINDS = ("ptr", "i32", "i64", "f32", "f64", "f16", "bf16", "acc", "tmap", "epi")
 # The scalar kind of a per-dtype template's type parameter (``T a``), by the dtype picked
 _T_KINDS = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
 # What a pointer parameter may be given: its element type -> the torch dtypes of that type. The

@@ -28,7 +28,8 @@ def _run(x, weight, bias, divisor, algo, out) -> None:
     if out.numel():
         if bias is not None and bias.stride(0) != 1:
             bias = bias.contiguous()
-        gemm.matmul_into(x, weight.t(), out, "EpiBiasReluScale", algo, bias, _divisor.scale_for(divisor, x.dtype))
+        epi = gemm.epilogues.builtin_args(0 if bias is None else bias.data_ptr(), _divisor.scale_for(divisor, x.dtype))
+        gemm.matmul_into(x, weight.t(), out, gemm.epilogues.BIAS_RELU_SCALE, algo, epi)
 
 
 @op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)

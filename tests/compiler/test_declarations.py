@@ -11,6 +11,7 @@ import cupy_ops.ops
 from cupy_ops import compiler
 from cupy_ops.compiler import cubin, declarations
 from cupy_ops.kernel import kernel_names, parse_signature
+from cupy_ops.launch import EPI_ARGS_BYTES
 
 
 def need_nvrtc():
@@ -365,7 +366,7 @@ def _builtin_kernels():
 
 
 BUILTIN = _builtin_kernels()
-SIZES = {"ptr": 8, "i64": 8, "f64": 8, "i32": 4, "f32": 4, "tmap": 128}
+SIZES = {"ptr": 8, "i64": 8, "f64": 8, "i32": 4, "f32": 4, "tmap": 128, "epi": EPI_ARGS_BYTES}
 
 
 def test_every_builtin_kernel_is_read_as_nvrtc_compiles_it():

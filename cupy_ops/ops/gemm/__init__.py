@@ -22,9 +22,10 @@ from __future__ import annotations
 import torch
 
 from ... import checks
-from . import batch
+from . import batch, epilogues
 from .batch import BatchPlan
 from .common import EPILOGUES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
+from .epilogues import NO_ARGS
 from .planner import (
     ALGOS,
     FAMILIES,
@@ -52,6 +53,7 @@ __all__ = [
     "Overrides",
     "choose",
     "device_info",
+    "epilogues",
     "fp32_accurate",
     "gemm_plan",
     "matmul_into",
@@ -105,11 +107,11 @@ def matmul_into(
     out: torch.Tensor,
     epilogue: str = "EpiNone",
     algo: str = "auto",
-    bias: torch.Tensor | None = None,
-    scale: float = 1.0,
+    epi: tuple = NO_ARGS,
 ) -> torch.Tensor:
     """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
-    caller) and ``out`` contiguous of the product's shape: folded into one GEMM or one GEMM per
-    batch entry (``batch``), each as its plan says."""
-    batch.run(a, b, out, epilogue, algo, bias, scale)
+    caller) and ``out`` contiguous of the product's shape, ``epi`` the epilogue's packed
+    arguments (``epilogues.args``): folded into one GEMM or one GEMM per batch entry
+    (``batch``), each as its plan says."""
+    batch.run(a, b, out, epilogue, algo, epi)
     return out

@@ -30,6 +30,7 @@ import torch
 
 from ...checks import broadcast_batch, prod
 from .common import GemmPlan
+from .epilogues import NO_ARGS
 from .planner import launcher_for, plan_for
 from .planner import run as run_plan
 
@@ -170,25 +171,25 @@ def run(
     out: torch.Tensor,
     epilogue: str = "EpiNone",
     algo: str = "auto",
-    bias: torch.Tensor | None = None,
-    scale: float = 1.0,
+    epi: tuple = NO_ARGS,
 ) -> None:
-    """``out`` (contiguous, torch.matmul's shape of ``a @ b``) = epilogue(``a @ b``): each GEMM
-    (2-D, or a batch) planned by ``planner.plan_for`` and run by ``planner.run``. Nothing runs
-    for an empty output; K = 0 gives the epilogue of 0."""
+    """``out`` (contiguous, torch.matmul's shape of ``a @ b``) = epilogue(``a @ b``), ``epi``
+    its packed arguments (``epilogues.args``): each GEMM (2-D, or a batch) planned by
+    ``planner.plan_for`` and run by ``planner.run``. Nothing runs for an empty output; K = 0
+    gives the epilogue of 0."""
     if a.dim() == 2 and b.dim() == 2:  # the eager hot path: one GEMM, nothing to fold
         if out.numel():
-            launcher_for(a, b, epilogue, algo)(a, b, out, 0 if bias is None else bias.data_ptr(), float(scale))
+            launcher_for(a, b, epilogue, algo)(a, b, out, epi)
         return
     if out.numel() == 0:
         return
     if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1:  # torch.bmm's case: as _batches makes it
         p = plan_for(a, b, epilogue, algo)
         if getattr(p, "batch", 0):
-            run_plan(p, a, b, out, bias, scale)
+            run_plan(p, a, b, out, epi=epi)
             return
     a2, b2, batch = as_matrices(a, b)
     c = output_view(out, batch, a2.shape[-2], b2.shape[-1])
     _mode, p, work = _launches(a2, b2, batch, c, epilogue, algo)
     for i, (x, y, z) in enumerate(work):
-        run_plan(p if i == 0 else plan_for(x, y, epilogue, algo), x, y, z, bias, scale)
+        run_plan(p if i == 0 else plan_for(x, y, epilogue, algo), x, y, z, epi=epi)

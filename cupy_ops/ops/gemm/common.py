@@ -13,9 +13,10 @@ import torch
 
 from ...launch import cdiv
 from . import geometry
+from .epilogues import BUILTIN
 from .tables import WG_CLUSTERS, WG_SPLIT_MAX_WAVES, WG_SPLIT_MIN_KTILES
 
-EPILOGUES = ("EpiNone", "EpiBiasReluScale")  # the epilogue tags of every kernel (gemm_epilogue.cuh)
+EPILOGUES = BUILTIN  # the built-in epilogue tags, declared for every kernel (gemm_epilogue.cuh)
 TENSOR_CORE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 

@@ -243,7 +243,7 @@ def carve(sizes: list[int]) -> tuple[list[int], int]:
     return offsets, end
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """The operands' pieces (A's rows, B's columns) in one workspace allocation (one instead of
     five cut a call's host time by about a third: docs/gemm.md#fp16x3-workspace), their tensor
     maps, the GEMM and, for split-K, the reduction."""
@@ -289,9 +289,8 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         launch.launch(
             h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group), p.smem
         )
-        reduce(p, part, c, bias, scale)
+        reduce(p, part, c, epi)
     else:
-        launch.launch(
-            h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, bias, scale, p.group), p.smem
-        )
+        args = maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, *epi, p.group)
+        launch.launch(h, p.grid, p.block, args, p.smem)
     del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from ...launch import EPI_ARGS_BYTES, EPI_PTRS, EPI_SCALARS
+
 # --- SIMT (gemm_simt.cuh): the tiled fp32 CUDA-core kernel ----------------------------------
 SIMT_TILE = 128  # block tile, M and N
 SIMT_THREADS = 256  # 16 x 16 threads, 8 x 8 outputs each
@@ -84,7 +86,10 @@ MAX_GRID_Y = 65535  # a grid's y (and z) dimension
 MAX_GRID_Z = 65535  # a grid's z: the batched kernels' entries per launch
 INT32_MAX = 2**31 - 1  # the tiled kernels take M, N, K as int (indices into them are 64-bit)
 
+# the epilogue's argument (gemm_epilogue.cuh EpiArgs), its layout the launch layer's
+EPI_DEFINES = {"EPI_PTRS": EPI_PTRS, "EPI_SCALARS": EPI_SCALARS, "EPI_ARGS_BYTES": EPI_ARGS_BYTES}
 DEFINES = {
+    **EPI_DEFINES,
     "SG_TILE": SIMT_TILE,
     "SG_THREADS": SIMT_THREADS,
     "SG_BK": SIMT_BK,
@@ -96,6 +101,7 @@ DEFINES = {
     "NAIVE_CHUNK": NAIVE_CHUNK,
 }
 SM90A_DEFINES = {
+    **EPI_DEFINES,
     "WG_BM": WG_BM,
     "WG_THREADS": WG_THREADS,
     "WG_SMEM_BYTES": WG_SMEM_BYTES,

@@ -4,8 +4,6 @@ workspace, C's map)."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ... import launch, occupancy
@@ -74,13 +72,13 @@ def c_map(p: GemmPlan, c) -> bytes:
     return NO_MAP
 
 
-def wgmma_args(p: GemmPlan, a_map: bytes, b_map: bytes, cm: bytes, K: int, c, bias: int, scale: float) -> tuple:
+def wgmma_args(p: GemmPlan, a_map: bytes, b_map: bytes, cm: bytes, K: int, c, epi: tuple) -> tuple:
     """The arguments of the 2-D wgmma kernels (gemm_wgmma, _single, _ksplit; _swap): the maps
     of A, B and C (``c_map``), then the sizes, C's address, the tile walk and the epilogue's."""
     M, N = c.shape
     if p.swap:
-        return (a_map, b_map, cm, M, N, K, p.group, bias, scale)
-    return (a_map, b_map, cm, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, bias, scale)
+        return (a_map, b_map, cm, M, N, K, p.group, *epi)
+    return (a_map, b_map, cm, int(p.tma_store), c.data_ptr(), N, M, N, K, p.group, *epi)
 
 
 def launch_grid(h, p: GemmPlan) -> tuple:
@@ -90,7 +88,7 @@ def launch_grid(h, p: GemmPlan) -> tuple:
     return (min(p.grid[0], p.cluster * max(occupancy.resident_clusters(h, p.cluster, p.block, p.smem), 1)), 1, 1)
 
 
-def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run_hopper(kernels, p: GemmPlan, a, b, c, epi: tuple) -> None:
     """The wgmma and tf32x3 kernels: TMA maps of the operands, and of C where the plan stores
     it through the TMA; the persistent grid lowered (``launch_grid``); split-K into an fp32
     workspace that the reduction sums."""
@@ -102,40 +100,40 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
         launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster)
-        reduce(p, ws, c, bias, scale)
+        reduce(p, ws, c, epi)
     elif p.family == WGMMA:
-        launch.launch(h, grid, p.block, wgmma_args(p, a_map, b_map, c_map(p, c), K, c, bias, scale), p.smem, p.cluster)
+        launch.launch(h, grid, p.block, wgmma_args(p, a_map, b_map, c_map(p, c), K, c, epi), p.smem, p.cluster)
     else:
-        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, bias, scale), p.smem)
+        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, *epi), p.smem)
     del keep  # launched: the stream orders any reuse of this memory after the kernel
 
 
-_MAPS_PER_LAUNCHER = 64  # argument sets (addresses, bias, scale) a launcher keeps packed
+_MAPS_PER_LAUNCHER = 64  # argument sets (addresses, epilogue arguments) a launcher keeps packed
 
 
 def launcher(kernels, p: GemmPlan, device: int):
-    """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, bias, scale)``. Where
-    the operands are read as they are and there is no split-K workspace (a mid-size GEMM's
-    plan), the kernel is loaded and the grid lowered once, and the arguments of each (a, b, c,
-    bias, scale) set (the three TMA maps among them) are encoded and packed once: a call is the
-    pointers, a lookup and the driver's launch (docs/design.md#host-cost). Other plans run
-    ``run_hopper`` as it is."""
+    """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, epi)``. Where the
+    operands are read as they are and there is no split-K workspace (a mid-size GEMM's plan),
+    the kernel is loaded and the grid lowered once, and the arguments of each (a, b, c, epi)
+    set (the three TMA maps among them) are encoded and packed once: a call is the pointers, a
+    lookup and the driver's launch (docs/design.md#host-cost). Other plans run ``run_hopper``
+    as it is."""
     if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep == "n-major"):
-        return lambda a, b, c, bias, scale: run_hopper(kernels, p, a, b, c, bias, scale)
+        return lambda a, b, c, epi: run_hopper(kernels, p, a, b, c, epi)
     h = handle(kernels, p.kernel, device)
     grid = launch_grid(h, p)
     block, smem, cluster = p.block, p.smem, p.cluster
     by_address: dict[tuple, tuple] = {}
 
-    def run(a, b, c, bias, scale):
-        # (-0.0 == 0.0 as a key: the sign of a zero scale, a divisor of -inf, kept apart)
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), bias, scale, scale != 0.0 or math.copysign(1.0, scale))
+    def run(a, b, c, epi):
+        # (epi, the epilogue's packed arguments, keeps a zero scale's sign: -0.0 == 0.0 as a float)
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), epi[2])
         packed = by_address.get(key)
         if packed is None:
             if len(by_address) >= _MAPS_PER_LAUNCHER:
                 by_address.clear()
             a_map, b_map = maps(p, a, b)[:2]
-            packed = by_address[key] = h.packed(*wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, bias, scale))
+            packed = by_address[key] = h.packed(*wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, epi))
         launch.launch_packed(h, grid, block, packed, smem, cluster)
 
     return run

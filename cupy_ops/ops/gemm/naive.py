@@ -56,7 +56,7 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     h = handle(KERNELS, p.kernel, c.get_device())
@@ -76,8 +76,7 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
                 M,
                 N,
                 K,
-                bias,
-                scale,
+                *epi,
             ),
         )
         return
@@ -100,7 +99,6 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
                 N,
                 K,
                 z0,
-                bias,
-                scale,
+                *epi,
             ),
         )

@@ -10,8 +10,9 @@ from collections.abc import Callable
 import torch
 
 from ... import checks
-from . import fp16x3, naive, simt, tc, tf32x3, wgmma
+from . import epilogues, fp16x3, naive, simt, tc, tf32x3, wgmma
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Overrides
+from .epilogues import NO_ARGS
 from .runtime import device_info
 from .tables import X3_BATCH_MIN_WORK, X3H_MIN_WORK
 
@@ -84,8 +85,8 @@ def plan(
     ``overrides``: the fields of ``Overrides``.
     Pure: a CPU test can plan any problem. Raises ``ValueError`` when an explicit ``algo``
     cannot take the problem or an override is out of range."""
-    if epilogue not in EPILOGUES:
-        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    if not epilogues.known(epilogue):
+        raise ValueError(f"epilogue must be one of {EPILOGUES} or a declared epilogue's tag, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None)
     if K == 0 and family in _HOPPER:  # no tile for TMA to load: tc's kernel writes the epilogue of 0
@@ -106,6 +107,23 @@ def variants() -> dict[str, list[str]]:
     for family in FAMILIES.values():
         for filename, exprs in family.variants().items():
             out.setdefault(filename, []).extend(exprs)
+    return out
+
+
+def epilogue_kernels(e: epilogues.Epilogue) -> list:
+    """One ``Kernel`` per GEMM kernel template that takes an epilogue (every family's and the
+    split-K reduction's), instantiated for epilogue ``e`` (and its gradient's, where it has a
+    derivative) at the first of its built-in variants: what ``python -m cupy_ops compile
+    FILE.py`` compiles offline to check a file's epilogues."""
+    from .runtime import REDUCE
+
+    tags = [e.tag] + ([e.grad_tag] if e.derivative is not None else [])
+    out = []
+    for kernels in [*(f.KERNELS for f in FAMILIES.values()), REDUCE]:
+        for k in kernels.values():
+            builtin = next((x for x in k.expressions if epilogues.tag_of(x) == epilogues.BIAS_RELU_SCALE), None)
+            if builtin is not None:
+                out.append(k.with_suffix(e.cuda(), [builtin.replace(epilogues.BIAS_RELU_SCALE, t) for t in tags]))
     return out
 
 
@@ -184,9 +202,10 @@ def _plan(key: tuple, a, b, epilogue: str, algo: str, overrides: dict) -> GemmPl
 
 def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", algo: str = "auto") -> Callable:
     """``plan_for(a, b, epilogue, algo)`` bound to the tensors' device by its family
-    (``launcher``, where the family has one): ``fn(a, b, c, bias, scale)`` runs it on tensors
-    of the same shapes, strides, dtype, alignment and device, as ``run`` does (``bias`` a
-    device address or 0). The eager hot path of a GEMM: one lookup, then the family's launch."""
+    (``launcher``, where the family has one): ``fn(a, b, c, epi)`` runs it on tensors of the
+    same shapes, strides, dtype, alignment and device, as ``run`` does (``epi`` the epilogue's
+    packed arguments, ``epilogues.args``). The eager hot path of a GEMM: one lookup, then the
+    family's launch."""
     key = _key(a, b, epilogue, algo, None)
     fn = _launchers.get(key)
     if fn is None:
@@ -238,7 +257,7 @@ def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor 
             _products.clear()
         entry = _products[key] = (shape, a.device, launcher_for(a, b, "EpiNone", algo))
     out = torch.empty(entry[0], dtype=dtype, device=entry[1])
-    entry[2](a, b, out, 0, 1.0)
+    entry[2](a, b, out, NO_ARGS)
     return out
 
 
@@ -252,10 +271,20 @@ def clear() -> None:
 
 
 def run(
-    p: GemmPlan, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None = None, scale: float = 1.0
+    p: GemmPlan,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    scale: float = 1.0,
+    *,
+    epi: tuple | None = None,
 ) -> torch.Tensor:
     """``c`` (M, N, contiguous) = epilogue(``a @ b``) as plan ``p`` says; ``bias`` (N,)
-    contiguous or None and ``scale`` feed the epilogue (ignored by ``EpiNone``). A batched plan
-    (``p.batch``): ``a`` (B, M, K), ``b`` (B, K, N), ``c`` (B, M, N) contiguous."""
-    FAMILIES[p.family].run(p, a, b, c, 0 if bias is None else bias.data_ptr(), float(scale))
+    contiguous or None and ``scale`` feed a built-in epilogue (ignored by ``EpiNone``), ``epi``
+    (``epilogues.args``) any epilogue in their place. A batched plan (``p.batch``): ``a`` (B, M,
+    K), ``b`` (B, K, N), ``c`` (B, M, N) contiguous."""
+    if epi is None:
+        epi = epilogues.builtin_args(0 if bias is None else bias.data_ptr(), float(scale))
+    FAMILIES[p.family].run(p, a, b, c, epi)
     return c

@@ -9,7 +9,7 @@ import torch
 from ... import device, launch
 from ...dtypes import CUDA_NAMES
 from ...kernel import Kernel
-from . import geometry
+from . import epilogues, geometry
 from .common import EPILOGUES, TENSOR_CORE_DTYPES, Device, Operand
 
 SM90A = "gemm_sm90a.cu"
@@ -36,9 +36,19 @@ def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
     return kernels
 
 
+_with_epilogue: dict[str, Kernel] = {}  # name expression -> its kernel with the user epilogue's code
+
+
 def handle(kernels: dict[str, Kernel], expr: str, device: int) -> launch.KernelHandle:
-    """The loaded variant ``expr`` of ``kernels`` (``declare``'s) on ``device``."""
-    return kernels[expr.split("<")[0]].handle(expr, device)
+    """The loaded variant ``expr`` of ``kernels`` (``declare``'s) on ``device``; an expression
+    naming a user's epilogue compiles with its code after the file (``epilogues.code_for``)."""
+    kernel = kernels[expr.split("<")[0]]
+    if epilogues.USER_PREFIX in expr:
+        k = _with_epilogue.get(expr)
+        if k is None:
+            k = _with_epilogue[expr] = kernel.with_suffix(epilogues.code_for(expr), [expr])
+        kernel = k
+    return kernel.handle(expr, device)
 
 
 _devices: dict[int, Device] = {}
@@ -99,12 +109,12 @@ def reduce_variants() -> list[str]:
 REDUCE = declare({"gemm.cu": reduce_variants()})
 
 
-def reduce(p, ws: torch.Tensor, c: torch.Tensor, bias: int, scale: float) -> None:
+def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:
     """c = epilogue(sum of the split-K slices of ``ws``), in order (deterministic)."""
     M, N = c.shape
     launch.launch(
         handle(REDUCE, p.reduce, c.get_device()),
         p.reduce_grid,
         (geometry.REDUCE_THREADS, 1, 1),
-        (ws.data_ptr(), c.data_ptr(), M, N, p.slices, bias, scale),
+        (ws.data_ptr(), c.data_ptr(), M, N, p.slices, *epi),
     )

@@ -146,7 +146,7 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
     if p.batch:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -170,8 +170,7 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
                     K,
                     vec,
                     z0,
-                    bias,
-                    scale,
+                    *epi,
                 ),
                 p.smem,
             )
@@ -197,10 +196,9 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
             K,
             int(p.a.vec) | int(p.b.vec) << 1,
             p.kslice,
-            bias,
-            scale,
+            *epi,
         ),
         p.smem,
     )
     if p.slices > 1:
-        reduce(p, out, c, bias, scale)
+        reduce(p, out, c, epi)

@@ -79,7 +79,7 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views read in place, c (B, M, N)."""
     if p.batch:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -101,8 +101,7 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
                     N,
                     K,
                     z0,
-                    bias,
-                    scale,
+                    *epi,
                 ),
                 p.smem,
             )
@@ -113,6 +112,6 @@ def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         handle(KERNELS, p.kernel, c.get_device()),
         p.grid,
         p.block,
-        (a2.data_ptr(), p.a.ld, bt.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, bias, scale),
+        (a2.data_ptr(), p.a.ld, bt.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, *epi),
         p.smem,
     )

@@ -94,5 +94,5 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
-    run_hopper(KERNELS, p, a, b, c, bias, scale)
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
+    run_hopper(KERNELS, p, a, b, c, epi)

@@ -386,7 +386,7 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run_batched(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """A batched plan: a (B, M, K), b (B, K, N) views in the plan's layouts, c (B, M, N)
     contiguous. An operand with one entry, or a broadcast one (batch stride 0), is a map one
     matrix deep read at entry 0."""
@@ -441,21 +441,21 @@ def run_batched(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
         h,
         grid,
         p.block,
-        (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, bias, scale),
+        (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, *epi),
         p.smem,
         p.cluster,
     )
 
 
-def run(p: GemmPlan, a, b, c, bias: int, scale: float) -> None:
+def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     if p.batch:
-        run_batched(p, a, b, c, bias, scale)
+        run_batched(p, a, b, c, epi)
     else:
-        run_hopper(KERNELS, p, a, b, c, bias, scale)
+        run_hopper(KERNELS, p, a, b, c, epi)
 
 
 def launcher(p: GemmPlan, device: int):
     """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``)."""
     if p.batch:
-        return lambda a, b, c, bias, scale: run_batched(p, a, b, c, bias, scale)
+        return lambda a, b, c, epi: run_batched(p, a, b, c, epi)
     return hopper_launcher(KERNELS, p, device)

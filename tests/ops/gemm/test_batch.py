@@ -85,7 +85,7 @@ def run_with(a, b, out, plan_for, run_plan):
 
     def launcher_for(x, y, epilogue, algo):
         p = plan_for(x, y, epilogue, algo)
-        return lambda x, y, z, bias, scale: run_plan(p, x, y, z, None, scale)
+        return lambda x, y, z, epi: run_plan(p, x, y, z, epi=epi)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "plan_for", plan_for)
@@ -101,7 +101,7 @@ def plan_with(a, b, plan_for):
         return batch.batch_plan(a, b)
 
 
-def cpu_gemm(p, x, y, z, bias, scale):
+def cpu_gemm(p, x, y, z, epi=None):
     """A 2-D "kernel" for the batch layer on the CPU: z = x @ y in float64; each call must be a
     2-D product into a 2-D view of the output."""
     assert x.dim() == 2 and y.dim() == 2 and z.shape == (x.shape[0], y.shape[1]), (x.shape, y.shape, z.shape)
@@ -184,9 +184,9 @@ def test_a_foldable_batch_is_one_gemm_on_a_view():
     b = torch.randn(5, 3)
     seen = []
 
-    def record(p, x, y, z, bias, scale):
+    def record(p, x, y, z, epi=None):
         seen.append((x, y, z))
-        cpu_gemm(p, x, y, z, bias, scale)
+        cpu_gemm(p, x, y, z, epi=epi)
 
     for t, mode in (
         (torch.randn(6, 4, 5), "folded"),
@@ -209,9 +209,9 @@ def test_a_broadcast_batch_is_a_stride_0_view_never_a_copy():
     a, b = torch.randn(1, 3, 4, 5), torch.randn(2, 1, 5, 6)
     seen = []
 
-    def record(p, x, y, z, bias, scale):
+    def record(p, x, y, z, epi=None):
         seen.append((x.data_ptr(), y.data_ptr()))
-        cpu_gemm(p, x, y, z, bias, scale)
+        cpu_gemm(p, x, y, z, epi=epi)
 
     out = torch.empty(checks.matmul_shape(a, b), dtype=torch.float64)
     run_with(a, b, out, lambda *args: None, record)
@@ -234,7 +234,7 @@ def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
     operands make one launch, the outer ones a launch each; no operand is copied."""
     seen = []
 
-    def run3d(p, x, y, z, bias, scale):
+    def run3d(p, x, y, z, epi=None):
         assert x.dim() == 3 and y.dim() == 3 and z.shape == (x.shape[0], x.shape[1], y.shape[2]) and z.is_contiguous()
         seen.append((x.shape[0], x.stride(0), y.stride(0)))
         z.copy_(torch.bmm(x.double(), y.double()))
@@ -256,7 +256,7 @@ def test_a_family_with_a_batched_kernel_gets_the_batch_as_strided_views():
             b,
             out,
             lambda *args: _BatchedPlan(),
-            lambda p, x, y, z, bias, scale: (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, bias, scale),
+            lambda p, x, y, z, epi=None: (run3d if x.dim() == 3 else cpu_gemm)(p, x, y, z, epi=epi),
         )
         torch.testing.assert_close(out, torch.matmul(a, b))
         p = plan_with(a, b, lambda *args: _BatchedPlan())

@@ -22,8 +22,11 @@ SM90A = next(s for s in compiler.sources() if s.name == "gemm_sm90a.cu")
 def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     v = SM90A.variant("gemm_wgmma<bf16, true, 256, 2, EpiNone>")
-    assert SM90A.options("sm_90a")[-16:] == (
+    assert SM90A.options("sm_90a")[-19:] == (
         "-arch=sm_90a",
+        "-DEPI_ARGS_BYTES=208",
+        "-DEPI_PTRS=8",
+        "-DEPI_SCALARS=8",
         "-DWG_BM=128",
         "-DWG_EPI_BYTES=32768",
         "-DWG_KSPLIT_BM=64",
@@ -142,7 +145,7 @@ p = gemm.plan_for(a, b, "EpiNone", "wgmma")
 assert p.cluster == 2, p
 a_map, b_map, keep = gemm.hopper.maps(p, a, b)
 h = gemm.runtime.handle(gemm.wgmma.KERNELS, p.kernel, 0)
-args = (a_map, b_map, gemm.hopper.NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, 0, 1.0)
+args = (a_map, b_map, gemm.hopper.NO_MAP, 0, c.data_ptr(), 4096, 4096, 4096, 256, p.group, *gemm.epilogues.NO_ARGS)
 launch.launch(h, p.grid, p.block, args, p.smem, cluster=1)   # the pair kernel without its clusters
 try:
     torch.cuda.synchronize()
