@@ -7,7 +7,8 @@ nothing and does not import CuPy; the first launch of a kernel variant compiles 
 Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64), differentiable in both modes,
 vmap-able and torch.compile-able (as the ``torch.ops.cupy_ops.*`` ops):
     relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
-    matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor)
+    matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor),
+    linear(x, weight, bias, epilogue=e, **params) with your epilogue e = cupy_ops.epilogue(CUDA C)
 Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
 Your own kernels: ``cupy_ops.Kernel(source, name)``, tuned: ``cupy_ops.autotune``; your own torch
 ops: ``cupy_ops.op``; the kernels of a ``load_inline`` source as written:
@@ -28,20 +29,35 @@ from .compiler import KernelCompileError
 from .kernel import Kernel, load_inline_kernels
 from .launch import cdiv
 from .op import Op, like, op
-from .ops import gemm_plan, linear_relu, linear_relu_div, matmul, relu, relu_, relu_div, relu_div_
+from .ops import (
+    epilogue,
+    gemm_plan,
+    linear,
+    linear_relu,
+    linear_relu_div,
+    matmul,
+    relu,
+    relu_,
+    relu_div,
+    relu_div_,
+)
+from .ops.gemm.epilogues import Epilogue
 
 __version__ = "0.1.0"
 __all__ = [
     "Autotuned",
     "Config",
+    "Epilogue",
     "Kernel",
     "KernelCompileError",
     "Op",
     "autotune",
     "cdiv",
     "configs",
+    "epilogue",
     "gemm_plan",
     "like",
+    "linear",
     "linear_relu",
     "linear_relu_div",
     "load_inline_kernels",

@@ -5,7 +5,7 @@
       compute capability, and the kernel cache folder with its size: what a bug report needs.
       Says what is missing (no GPU, no CuPy) instead of failing.
 
-  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ...] [--name KERNEL ...] [--jobs N]
+  python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ... | FILE.py ...] [--name KERNEL ...] [--jobs N]
                              [--emit ptx|cubin] [--out DIR] [--source NAME ...]
       compiles kernels with NVRTC as their first launch would (same options), without a GPU,
       in N processes, and prints one line per kernel variant: registers, spill bytes, shared
@@ -17,8 +17,10 @@
       compiled code, one file per kernel and architecture named KERNEL.ARCH.ptx, next to its
       PATH.cu (``--out``: into DIR, made if missing), and prints where. Default architectures:
       sm_80 and sm_90 (the built-in kernels need sm_80 or newer: an older one is named first).
-      Each built-in variant's result is its own, whatever ``--jobs``. Exits 1 if any variant
-      fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
+      Each built-in variant's result is its own, whatever ``--jobs``. With FILE.py: runs each
+      file (as a module, not as __main__) and compiles every GEMM epilogue it declares
+      (``cupy_ops.epilogue``) into each GEMM kernel template, its gradient's too. Exits 1 if any
+      variant fails to compile (NVRTC's log goes to stderr), 2 if NVRTC is missing.
 
   python -m cupy_ops warm [--capability 9.0 ...] [--jobs N]
       compiles every built-in kernel variant this machine's GPUs (or the compute capabilities
@@ -149,6 +151,8 @@ def _compile(args) -> int:
     from .warm import builtin_compile_tasks, builtin_source_names, compile_tasks
 
     kernels = []
+    if args.paths and all(str(p).endswith(".py") for p in args.paths):
+        return _compile_epilogues(args.paths, args.arch)
     if args.paths and args.source:
         raise SystemExit("error: --source picks built-in sources; it does not go with PATH.cu")
     if args.paths:
@@ -310,6 +314,39 @@ def _progress(stream):
     return show
 
 
+def _compile_epilogues(paths, archs) -> int:
+    """``compile FILE.py``: every GEMM epilogue the files declare, into each GEMM kernel template."""
+    import runpy
+
+    from .ops import gemm
+
+    before = set(gemm.epilogues.declared())
+    kept = []  # the files' globals
+    for path in paths:
+        if not Path(path).is_file():
+            raise SystemExit(f"error: {path} is not a file")
+        kept.append(runpy.run_path(str(path), run_name="__cupy_ops_compile__"))
+    found = [e for e in gemm.epilogues.declared() if e not in before]
+    if not found:
+        raise SystemExit(f"error: {', '.join(map(str, paths))} declares no cupy_ops.epilogue(...)")
+    failures = total = 0
+    t0 = time.perf_counter()
+    for e in found:
+        print(f"epilogue {e.name} ({e.tag}){' with its derivative' if e.derivative else ''}", flush=True)
+        for arch in archs:
+            for k in gemm.planner.epilogue_kernels(e):
+                for r in k.compile_offline(arch):
+                    if r.skipped:
+                        continue
+                    total += 1
+                    print(f"  {r.expr:<72} {r.arch:<7} {'ok' if r.ok else 'FAILED'}", flush=True)
+                    if not r.ok:
+                        failures += 1
+                        print(r.log.strip(), file=sys.stderr)
+    print(f"{total - failures} of {total} GEMM kernels compiled with the epilogues in {time.perf_counter() - t0:.1f} s")
+    return 1 if failures else 0
+
+
 def _warm_tune(paths) -> int:
     """``warm --tune``: tune the autotuned kernels ``paths`` declare with ``examples=``."""
     import runpy
@@ -411,7 +448,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, GPUs, the kernel cache: what a bug report needs")
     p = sub.add_parser("compile", help="compile kernel variants offline with NVRTC (no GPU needed)")
-    p.add_argument("paths", nargs="*", metavar="PATH.cu", help="your kernel file(s); default: the built-in kernels")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH.cu",
+        help="your kernel file(s), or FILE.py declaring GEMM epilogues; default: the built-in kernels",
+    )
     p.add_argument(
         "--name",
         action="append",

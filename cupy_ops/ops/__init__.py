@@ -4,6 +4,7 @@ form. Importing this package declares every built-in kernel variant in the compi
 registry and every op as ``torch.ops.cupy_ops.*``."""
 
 from .gemm import gemm_plan
+from .linear import epilogue, linear
 from .linear_relu_div import linear_relu, linear_relu_div
 from .matmul import matmul
 from .relu import relu, relu_
@@ -11,7 +12,9 @@ from .relu_backward import relu_backward
 from .relu_div import relu_div, relu_div_
 
 __all__ = [
+    "epilogue",
     "gemm_plan",
+    "linear",
     "linear_relu",
     "linear_relu_div",
     "matmul",

@@ -1,0 +1,261 @@
+"""linear: ``F.linear(x, weight, bias)`` through the GEMM families with a user's epilogue
+(``cupy_ops.epilogue``, CUDA C for one output element) fused at the store: one torch op per
+epilogue (``cupy_ops::linear_<name>_<digest>``), its backward from the epilogue's derivative."""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from typing import Optional
+
+import torch
+
+from .. import checks
+from ..op import Op
+from . import gemm
+from .gemm.epilogues import Epilogue, args, declare
+from .matmul import matmul
+
+_is_compiling = torch.compiler.is_compiling
+_Tensor = torch.Tensor
+
+IDENTITY_CODE = "__device__ acc_t apply(acc_t v) { return v; }"
+
+
+def epilogue(
+    code: str,
+    *,
+    columns=(),
+    rows=(),
+    tensors=(),
+    scalars=(),
+    derivative: str | None = None,
+    name: str | None = None,
+) -> Epilogue:
+    """Declare a GEMM epilogue in CUDA C: what ``cupy_ops.linear(..., epilogue=e)`` applies to
+    each output element at the GEMM's store, in every kernel family.
+
+    ``code`` defines ``__device__ acc_t apply(acc_t v, ...)``: ``v`` is the Linear's output
+    (``x @ weight.T + bias`` rounded to the dtype, as torch's ``F.linear`` returns it), the
+    other parameters are the declared ones, by name, in any order: a column's ``columns``
+    value (a tensor (N,)), a row's ``rows`` value (a tensor of ``x.shape[:-1]``), a ``tensors``
+    element at the same (row, column) (a tensor of the output's shape: a residual), and the
+    ``scalars`` (Python numbers). All arrive as ``acc_t`` (``float``; ``double`` for float64);
+    the result is rounded to the dtype at the store. ``round_out(v)`` rounds to the dtype as
+    torch rounds each op's result (a no-op in float32): call it between the steps of a chain
+    to get torch's 16-bit values. Helper functions may sit beside ``apply`` in ``code``.
+    ``derivative`` defines ``__device__ acc_t grad(acc_t v, ...)``, d apply / d v with apply's
+    parameters: then the op is differentiable with respect to x, weight and bias (not the
+    epilogue's tensors). ``name`` names the torch op. The same arguments give the same object.
+
+    Each (epilogue, kernel) pair compiles on first use and is cached on disk as every kernel;
+    ``python -m cupy_ops compile FILE.py`` compiles a file's epilogues offline.
+
+    Raises:
+        TypeError: code or derivative not a str.
+        ValueError: a parameter of apply (or grad) not declared, declared twice, not taken, a
+            reserved name (x, weight, bias, algo, out), more than 6 tensors or 8 scalars.
+
+    Example:
+        >>> leaky = cupy_ops.epilogue(r'''
+        ... __device__ acc_t apply(acc_t v, acc_t mult, acc_t slope) {
+        ...   v = round_out(v * mult); return v > 0 ? v : v * slope; }''', scalars=("mult", "slope"), name="leaky")
+        >>> y = cupy_ops.linear(x, layer.weight, layer.bias, epilogue=leaky, mult=2.0, slope=0.1)
+    """
+    e = declare(code, columns=columns, rows=rows, tensors=tensors, scalars=scalars, derivative=derivative, name=name)
+    _op(e)
+    return e
+
+
+IDENTITY = None  # linear without an epilogue (declared on first use: registering an op costs ~10 ms)
+
+
+def _check_params(e: Epilogue, x, out_shape, values) -> None:
+    """The epilogue's tensors and scalars against what it declared (``values`` by name)."""
+    rows = out_shape[:-1]
+    for kind, names, shape in (
+        ("column", e.columns, out_shape[-1:]),
+        ("row", e.rows, rows),
+        ("tensor", e.tensors, out_shape),
+    ):
+        for n in names:
+            t = values[n]
+            checks.tensor(n, t)
+            if t.dtype != x.dtype:
+                raise checks.DtypeMismatch(f"{n} must have the same dtype as x ({x.dtype}), got {t.dtype}")
+            if tuple(t.shape) != tuple(shape):
+                raise checks.ShapeError(
+                    f"{n} (a {kind} parameter of epilogue {e.name}) must have shape {tuple(shape)}, "
+                    f"got {tuple(t.shape)}"
+                )
+            checks.same_device(n, t, "x", x.get_device())
+    for n in e.scalars:
+        v = values[n]
+        if isinstance(v, (_Tensor, str)) or not isinstance(v, (numbers.Real, torch.SymFloat, torch.SymInt)):
+            raise TypeError(f"{n} (a scalar of epilogue {e.name}) must be a real number, got {type(v).__name__}")
+
+
+def _launch(e: Epilogue, tag: str, x, weight, bias, tensors, scalars, algo, out, dy=None) -> None:
+    """``out`` = epilogue(x @ weight.T + bias) (``tag``: the forward's or the gradient's, whose
+    ``dy`` is the output's gradient). x (*, K) is folded into rows (a copy where its strides
+    do not allow a view): the epilogue's rows and tensors index the folded output."""
+    if not out.numel():
+        return
+    K, N = x.shape[-1], weight.shape[0]
+    x2 = x.reshape(-1, K)
+    M = x2.shape[0]
+    if bias is not None and bias.stride(0) != 1:
+        bias = bias.contiguous()
+    keep, ptrs, lds = [], [], []
+    for n, t in zip(e.pointers, tensors):
+        t = t.reshape(M, N) if n in e.tensors else t.reshape(-1)
+        if (t.dim() == 2 and t.stride(1) != 1) or (t.dim() == 1 and t.stride(0) != 1):
+            t = t.contiguous()
+        keep.append(t)
+        ptrs.append(t.data_ptr())
+        lds.append(t.stride(0) if t.dim() == 2 else 0)
+    if dy is not None:
+        dy = dy.reshape(M, N)
+        dy = dy if dy.stride(1) == 1 else dy.contiguous()
+        ptrs.append(dy.data_ptr())
+        lds.append(dy.stride(0))
+    epi = args(0 if bias is None else bias.data_ptr(), ptrs, lds, [float(s) for s in scalars], M, N)
+    gemm.matmul_into(x2, weight.t(), out.view(M, N), tag, algo, epi)
+
+
+_ops: dict[str, Op] = {}
+
+
+def _op(e: Epilogue) -> Op:
+    """The torch op of epilogue ``e`` (declared on first request): ``(x, weight, bias, <its
+    tensors and scalars in declaration order>, algo) -> Tensor``, and its gradient op."""
+    op = _ops.get(e.tag)
+    if op is not None:
+        return op
+    names = e.pointers + e.scalars
+    params = [
+        inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor),
+        inspect.Parameter("weight", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor),
+        inspect.Parameter("bias", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[torch.Tensor]),
+    ]
+    params += [
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor) for n in e.pointers
+    ]
+    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=float) for n in e.scalars]
+    algo = inspect.Parameter("algo", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str, default="auto")
+    out = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=torch.Tensor)
+    npt, nsc = len(e.pointers), len(e.scalars)
+
+    def output(x, weight, bias, *rest):
+        shape = checks.linear_args(x, weight, bias, rest[-1], gemm.ALGOS)
+        _check_params(e, x, shape, dict(zip(names, rest)))
+        return x.new_empty(shape)
+
+    def make(tag: str, grad: bool) -> Op:
+        def launch(x, weight, bias, *rest, out):
+            dy = rest[-2] if grad else None
+            _launch(e, tag, x, weight, bias, rest[:npt], rest[npt : npt + nsc], rest[-1], out, dy)
+
+        ps = params + (
+            [inspect.Parameter("dy", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor)] if grad else []
+        )
+        launch.__signature__ = inspect.Signature([*ps, algo, out], return_annotation=None)
+        launch.__annotations__ = {p.name: p.annotation for p in [*ps, algo, out]}
+        launch.__doc__ = f"linear with epilogue {e.name}" + (" (its gradient: dy * grad(v, ...))" if grad else "")
+        launch.__module__ = __name__
+        # (shapes checked by the output rule; the launcher folds x and makes what it reads row-major)
+        return Op(
+            f"cupy_ops::linear_{e.name}_{e.tag[-12:]}{'_grad' if grad else ''}",
+            launch,
+            output=output,
+            autocast="lower",
+            contiguous=False,
+            check_devices=False,
+        )
+
+    op = _ops[e.tag] = make(e.tag, False)
+    grad_op = make(e.grad_tag, True) if e.derivative is not None else None
+    saved = ("x", "weight", "bias", *names, "algo")
+
+    @op.backward(save=saved)
+    def _(ctx, g):
+        if grad_op is None:
+            raise NotImplementedError(
+                f"epilogue {e.name} has no derivative: pass derivative= (CUDA C defining grad(v, ...), "
+                f"d apply / d v) to cupy_ops.epilogue to differentiate cupy_ops.linear through it"
+            )
+        held = [getattr(ctx, n) for n in names]
+        for n in e.pointers:
+            if ctx.needs_grad(n):
+                raise NotImplementedError(
+                    f"cupy_ops.linear with epilogue {e.name}: no gradient with respect to its tensor {n!r} "
+                    f"(the derivative is with respect to the Linear's output only)"
+                )
+        dz = grad_op(ctx.x, ctx.weight, ctx.bias, *held, g.contiguous(), ctx.algo)
+        (nout, k), rows = ctx.weight.shape, checks.prod(ctx.x.shape[:-1])
+        dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
+        dw = (
+            matmul(dz.reshape(rows, nout).t(), ctx.x.reshape(rows, k), algo=ctx.algo)
+            if ctx.needs_grad("weight")
+            else None
+        )
+        db = dz.reshape(rows, nout).sum(0) if ctx.needs_grad("bias") else None
+        return (dx, dw, db, *([None] * len(names)), None)
+
+    return op
+
+
+def linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    epilogue: Epilogue | None = None,
+    algo: str = "auto",
+    **params,
+) -> torch.Tensor:
+    """``epilogue(F.linear(x, weight, bias))`` in one GEMM: the epilogue (``cupy_ops.epilogue``)
+    applied to each output element at the store; ``F.linear`` itself without one.
+
+    Args:
+        x: (*, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides (its leading
+            dimensions fold into the GEMM's rows: a view where its strides allow, else a copy).
+        weight: (N, K), as ``nn.Linear.weight``, same dtype and device.
+        bias: (N,) or None.
+        epilogue: a declared ``Epilogue``, or None.
+        algo: as for ``matmul`` (``"accurate"``: fp32 at fp32's accuracy, faster than torch).
+        **params: the epilogue's tensors (columns (N,), rows ``x.shape[:-1]``, tensors
+            (*, N); x's dtype and device) and scalars (real numbers), by name.
+    Returns:
+        A contiguous (*, N) tensor of x's dtype. Under ``torch.autocast("cuda")`` the tensors are
+        cast to the autocast dtype, as ``F.linear``'s.
+    Raises:
+        TypeError: a wrong tensor dtype or argument type, an unknown or missing parameter.
+        ValueError: shapes that do not fit (``checks.ShapeError``), not on CUDA, devices differ,
+            ``algo`` unknown or not fitting.
+        NotImplementedError: backward through an epilogue declared without ``derivative``.
+
+    Example:
+        >>> y = cupy_ops.linear(x, layer.weight, layer.bias, epilogue=leaky, mult=2.0, slope=0.1)
+    """
+    if epilogue is None:
+        global IDENTITY
+        if IDENTITY is None:
+            IDENTITY = globals()["epilogue"](IDENTITY_CODE, name="linear")
+        epilogue = IDENTITY
+    elif not isinstance(epilogue, Epilogue):
+        raise TypeError(f"epilogue must be a cupy_ops.epilogue(...) declaration or None, got {type(epilogue).__name__}")
+    names = epilogue.pointers + epilogue.scalars
+    unknown = sorted(set(params) - set(names))
+    missing = [n for n in names if n not in params]
+    if unknown or missing:
+        raise TypeError(
+            f"epilogue {epilogue.name} takes {', '.join(names) or 'no parameters'}"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+        )
+    op = _op(epilogue)
+    call = (x, weight, bias, *(params[n] for n in names), algo)
+    if _is_compiling():
+        return op(*call)
+    return op.call(call)

@@ -1,0 +1,161 @@
+"""cupy_ops.linear with a user's epilogue, side by side with torch.
+
+The epilogue of the family tests is written with the exact helpers (mul_exact, add_exact), so
+its value is torch's chain on the Linear's output bit for bit: ``linear`` without an epilogue
+gives that output through the same family, and torch computes the chain in the compute dtype
+and rounds once, as the kernel's store does."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cupy_ops
+
+from conftest import assert_bitwise_equal, assert_of_torchs_error_order, require_algo
+from gemm_checks import ALGO_DTYPES
+
+pytestmark = pytest.mark.gpu
+
+MIX = cupy_ops.epilogue(
+    """__device__ acc_t apply(acc_t v, acc_t s, acc_t shift, acc_t row, acc_t res) {
+         return add_exact(add_exact(mul_exact(v, s), shift), mul_exact(row, res)); }""",
+    columns=("shift",),
+    rows=("row",),
+    tensors=("res",),
+    scalars=("s",),
+    name="mix",
+)
+LEAKY = cupy_ops.epilogue(
+    "__device__ acc_t apply(acc_t v, acc_t slope) { return v > 0 ? v : v * slope; }",
+    scalars=("slope",),
+    derivative="__device__ acc_t grad(acc_t v, acc_t slope) { return v > 0 ? acc_t(1) : slope; }",
+    name="leaky",
+)
+TANH = cupy_ops.epilogue("__device__ acc_t apply(acc_t v) { return tanh(v); }", name="tanh_no_grad")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kernelbench_level2.py"
+
+
+def _mix_in_torch(v, s, shift, row, res):
+    c = torch.float64 if v.dtype == torch.float64 else torch.float32
+    return (v.to(c) * s + shift.to(c) + row.to(c)[..., None] * res.to(c)).to(v.dtype)
+
+
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (3, 5, 7), (128, 129, 127), (257, 64, 300), (33, 4097, 65)], ids=str)
+def test_every_family_applies_columns_rows_tensors_and_scalars_as_torch(M, K, N, algo, dtype, cuda):
+    require_algo(algo)
+    g = torch.Generator(device=cuda).manual_seed(M * 1000 + N)
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=cuda, generator=g).to(dtype)
+
+    x, w, b, shift, row, res = rnd(M, K), rnd(N, K), rnd(N), rnd(N), rnd(M), rnd(N, M).t()  # res column-major
+    got = cupy_ops.linear(x, w, b, epilogue=MIX, algo=algo, s=-1.5, shift=shift, row=row, res=res)
+    v = cupy_ops.linear(x, w, b, algo=algo)
+    assert_bitwise_equal(got, _mix_in_torch(v, -1.5, shift, row, res))
+    assert_of_torchs_error_order(v, F.linear(x, w, b), F.linear(x.double(), w.double(), b.double()), "linear")
+
+
+def test_leading_dimensions_fold_into_rows(cuda):
+    x = torch.randn(2, 3, 5, 16, device=cuda)[:, :, ::2]  # (2, 3, 3, 16), not foldable as a view
+    w, shift = torch.randn(8, 16, device=cuda), torch.randn(8, device=cuda)
+    row, res = torch.randn(2, 3, 3, device=cuda), torch.randn(2, 3, 3, 8, device=cuda)
+    got = cupy_ops.linear(x, w, None, epilogue=MIX, s=2.0, shift=shift, row=row, res=res)
+    v = cupy_ops.linear(x, w)
+    assert got.shape == (2, 3, 3, 8)
+    assert_bitwise_equal(got, _mix_in_torch(v, 2.0, shift, row, res))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_without_an_epilogue_it_is_f_linear(dtype, cuda):
+    x, w, b = (torch.randn(*s, device=cuda, dtype=dtype) for s in ((64, 96), (48, 96), (48,)))
+    exact = F.linear(x.double(), w.double(), b.double())
+    assert_of_torchs_error_order(cupy_ops.linear(x, w, b), F.linear(x, w, b), exact, "linear")
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("kernelbench_level2", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("number", [12, 29, 70, 76, 86, 99])
+def test_the_kernelbench_examples_match_their_models(number, dtype, cuda):
+    ok, ours, theirs = _example().check(number, 96, 320, 200, dtype)
+    assert ok
+    assert ours <= 4 * theirs + torch.finfo(dtype).eps, (ours, theirs)
+
+
+def test_gradcheck_in_float64_with_a_derivative(cuda):
+    x, w, b = (torch.randn(*s, device=cuda, dtype=torch.float64, requires_grad=True) for s in ((5, 7), (3, 7), (3,)))
+    assert torch.autograd.gradcheck(lambda x, w, b: cupy_ops.linear(x, w, b, epilogue=LEAKY, slope=0.2), (x, w, b))
+
+
+def test_the_gradient_is_torchs_chain_rule(cuda):
+    x, w, b = (torch.randn(*s, device=cuda, requires_grad=True) for s in ((64, 40), (24, 40), (24,)))
+    dy = torch.randn(64, 24, device=cuda)
+    ours = torch.autograd.grad(cupy_ops.linear(x, w, b, epilogue=LEAKY, algo="accurate", slope=0.3), (x, w, b), dy)
+    theirs = torch.autograd.grad(F.leaky_relu(F.linear(x, w, b), 0.3), (x, w, b), dy)
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, b))
+    exact = torch.autograd.grad(F.leaky_relu(F.linear(x64, w64, b64), 0.3), (x64, w64, b64), dy.double())
+    for name, o, t, e in zip(("x", "weight", "bias"), ours, theirs, exact):
+        assert_of_torchs_error_order(o, t, e, f"d{name}")
+
+
+def test_backward_without_a_derivative_names_the_epilogue(cuda):
+    x = torch.randn(4, 8, device=cuda, requires_grad=True)
+    y = cupy_ops.linear(x, torch.randn(3, 8, device=cuda), epilogue=TANH)
+    with pytest.raises(NotImplementedError, match="tanh_no_grad has no derivative"):
+        y.sum().backward()
+
+
+def test_under_compile_fullgraph_autocast_and_a_cuda_graph(cuda):
+    x, w, b = (torch.randn(*s, device=cuda) for s in ((32, 64), (16, 64), (16,)))
+    eager = cupy_ops.linear(x, w, b, epilogue=LEAKY, slope=0.1)
+    fn = torch.compile(lambda x, s: cupy_ops.linear(x, w, b, epilogue=LEAKY, slope=s), fullgraph=True)
+    assert_bitwise_equal(fn(x, 0.1), eager)
+    assert_bitwise_equal(fn(x, 0.25), cupy_ops.linear(x, w, b, epilogue=LEAKY, slope=0.25))
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        cast = cupy_ops.linear(x, w, b, epilogue=LEAKY, slope=0.1)
+    assert cast.dtype == torch.bfloat16
+    assert_bitwise_equal(cast, cupy_ops.linear(x.bfloat16(), w.bfloat16(), b.bfloat16(), epilogue=LEAKY, slope=0.1))
+    static = x.clone()
+    cupy_ops.linear(static, w, b, epilogue=LEAKY, slope=0.1)  # compiled and planned before the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = cupy_ops.linear(static, w, b, epilogue=LEAKY, slope=0.1)
+    static.copy_(x * 2)
+    graph.replay()
+    assert_bitwise_equal(captured, cupy_ops.linear(x * 2, w, b, epilogue=LEAKY, slope=0.1))
+
+
+def test_opcheck(cuda):
+    from cupy_ops.ops.linear import _op
+
+    x, w, b, shift, row, res = (torch.randn(*s, device=cuda) for s in ((6, 8), (5, 8), (5,), (5,), (6,), (6, 5)))
+    torch.library.opcheck(_op(MIX).overload, (x, w, b, shift, row, res, 0.5, "auto"))
+    xg = x.clone().requires_grad_()
+    torch.library.opcheck(_op(LEAKY).overload, (xg, w, b, 0.1, "auto"))
+
+
+def test_argument_errors_name_the_parameter(cuda):
+    x, w = torch.randn(4, 8, device=cuda), torch.randn(3, 8, device=cuda)
+    with pytest.raises(TypeError, match="missing: slope"):
+        cupy_ops.linear(x, w, epilogue=LEAKY)
+    with pytest.raises(TypeError, match="unknown: slop"):
+        cupy_ops.linear(x, w, epilogue=LEAKY, slope=0.1, slop=0.2)
+    with pytest.raises(ValueError, match=r"shift .* must have shape \(3,\)"):
+        cupy_ops.linear(x, w, epilogue=MIX, s=1.0, shift=torch.randn(4, device=cuda), row=x[:, 0], res=x[:, :3])
+    with pytest.raises(TypeError, match="same dtype as x"):
+        shift = torch.randn(3, device=cuda).double()
+        cupy_ops.linear(x, w, epilogue=MIX, s=1.0, shift=shift, row=x[:, 0], res=x[:, :3])
+    with pytest.raises(TypeError, match="real number"):
+        cupy_ops.linear(x, w, epilogue=LEAKY, slope="0.1")
+    assert math.isfinite(cupy_ops.linear(x, w, epilogue=LEAKY, slope=True).sum().item())
