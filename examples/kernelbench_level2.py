@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import cupy_ops
+from cupy_ops.bench.env import environment
+from cupy_ops.bench.results import LEVEL2, append, record
 from cupy_ops.timing import time_cuda_interleaved
 
 # --- the epilogues: one output element, v = the Linear's output (rounded to the dtype) -------
@@ -240,6 +242,7 @@ def main() -> int:
     p.add_argument("--out-features", type=int, default=8192, help="default %(default)s")
     p.add_argument("--runs", type=int, default=50, help="timed calls of each (default %(default)s)")
     p.add_argument("--no-timing", action="store_true", help="check only")
+    p.add_argument("--results", metavar="PATH", help="also append each time to this results file (JSON lines)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("kernelbench_level2: no CUDA GPU here (the examples run on one)", file=sys.stderr)
@@ -254,7 +257,8 @@ def main() -> int:
     )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    failed = False
+    failed, records = False, []
+    env = environment() if a.results else None
     for number in a.problems:
         for dtype in dtypes:
             ok, ours, theirs = check(number, *shape, dtype)
@@ -269,7 +273,15 @@ def main() -> int:
             )
             name = f"{number}_{PROBLEMS[number][0]}"
             dt = str(dtype).replace("torch.", "")
+            for variant, ms in t.items() if env else ():
+                error = ours if variant == "cupy_ops" else theirs if variant == "eager" else None
+                shape_text = f"{name} {a.batch_size}x{a.in_features}x{a.out_features}"
+                records.append(
+                    record(env, LEVEL2, dt, shape_text, variant, ms, ratio=t["eager"] / ms, max_abs_error=error)
+                )
             print(f"| {name} | {dt} | {'pass' if ok else 'FAIL'} | {ours:.2e} / {theirs:.2e} | {times} |", flush=True)
+    if records:
+        append(a.results, records)
     return 1 if failed else 0
 
 

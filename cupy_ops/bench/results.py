@@ -9,8 +9,9 @@ x its 20th, ``ratio_spread`` a ratio built on such a time (the tables' ``~``). T
 baseline of a bandwidth-bound case is the variant ``"d2d copy"``; the host overhead per eager
 call, the problem ``"host_overhead"``; the first calls of fresh processes
 (``python -m cupy_ops.bench.first_call --results``), the problem ``"first_call"`` (the op as its
-shape, the cache state as its variant) and KernelBench's own evaluator (``"kernelbench_eval"``,
-the problem as its shape); the table readers skip both. The older single-JSON files
+shape, the cache state as its variant), KernelBench's own evaluator (``"kernelbench_eval"``,
+the problem as its shape) and examples/kernelbench_level2.py (``"kernelbench_level2"``, the
+problem and its sizes as the shape); the table readers skip them. The older single-JSON files
 (``{"environment", "rows"}``) are read too.
 """
 
@@ -42,6 +43,7 @@ HOST = "host_overhead"
 HOST_NUMEL = 4096  # the input of the host-overhead figures (bench.host's default)
 FIRST_CALL = "first_call"
 KERNELBENCH = "kernelbench_eval"  # KernelBench's own eval_kernel_against_ref (docs/benchmarks.md)
+LEVEL2 = "kernelbench_level2"  # examples/kernelbench_level2.py --results: the problem as its shape
 
 
 class ResultFileError(ValueError):
@@ -144,14 +146,14 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
             raise ResultFileError(f"a line holds {type(rec).__name__}, not an object")
         try:
             env = {k: rec.get(k) for k in ENV_KEYS}
-            if rec["problem"] not in (FIRST_CALL, KERNELBENCH, HOST):
+            if rec["problem"] not in (FIRST_CALL, KERNELBENCH, LEVEL2, HOST):
                 key = (rec["problem"], rec["dtype"], rec["shape"], rec["variant"])
                 kept.pop(key, None)  # re-inserted: the dict's order is the order of the lines kept
                 kept[key] = (rec.get("commit"), rec.get("date"))
             if rec["problem"] == HOST:
                 host[rec["variant"]] = rec["ms"] * 1e3
                 continue
-            if rec["problem"] in (FIRST_CALL, KERNELBENCH):
+            if rec["problem"] in (FIRST_CALL, KERNELBENCH, LEVEL2):
                 continue
             key = (rec["problem"], rec["dtype"], rec["shape"])
             if key not in rows:

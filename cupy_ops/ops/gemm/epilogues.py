@@ -117,7 +117,9 @@ class Epilogue:
             f'#line 1 "<epilogue {label}: derivative>"\n{self.derivative}\n' if self.derivative is not None else ""
         )
 
-        def specialization(tag: str, body: str, extra_members=(), extra_init=()) -> str:
+        def specialization(tag: str, body: str, extra_members=(), extra_init=(), reads=True) -> str:
+            # an epilogue that reads no tensor needs no bounds: values past C's edge are not stored
+            guard = "if (m >= M || n >= N) return v;   // past C's edge, never stored: nothing to read" if reads else ""
             ms = "\n  ".join(list(members) + list(extra_members))
             ini = ", ".join(["bias(b)", *init, *extra_init, "M(a.M)", "N(a.N)"])
             return f"""
@@ -132,7 +134,7 @@ template <class T> struct Epilogue<T, {tag}> {{
   __device__ __forceinline__ Acc column(i64 n) const {{ return linear_bias<T>(bias, n); }}
   __device__ __forceinline__ Acc apply(Acc v, Acc b, i64 m, i64 n) const {{
     v = linear_out<T>(v, b);
-    if (m >= M || n >= N) return v;   // computed past C's edge, never stored: nothing to read
+    {guard}
     {body}
   }}
   __device__ __forceinline__ Acc operator()(Acc v, i64 m, i64 n) const {{ return apply(v, column(n), m, n); }}
@@ -154,7 +156,7 @@ template <class T> struct {fn} {{
 #line 1 "<epilogue {label}>"
 {self.code}
 {derivative}}};
-{specialization(self.tag, f"return {fn}<T>().apply({args_});")}
+{specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.pointers))}
 """
         if self.derivative is not None:
             text += specialization(
