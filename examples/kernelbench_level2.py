@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import cupy_ops
+from cupy_ops.bench import gpu_problem
 from cupy_ops.bench.env import environment
 from cupy_ops.bench.results import LEVEL2, append, record
 from cupy_ops.timing import time_cuda_interleaved
@@ -244,8 +245,9 @@ def main() -> int:
     p.add_argument("--no-timing", action="store_true", help="check only")
     p.add_argument("--results", metavar="PATH", help="also append each time to this results file (JSON lines)")
     a = p.parse_args()
-    if not torch.cuda.is_available():
-        print("kernelbench_level2: no CUDA GPU here (the examples run on one)", file=sys.stderr)
+    problem_text = gpu_problem()
+    if problem_text:
+        print(problem_text, file=sys.stderr)
         return 1
     dtypes = {"float32": [torch.float32], "bfloat16": [torch.bfloat16]}.get(a.dtype, [torch.float32, torch.bfloat16])
     shape = (a.batch_size, a.in_features, a.out_features)

@@ -16,7 +16,7 @@ SMALL = {
     "relu.py": ["--batch-size", "64", "--dim", "4097", "--runs", "5"],
     "matmul.py": ["--n", "129", "--runs", "5"],
 }
-OTHER = ["my_kernel.py", "port_load_inline.py"]
+OTHER = ["kernelbench_level2.py", "my_kernel.py", "port_load_inline.py"]
 
 
 def run(script, *args, env=None):
@@ -86,6 +86,15 @@ def test_the_verdict_names_each_failed_variant_and_sets_the_exit_status(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "FAIL" in out[5] and out[-2] == "  ModelNew('naive'): trial 2: max error 0.5"
     assert out[-1] == "INCORRECT: ModelNew('naive')"
+
+
+@pytest.mark.gpu
+def test_kernelbench_level2_checks_every_problem():
+    sizes = ["--batch-size", "64", "--in-features", "256", "--out-features", "96"]
+    proc = run("kernelbench_level2.py", *sizes, "--no-timing")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [s for s in proc.stdout.splitlines() if s.startswith("| ") and "problem" not in s]
+    assert len(rows) == 12 and all(" | pass | " in s for s in rows), proc.stdout
 
 
 @pytest.mark.gpu
