@@ -25,8 +25,9 @@ struct EpiArgs {
 };
 static_assert(sizeof(EpiArgs) == EPI_ARGS_BYTES, "the host packs EpiArgs as EPI_ARGS_BYTES bytes");
 
-struct EpiNone;            // matmul: the product as is
-struct EpiBiasReluScale;   // linear_relu_div: relu(v + bias[n]) * scale
+struct EpiNone;   // matmul: the product as is
+// The others are declarations compiled after the GEMM sources (cupy_ops/ops/gemm/epilogues.py):
+// linear_relu_div's EpiBiasReluScale, relu(v + bias[n]) * scale, and users' epilogues.
 
 template <class T, class Tag> struct Epilogue;
 
@@ -63,23 +64,6 @@ template <class T> __device__ __forceinline__ typename Traits<T>::Acc linear_out
                                                                                typename Traits<T>::Acc b) {
   return to_acc<T>(from_acc<T>(add_exact(v, b)));
 }
-
-// relu(v + bias[n]) * scale, with scale = 1 / divisor as torch computes it (see relu_div.cu;
-// the host passes it as a double that is exact in Acc); bias may be null.
-template <class T>
-struct Epilogue<T, EpiBiasReluScale> {
-  typedef typename Traits<T>::Acc Acc;
-  static constexpr bool COLUMNS = true;
-  const void* bias;
-  Acc scale;
-  __device__ __forceinline__ Epilogue(const void* b, double s, const EpiArgs&) : bias(b), scale(scale_from<Acc>(s)) {}
-  __device__ __forceinline__ Acc column(i64 n) const { return linear_bias<T>(bias, n); }
-  __device__ __forceinline__ Acc apply(Acc v, Acc b, i64, i64) const {
-    const Acc r = to_acc<Acc>(relu_bits<Acc>(from_acc<Acc>(linear_out<T>(v, b))));
-    return mul_exact(r, scale);
-  }
-  __device__ __forceinline__ Acc operator()(Acc v, i64 m, i64 n) const { return apply(v, column(n), m, n); }
-};
 
 // Split-K: the sum of output i's partial products over the slices of a (slices, M, N) fp32
 // workspace (mn = M N), in slice order (deterministic), without flushing denormals.

@@ -68,6 +68,7 @@ class Source:
         "arch",
         "code",
         "defines",
+        "extended",
         "flags",
         "includes",
         "name",
@@ -87,9 +88,11 @@ class Source:
         search=(),
         includes: _source.Includes | None = None,
         suffix: str = "",
+        extended: bool = False,
     ):
         self.name = name
-        self.suffix = suffix  # a built-in file's: code compiled after it (a GEMM's user epilogue)
+        self.suffix = suffix  # a built-in file's: code compiled after it (GEMM epilogues)
+        self.extended = extended  # ... holding a user's code (not one of the package's sources)
         self.code = code  # the text compiled, for user code
         self.defines = defines
         self.arch = targets.check(arch)
@@ -216,15 +219,17 @@ def _defines(defines) -> tuple:
     return tuple(items)
 
 
-def builtin(filename: str, *, defines=None, arch: str | None = None, suffix: str = "") -> Source:
+def builtin(
+    filename: str, *, defines=None, arch: str | None = None, suffix: str = "", extended: bool = False
+) -> Source:
     """The ``Source`` of ``cuda_src/filename`` compiled with ``defines`` (a dict) for ``arch``,
-    ``suffix`` (code) after it. Cheap (no file is read); the same arguments give the same
-    object."""
+    ``suffix`` (code) after it (``extended``: a user's code among it). Cheap (no file is read);
+    the same arguments give the same object."""
     key = ("builtin", filename, _defines(defines), targets.check(arch), suffix)
     with _lock:
         src = _sources.get(key)
         if src is None:
-            src = _sources[key] = Source(filename, None, key[2], key[3], suffix=suffix)
+            src = _sources[key] = Source(filename, None, key[2], key[3], suffix=suffix, extended=extended)
         return src
 
 
@@ -322,7 +327,7 @@ def release(source: Source) -> None:
 
 
 def sources(builtin_only: bool = True) -> list[Source]:
-    """The registered sources (the built-in files by default, without a user epilogue's code
+    """The registered sources (the package's own by default, not those with a user's epilogue
     after them), in registration order."""
     with _lock:
-        return [s for s in _sources.values() if (s.builtin and not s.suffix) or not builtin_only]
+        return [s for s in _sources.values() if (s.builtin and not s.extended) or not builtin_only]

@@ -183,7 +183,15 @@ class Kernel:
 
     @classmethod
     def builtin(
-        cls, filename: str, name: str, variants, *, defines=None, arch: str | None = None, suffix: str = ""
+        cls,
+        filename: str,
+        name: str,
+        variants,
+        *,
+        defines=None,
+        arch: str | None = None,
+        suffix: str = "",
+        extended: bool = False,
     ) -> Kernel:
         """A kernel of cupy_ops' own ``cuda_src/filename`` (read on first launch, not at import).
 
@@ -192,19 +200,30 @@ class Kernel:
         "relu<float>"}``); they are registered now, for the offline check. ``defines``: ``-D``
         values (the geometry the host decides); ``arch``: the one architecture the file is
         built for (``"sm_90a"``), None for the device's own; ``suffix``: code compiled after the
-        file (a GEMM's user epilogue: ``with_suffix``).
+        file (the GEMM epilogues declared in Python); ``extended``: the suffix holds a user's code
+        (``with_suffix``), not the package's own.
         """
         self = cls.__new__(cls)
         exprs = dict(variants) if isinstance(variants, dict) else {v: v for v in variants}
         self._declaration = self._stated = None
-        self._setup(compiler.builtin(filename, defines=defines, arch=arch, suffix=suffix), name, exprs, None, None)
+        src = compiler.builtin(filename, defines=defines, arch=arch, suffix=suffix, extended=extended)
+        self._setup(src, name, exprs, None, None)
         return self
 
-    def with_suffix(self, suffix: str, variants) -> Kernel:
-        """This built-in kernel compiled with ``suffix`` (code) after its file, for
-        ``variants`` (name expressions): instantiations over types the code declares."""
+    def with_suffix(self, code: str, variants) -> Kernel:
+        """This built-in kernel compiled with ``code`` after its file and its own suffix, for
+        ``variants`` (name expressions): instantiations over types the code declares (a user's
+        GEMM epilogue)."""
         src = self._source
-        return Kernel.builtin(src.name, self.name, variants, defines=dict(src.defines), arch=src.arch, suffix=suffix)
+        return Kernel.builtin(
+            src.name,
+            self.name,
+            variants,
+            defines=dict(src.defines),
+            arch=src.arch,
+            suffix=src.suffix + code,
+            extended=True,
+        )
 
     def _setup(self, src, name, exprs, template, params) -> None:
         self.name = name

@@ -98,9 +98,9 @@ class Epilogue:
         scalar = {n: i for i, n in enumerate(self.scalars)}
         members, init, call = [], [], []
         for n in self.order:
-            if n in scalar:
+            if n in scalar:  # the first from the kernel's own parameter (args: in the constant bank)
                 members.append(f"Acc {n};")
-                init.append(f"{n}(scale_from<Acc>(a.scalar[{scalar[n]}]))")
+                init.append(f"{n}(scale_from<Acc>({'s' if scalar[n] == 0 else f'a.scalar[{scalar[n]}]'}))")
                 call.append(n)
             else:
                 members.append(f"const Bits* {n};")
@@ -130,7 +130,7 @@ template <class T> struct Epilogue<T, {tag}> {{
   const void* bias;
   {ms}
   i64 M, N;
-  __device__ __forceinline__ Epilogue(const void* b, double, const EpiArgs& a) : {ini} {{}}
+  __device__ __forceinline__ Epilogue(const void* b, double s, const EpiArgs& a) : {ini} {{}}
   __device__ __forceinline__ Acc column(i64 n) const {{ return linear_bias<T>(bias, n); }}
   __device__ __forceinline__ Acc apply(Acc v, Acc b, i64 m, i64 n) const {{
     v = linear_out<T>(v, b);
@@ -141,10 +141,11 @@ template <class T> struct Epilogue<T, {tag}> {{
 }};"""
 
         args_ = ", ".join(["v", *call])
+        grad_decl = f"struct {self.grad_tag};" if self.derivative is not None else ""
         text = f"""
 // cupy_ops.epilogue {label!r}
 struct {self.tag};
-struct {self.grad_tag};
+{grad_decl}
 template <class T> struct {fn} {{
   typedef typename Traits<T>::Acc acc_t;
   // v rounded to the output's dtype as torch rounds each op's result; the exact add of -0
@@ -177,9 +178,11 @@ def declare(
     scalars=(),
     derivative: str | None = None,
     name: str | None = None,
+    tag: str | None = None,
 ) -> Epilogue:
     """An ``Epilogue`` from its CUDA C (``cupy_ops.epilogue`` checks the arguments' types and
-    documents them). Raises ``ValueError`` for a parameter of ``apply`` (or ``grad``) that is
+    documents them); ``tag``: a built-in epilogue's own tag (see ``BUILTIN_CODE``). Raises
+    ``ValueError`` for a parameter of ``apply`` (or ``grad``) that is
     not declared, one declared twice or not taken, or too many of a kind."""
     if not isinstance(code, str) or not code.strip():
         raise TypeError(f"code must be CUDA C defining apply(...) (a str), got {type(code).__name__}")
@@ -217,7 +220,9 @@ def declare(
     digest = hashlib.sha256(
         "\0".join([code, derivative or "", name, *(",".join(v) for v in groups.values())]).encode()
     ).hexdigest()[:12]
-    e = Epilogue(code, name, *groups.values(), tuple(order), derivative, f"{USER_PREFIX}{name}_{digest}")
+    e = Epilogue(code, name, *groups.values(), tuple(order), derivative, tag or f"{USER_PREFIX}{name}_{digest}")
+    if tag is not None:
+        return e
     known = _user.get(e.tag)
     if known is not None:
         return known
@@ -262,3 +267,16 @@ def code_for(expr: str) -> str | None:
     if e is None:
         raise KeyError(f"kernel {expr} names an epilogue not declared in this process")
     return e.cuda()
+
+
+# linear_relu_div's (and linear_relu's, with scale 1): relu of the Linear's output times the
+# scale, the reciprocal of the divisor as torch computes it (ops/divisor.py), exactly (no FTZ)
+RELU_SCALE = declare(
+    "__device__ acc_t apply(acc_t v, acc_t scale) {\n"
+    "  return mul_exact(to_acc<acc_t>(relu_bits<acc_t>(from_acc<acc_t>(v))), scale); }",
+    scalars=("scale",),
+    name="relu_scale",
+    tag=BIAS_RELU_SCALE,
+)
+# compiled after every GEMM source (runtime.declare): the built-in epilogues declared here
+BUILTIN_CODE = RELU_SCALE.cuda()

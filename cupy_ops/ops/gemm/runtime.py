@@ -32,6 +32,7 @@ def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
                 ex,
                 arch="sm_90a" if sm90a else None,
                 defines=geometry.SM90A_DEFINES if sm90a else geometry.DEFINES,
+                suffix=epilogues.BUILTIN_CODE,  # linear_relu_div's epilogue, a declaration
             )
     return kernels
 
