@@ -35,17 +35,20 @@ def epilogue(
     """Declare a GEMM epilogue in CUDA C: what ``cupy_ops.linear(..., epilogue=e)`` applies to
     each output element at the GEMM's store, in every kernel family.
 
-    ``code`` defines ``__device__ acc_t apply(acc_t v, ...)``: ``v`` is the Linear's output
-    (``x @ weight.T + bias`` rounded to the dtype, as torch's ``F.linear`` returns it), the
-    other parameters are the declared ones, by name, in any order: a column's ``columns``
+    ``code`` defines ``__device__ acc_t apply(acc_t v, ...)``: its first parameter is the
+    Linear's output (``x @ weight.T + bias`` rounded to the dtype, as torch's ``F.linear``
+    returns it), the others the declared ones, by name, in any order: a column's ``columns``
     value (a tensor (N,)), a row's ``rows`` value (a tensor of ``x.shape[:-1]``), a ``tensors``
     element at the same (row, column) (a tensor of the output's shape: a residual), and the
-    ``scalars`` (Python numbers). All arrive as ``acc_t`` (``float``; ``double`` for float64);
-    the result is rounded to the dtype at the store. ``round_out(v)`` rounds to the dtype as
-    torch rounds each op's result (a no-op in float32): call it between the steps of a chain
-    to get torch's 16-bit values. Helper functions may sit beside ``apply`` in ``code``.
-    ``derivative`` defines ``__device__ acc_t grad(acc_t v, ...)``, d apply / d v with apply's
-    parameters: then the op is differentiable with respect to x, weight and bias (not the
+    ``scalars`` (Python numbers). All arrive as ``acc_t`` (``float`` for float32, float16 and
+    bfloat16; ``double`` for float64); the result is rounded to the dtype at the store.
+    ``round_out(x)`` is ``x`` rounded to the dtype as torch rounds each op's result (``x``
+    itself in float32 and float64, where it still keeps the compiler from fusing a multiply
+    and an add across it): call it where torch would round. The code is pasted into a struct
+    template: helper functions beside ``apply`` become its members, constants need ``static
+    constexpr``, nothing may sit at file scope (no ``#include``). ``derivative`` defines
+    ``__device__ acc_t grad(acc_t v, ...)``, d apply / d v, with apply's parameters in apply's
+    order: then the op is differentiable with respect to x, weight and bias (not the
     epilogue's tensors). ``name`` names the torch op. The same arguments give the same object.
 
     Each (epilogue, kernel) pair compiles on first use and is cached on disk as every kernel;
@@ -53,8 +56,10 @@ def epilogue(
 
     Raises:
         TypeError: code or derivative not a str.
-        ValueError: a parameter of apply (or grad) not declared, declared twice, not taken, a
-            reserved name (x, weight, bias, algo, out), more than 6 tensors or 8 scalars.
+        ValueError: empty code; a parameter of apply (or grad) not declared, declared twice,
+            not taken, a name that is not an ASCII identifier or is taken (linear's arguments,
+            the generated code's names: ``epilogues.RESERVED``); more than 6 tensors or 8
+            scalars; a ``name`` that is not an identifier.
 
     Example:
         >>> leaky = cupy_ops.epilogue(r'''
@@ -225,10 +230,12 @@ def linear(
         epilogue: a declared ``Epilogue``, or None.
         algo: as for ``matmul`` (``"accurate"``: fp32 at fp32's accuracy, faster than torch).
         **params: the epilogue's tensors (columns (N,), rows ``x.shape[:-1]``, tensors
-            (*, N); x's dtype and device) and scalars (real numbers), by name.
+            (*, N): exactly these shapes, no broadcasting; x's dtype and device) and scalars
+            (Python or numpy real numbers; not tensors), by name.
     Returns:
-        A contiguous (*, N) tensor of x's dtype. Under ``torch.autocast("cuda")`` the tensors are
-        cast to the autocast dtype, as ``F.linear``'s.
+        A contiguous (*, N) tensor of x's dtype. Under ``torch.autocast("cuda")`` every floating
+        tensor, the epilogue's too, is cast to the autocast dtype (torch would keep a float32
+        residual added after an autocast ``F.linear`` in float32), and so is the result.
     Raises:
         TypeError: a wrong tensor dtype or argument type, an unknown or missing parameter.
         ValueError: shapes that do not fit (``checks.ShapeError``), not on CUDA, devices differ,
@@ -248,6 +255,11 @@ def linear(
     names = epilogue.pointers + epilogue.scalars
     unknown = sorted(set(params) - set(names))
     missing = [n for n in names if n not in params]
+    if unknown and epilogue is IDENTITY:
+        raise TypeError(
+            f"linear() got unexpected keyword argument(s) {', '.join(unknown)} (the bias is bias=; other "
+            f"keywords are an epilogue's parameters, and there is no epilogue)"
+        )
     if unknown or missing:
         raise TypeError(
             f"epilogue {epilogue.name} takes {', '.join(names) or 'no parameters'}"

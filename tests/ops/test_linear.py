@@ -18,8 +18,6 @@ import cupy_ops
 from conftest import assert_bitwise_equal, assert_of_torchs_error_order, require_algo
 from gemm_checks import ALGO_DTYPES, TF32X3_ROUNDOFF, roundoff
 
-pytestmark = pytest.mark.gpu
-
 MIX = cupy_ops.epilogue(
     """__device__ acc_t apply(acc_t v, acc_t s, acc_t shift, acc_t row, acc_t res) {
          return add_exact(add_exact(mul_exact(v, s), shift), mul_exact(row, res)); }""",
@@ -144,6 +142,17 @@ def test_opcheck(cuda):
     torch.library.opcheck(_op(MIX).overload, (x, w, b, shift, row, res, 0.5, "auto"))
     xg = x.clone().requires_grad_()
     torch.library.opcheck(_op(LEAKY).overload, (xg, w, b, 0.1, "auto"))
+
+
+def test_keywords_and_devices_are_checked_before_any_launch():
+    """On the CPU: a keyword that is no parameter (the bias is bias=), and CPU tensors."""
+    x, w = torch.randn(4, 8), torch.randn(3, 8)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) b \(the bias is bias="):
+        cupy_ops.linear(x, w, b=torch.randn(3))
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):
+        cupy_ops.linear(x, w, epilogue=LEAKY, slope=0.1)
+    with pytest.raises(TypeError, match=r"epilogue must be a cupy_ops\.epilogue"):
+        cupy_ops.linear(x, w, epilogue="leaky", slope=0.1)
 
 
 def test_argument_errors_name_the_parameter(cuda):

@@ -10,6 +10,7 @@ layer the text to append (``runtime.handle``). Pure: no tensor is read here.
 from __future__ import annotations
 
 import hashlib
+import keyword
 import re
 import struct
 from dataclasses import dataclass
@@ -47,6 +48,13 @@ def builtin_args(bias: int, scale: float) -> tuple:
 # --- users' epilogues ---------------------------------------------------------------------------
 
 KINDS = ("columns", "rows", "tensors", "scalars")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# names an epilogue's parameters may not take: linear's own arguments, and the names of the
+# generated specialization (gemm_epilogue.cuh's interface, its members and types)
+RESERVED = frozenset(
+    {"x", "weight", "bias", "algo", "out", "epilogue", "v", "m", "n", "M", "N", "a", "b", "dy", "dy_ld"}
+    | {"T", "Acc", "Bits", "acc_t", "i64", "round_out", "column", "apply", "grad", "Epilogue", "EpiArgs"}
+)
 _user: dict[str, Epilogue] = {}  # tag -> its declaration (the gradient's tag too)
 _SIGNATURE = r"\b{name}\s*\(([^()]*)\)\s*(?:const\s*)?\{{"
 
@@ -56,7 +64,7 @@ def _params(code: str, fn: str, what: str) -> list[str]:
     ``what`` where there is none)."""
     found = re.findall(_SIGNATURE.format(name=fn), re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.S))
     if not found:
-        raise ValueError(f"{what} must define `__device__ float {fn}(float v, ...) {{ ... }}`; no {fn}(...) found")
+        raise ValueError(f"{what} must define `__device__ acc_t {fn}(acc_t v, ...) {{ ... }}`; no {fn}(...) found")
     names = []
     for p in found[-1].split(","):
         m = re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*$", p.strip())
@@ -156,7 +164,8 @@ template <class T> struct {fn} {{
   }}
 #line 1 "<epilogue {label}>"
 {self.code}
-{derivative}}};
+{derivative}#line 1 "<epilogue {label}: generated>"
+}};
 {specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.pointers))}
 """
         if self.derivative is not None:
@@ -184,30 +193,34 @@ def declare(
     documents them); ``tag``: a built-in epilogue's own tag (see ``BUILTIN_CODE``). Raises
     ``ValueError`` for a parameter of ``apply`` (or ``grad``) that is
     not declared, one declared twice or not taken, or too many of a kind."""
-    if not isinstance(code, str) or not code.strip():
+    if not isinstance(code, str):
         raise TypeError(f"code must be CUDA C defining apply(...) (a str), got {type(code).__name__}")
+    if not code.strip():
+        raise ValueError("code is empty: it must define `__device__ acc_t apply(acc_t v, ...) { ... }`")
     groups = {}
     for kind, names in zip(KINDS, (columns, rows, tensors, scalars)):
         names = (names,) if isinstance(names, str) else tuple(names)
         for n in names:
-            if not isinstance(n, str) or not n.isidentifier():
-                raise ValueError(f"{kind} must name C identifiers, got {n!r}")
+            if not isinstance(n, str) or not _IDENTIFIER.fullmatch(n) or keyword.iskeyword(n):
+                raise ValueError(f"{kind} must name C identifiers (ASCII, not a Python keyword), got {n!r}")
         groups[kind] = names
     every = [n for names in groups.values() for n in names]
     dup = sorted({n for n in every if every.count(n) > 1})
     if dup:
         raise ValueError(f"epilogue parameters declared twice: {', '.join(dup)}")
-    reserved = {"x", "weight", "bias", "algo", "out", "v", "m", "n", "M", "N", "a", "dy", "dy_ld"}
-    clash = sorted(set(every) & reserved)
+    clash = sorted(set(every) & RESERVED | {n for n in every if n.endswith("_ld") and n[:-3] in every})
     if clash:
-        raise ValueError(f"epilogue parameter names {', '.join(clash)} are taken (by linear's own arguments)")
+        raise ValueError(
+            f"epilogue parameter names {', '.join(clash)} are taken (by linear's own arguments, or by names the "
+            f"generated code uses: {', '.join(sorted(RESERVED))}, and <tensor>_ld)"
+        )
     if len(every) - len(groups["scalars"]) > EPI_PTRS - 2:
         raise ValueError(f"an epilogue takes at most {EPI_PTRS - 2} tensors (columns, rows, tensors), got {every}")
     if len(groups["scalars"]) > EPI_SCALARS:
         raise ValueError(f"an epilogue takes at most {EPI_SCALARS} scalars, got {groups['scalars']}")
     if name is None:
         name = "epilogue"
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise ValueError(f"name must be an identifier (it names the torch op), got {name!r}")
     order = _params(code, "apply", "an epilogue's code")[1:]
     _match(order, every, "apply")

@@ -113,16 +113,17 @@ def variants() -> dict[str, list[str]]:
 def epilogue_kernels(e: epilogues.Epilogue) -> list:
     """One ``Kernel`` per GEMM kernel template that takes an epilogue (every family's and the
     split-K reduction's), instantiated for epilogue ``e`` (and its gradient's, where it has a
-    derivative) at the first of its built-in variants: what ``python -m cupy_ops compile
-    FILE.py`` compiles offline to check a file's epilogues."""
+    derivative) at the first of its built-in variants (the naive kernel's in every dtype): what
+    ``python -m cupy_ops compile FILE.py`` compiles offline to check a file's epilogues."""
     from .runtime import REDUCE
 
     tags = [e.tag] + ([e.grad_tag] if e.derivative is not None else [])
     out = []
     for kernels in [*(f.KERNELS for f in FAMILIES.values()), REDUCE]:
         for k in kernels.values():
-            builtin = next((x for x in k.expressions if epilogues.tag_of(x) == epilogues.BIAS_RELU_SCALE), None)
-            if builtin is not None:
+            builtins = [x for x in k.expressions if epilogues.tag_of(x) == epilogues.BIAS_RELU_SCALE]
+            # the naive kernel in every dtype (acc_t double for float64, the 16-bit conversions)
+            for builtin in builtins if k.name == "gemm_naive" else builtins[:1]:
                 out.append(k.with_suffix(e.cuda(), [builtin.replace(epilogues.BIAS_RELU_SCALE, t) for t in tags]))
     return out
 

@@ -60,6 +60,28 @@ def test_a_declaration_reads_apply_by_name_and_is_interned():
             "twice",
         ),
         ({"code": 3}, TypeError, "code must be CUDA C"),
+        ({"code": "  "}, ValueError, "code is empty"),
+        ({"code": "__device__ acc_t apply(acc_t v, acc_t b) { return v; }", "columns": "b"}, ValueError, "taken"),
+        (
+            {"code": "__device__ acc_t apply(acc_t v, acc_t epilogue) { return v; }", "scalars": "epilogue"},
+            ValueError,
+            "taken",
+        ),
+        (
+            {
+                "code": "__device__ acc_t apply(acc_t v, acc_t r, acc_t r_ld) { return v; }",
+                "tensors": "r",
+                "scalars": "r_ld",
+            },
+            ValueError,
+            "r_ld are taken",
+        ),
+        (
+            {"code": "__device__ acc_t apply(acc_t v, acc_t lambda) { return v; }", "scalars": "lambda"},
+            ValueError,
+            "keyword",
+        ),
+        ({"code": "__device__ acc_t apply(acc_t v) { return v; }", "name": "caf\u00e9"}, ValueError, "identifier"),
         ({"code": "__device__ acc_t apply(acc_t v) { return v; }", "name": "a-b"}, ValueError, "identifier"),
         (
             {
