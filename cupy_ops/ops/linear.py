@@ -75,6 +75,13 @@ def epilogue(
 IDENTITY = None  # linear without an epilogue (declared on first use: registering an op costs ~10 ms)
 
 
+def _identity() -> Epilogue:
+    global IDENTITY
+    if IDENTITY is None:
+        IDENTITY = declare(IDENTITY_CODE, name="linear")
+    return IDENTITY
+
+
 def _check_params(e: Epilogue, x, out_shape, values) -> None:
     """The epilogue's tensors and scalars against what it declared (``values`` by name)."""
     rows = out_shape[:-1]
@@ -126,6 +133,16 @@ def _launch(e: Epilogue, tag: str, x, weight, bias, tensors, scalars, algo, out,
         lds.append(dy.stride(0))
     epi = args(0 if bias is None else bias.data_ptr(), ptrs, lds, [float(s) for s in scalars], M, N)
     gemm.matmul_into(x2, weight.t(), out.view(M, N), tag, algo, epi)
+
+
+def linear_grads(ctx, dz):
+    """The gradients of x (*, in), weight and bias (those ``ctx.needs_grad``) from ``dz``, the
+    gradient of the Linear's output (*, out): x folded to rows for the weight's and bias's."""
+    (n, k), rows = ctx.weight.shape, checks.prod(ctx.x.shape[:-1])
+    dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
+    dw = matmul(dz.reshape(rows, n).t(), ctx.x.reshape(rows, k), algo=ctx.algo) if ctx.needs_grad("weight") else None
+    db = dz.reshape(rows, n).sum(0) if ctx.needs_grad("bias") else None
+    return dx, dw, db
 
 
 _ops: dict[str, Op] = {}
@@ -197,15 +214,7 @@ def _op(e: Epilogue) -> Op:
                     f"(the derivative is with respect to the Linear's output only)"
                 )
         dz = grad_op(ctx.x, ctx.weight, ctx.bias, *held, g.contiguous(), ctx.algo)
-        (nout, k), rows = ctx.weight.shape, checks.prod(ctx.x.shape[:-1])
-        dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
-        dw = (
-            matmul(dz.reshape(rows, nout).t(), ctx.x.reshape(rows, k), algo=ctx.algo)
-            if ctx.needs_grad("weight")
-            else None
-        )
-        db = dz.reshape(rows, nout).sum(0) if ctx.needs_grad("bias") else None
-        return (dx, dw, db, *([None] * len(names)), None)
+        return (*linear_grads(ctx, dz), *([None] * len(names)), None)
 
     return op
 
@@ -246,10 +255,7 @@ def linear(
         >>> y = cupy_ops.linear(x, layer.weight, layer.bias, epilogue=leaky, mult=2.0, slope=0.1)
     """
     if epilogue is None:
-        global IDENTITY
-        if IDENTITY is None:
-            IDENTITY = globals()["epilogue"](IDENTITY_CODE, name="linear")
-        epilogue = IDENTITY
+        epilogue = _identity()
     elif not isinstance(epilogue, Epilogue):
         raise TypeError(f"epilogue must be a cupy_ops.epilogue(...) declaration or None, got {type(epilogue).__name__}")
     names = epilogue.pointers + epilogue.scalars

@@ -12,6 +12,7 @@ from .. import checks
 from ..op import needs_grad, op, plain_eager
 from . import divisor as _divisor
 from . import gemm
+from .linear import linear_grads
 from .matmul import batch_entries, matmul
 from .relu_backward import relu_backward
 
@@ -56,16 +57,7 @@ def _linear_relu_div(
 
 # r = relu(z), z = x @ w.T + b rounded to the dtype (torch's Linear output); the ReLU mask is
 # z's sign, read off r (for the divided op r is computed again: relu(z) / d may have lost it,
-# rounded to 0 for tiny z, inf / NaN everywhere for d = 0 / NaN)
-# (x of shape (*, in): dz (*, out) and x folded to rows for the weight's and bias's gradients)
-def _input_grads(ctx, dz):
-    (n, k), rows = ctx.weight.shape, checks.prod(ctx.x.shape[:-1])
-    dx = matmul(dz, ctx.weight, algo=ctx.algo) if ctx.needs_grad("x") else None
-    dw = matmul(dz.reshape(rows, n).t(), ctx.x.reshape(rows, k), algo=ctx.algo) if ctx.needs_grad("weight") else None
-    db = dz.reshape(rows, n).sum(0) if ctx.needs_grad("bias") else None
-    return dx, dw, db
-
-
+# rounded to 0 for tiny z, inf / NaN everywhere for d = 0 / NaN); then linear.linear_grads
 def _z_tangent(ctx, tx, tw, tb):
     parts = [
         matmul(tx, ctx.weight.t(), algo=ctx.algo) if tx is not None else None,
@@ -83,7 +75,7 @@ def _z_tangent(ctx, tx, tw, tb):
 
 @_linear_relu.backward(save=("x", "weight", "out", "algo"))
 def _(ctx, grad):
-    return (*_input_grads(ctx, relu_backward(grad, ctx.out)), None)
+    return (*linear_grads(ctx, relu_backward(grad, ctx.out)), None)
 
 
 @_linear_relu.jvp(save=("x", "weight", "out", "algo"))
@@ -94,7 +86,7 @@ def _(ctx, tx, tw, tb, t_algo):
 @_linear_relu_div.backward(save=("x", "weight", "bias", "divisor", "algo"))
 def _(ctx, grad):
     r = linear_relu(ctx.x, ctx.weight, ctx.bias, algo=ctx.algo)
-    return (*_input_grads(ctx, relu_backward(grad, r, ctx.divisor)), None, None)
+    return (*linear_grads(ctx, relu_backward(grad, r, ctx.divisor)), None, None)
 
 
 @_linear_relu_div.jvp(save=("x", "weight", "bias", "divisor", "algo"))
