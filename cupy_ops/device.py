@@ -33,6 +33,8 @@ class Attr(enum.IntEnum):
 
     REGS_PER_BLOCK = 12  # cudaDevAttrMaxRegistersPerBlock
     MULTIPROCESSORS = 16  # cudaDevAttrMultiProcessorCount
+    MEMORY_CLOCK_KHZ = 36  # cudaDevAttrMemoryClockRate
+    MEMORY_BUS_BITS = 37  # cudaDevAttrGlobalMemoryBusWidth
     THREADS_PER_SM = 39  # cudaDevAttrMaxThreadsPerMultiProcessor
     SMEM_PER_SM = 81  # cudaDevAttrMaxSharedMemoryPerMultiprocessor
     REGS_PER_SM = 82  # cudaDevAttrMaxRegistersPerMultiprocessor
@@ -81,6 +83,16 @@ def arch(device: int) -> str:
 def sm_count(device: int) -> int:
     """The multiprocessors of CUDA device ``device``."""
     return attribute(device, Attr.MULTIPROCESSORS)
+
+
+def memory_bandwidth(device: int) -> float:
+    """The peak memory bandwidth of CUDA device ``device`` in bytes per microsecond (two
+    transfers a memory clock over the bus: an H100 SXM's 3.35e6), 0.0 where the driver does
+    not say."""
+    try:
+        return 2.0 * attribute(device, Attr.MEMORY_CLOCK_KHZ) * attribute(device, Attr.MEMORY_BUS_BITS) / 8 / 1000
+    except compiler.import_cupy().cuda.runtime.CUDARuntimeError:  # an attribute this driver lacks
+        return 0.0
 
 
 def smem_optin(device: int) -> int:

@@ -11,7 +11,9 @@ from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Device, Matrix
 
 bf16, f16, f32, f64 = torch.bfloat16, torch.float16, torch.float32, torch.float64
-H100 = Device(0, 132, (9, 0))  # H100 SXM and H200 alike: 132 SMs, compute capability 9.0
+# H100 SXM and H200: 132 SMs, compute capability 9.0; peak memory bandwidth in bytes a microsecond
+H100 = Device(0, 132, (9, 0), 3.35e6)
+H200 = Device(0, 132, (9, 0), 4.8e6)
 A100 = Device(0, 108, (8, 0))
 ES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
 

@@ -48,11 +48,14 @@ def runs_sm90a(capability: tuple[int, int]) -> bool:
 
 @dataclass(frozen=True)
 class Device:
-    """What the plan needs of the GPU: its index, SM count and compute capability."""
+    """What the plan needs of the GPU: its index, SM count, compute capability and peak memory
+    bandwidth in bytes per microsecond (0.0: unknown; the cost model then takes an H100's,
+    ``tables.X3_DEFAULT_BANDWIDTH``)."""
 
     index: int
     sm_count: int
     capability: tuple[int, int]
+    bandwidth: float = 0.0
 
     @property
     def has_wgmma(self) -> bool:
@@ -71,7 +74,9 @@ class Overrides:
     False transposes b first, True computes C^T = B^T A^T even where split-K would be planned),
     ``ksplit`` (True: 64 x 128 tiles, the consumer warpgroups over halves of K; False: never)
     and ``single`` (True: 16-bit, one 128 x 64 tile per CTA, its epilogue staged in the ring;
-    False: never). Raises ``ValueError`` for a value out of range.
+    False: never); ``b_packed`` (True: B's fp16x3 pieces are a prepacked weight's,
+    docs/prepack.md: "accurate" weighs fp16x3 without B's split, and fp16x3's plan reads them).
+    Raises ``ValueError`` for a value out of range.
     """
 
     tile_n: int | None = None
@@ -83,6 +88,7 @@ class Overrides:
     swap: bool | None = None
     ksplit: bool | None = None
     single: bool | None = None
+    b_packed: bool = False
 
     def __post_init__(self):
         if self.tile_n is not None and self.tile_n not in geometry.WG_TILE_NS:
@@ -111,7 +117,8 @@ class Operand:
     ``"k-major copy"`` / ``"transpose"`` (into K-major rows of 16-byte pitch for the tensor
     cores; ``"transpose"`` by the tiled kernel of transpose.cu), ``"n-major"`` (the Hopper
     kernel reads a row-major B in place through the instruction's transpose bit), ``"n-major
-    split"`` (fp16x3: a row-major B split in place into N-major fp16 pieces).
+    split"`` (fp16x3: a row-major B split in place into N-major fp16 pieces), ``"prepacked"``
+    (fp16x3: B's K-major fp16 pieces held by a prepacked weight).
     ``kmajor``: the kernel reads it K-major; ``ld``: its leading dimension after ``prep``;
     ``vec``: 16-byte loads are allowed (SIMT).
     """

@@ -56,10 +56,12 @@ _devices: dict[int, Device] = {}
 
 
 def device_info(index: int) -> Device:
-    """The plan's view of CUDA device ``index`` (SM count, compute capability), cached."""
+    """The plan's view of CUDA device ``index`` (SM count, compute capability, memory
+    bandwidth), cached."""
     d = _devices.get(index)
     if d is None:
-        d = _devices[index] = Device(index, device.sm_count(index), device.capability(index))
+        d = Device(index, device.sm_count(index), device.capability(index), device.memory_bandwidth(index))
+        _devices[index] = d
     return d
 
 

@@ -50,9 +50,20 @@ WG_BATCH_COPY_MAX_WORK = 2**30
 
 # --- fp32 accuracy on the tensor cores -------------------------------------------------------
 X3_SPLIT_MAX_WAVES = 0.5  # tf32x3 / fp16x3 split K up to half a wave (docs/gemm.md#tf32x3)
-# fp16x3 from this many multiply-adds (M N K) on, tf32x3 below: the split pass pays off
-# (docs/gemm.md#fp16x3-or-tf32x3)
-X3H_MIN_WORK = 2**33
+# "accurate" on Hopper takes the x3 family the cost model finishes first (planner.x3_estimates,
+# docs/gemm.md#fp32-accurate-cost-model): each main loop at its multiply-adds per microsecond,
+# or at X3_GEMM_SHARE of the card's memory bandwidth where its operands take longer to read,
+# plus fp16x3's passes: its split (8 bytes an element: 4 read, 2 + 2 written) and t (4 read of
+# the source operand) at X3H_SPLIT_SHARE of the bandwidth, and their launches' latency. Kernel
+# times on an H200 (torch.profiler, 128x32768x32768 .. 8192^3, c52e3b6):
+X3_MACS_PER_US = {"tf32x3": 4.8e7, "fp16x3": 1.15e8}
+X3_GEMM_SHARE = 0.8
+X3H_SPLIT_SHARE = 0.56
+X3H_SPLIT_BYTES, X3H_T_BYTES = 8, 4
+# the passes' launches (the workspace's memset, t, A's and B's splits), fixed costs at small sizes
+X3H_PASSES_US = 30.0
+X3H_PACKED_PASSES_US = 10.0  # B prepacked (docs/prepack.md): the memset and A's split
+X3_DEFAULT_BANDWIDTH = 3.35e6  # bytes per microsecond where the driver does not say (an H100 SXM's)
 # "accurate" over a batch: tf32x3 / fp16x3 have no batched kernel (one launch per entry), so
 # entries of fewer multiply-adds than this take simt's batched kernel (full fp32) instead
 # (H100, fcfcfc1: float32 32 x (1024x128x1024) tf32x3 0.30x torch, simt 0.96x; 8 x 2048^3

@@ -16,7 +16,7 @@ from cupy_ops.ops import gemm
 import fp16x3_passes
 from conftest import HOPPER, require_algo
 from gemm_checks import assert_gemm_close, roundoff, shifted, torch_fp32
-from gemm_plans import A100, gplan, rowmajor
+from gemm_plans import A100, H100, gplan, rowmajor
 
 pytestmark = pytest.mark.gpu
 
@@ -327,10 +327,10 @@ def test_operand_layouts_and_nothing_stored_past_m(cuda):
 
 
 def test_models_take_fp16x3_for_large_float32_layers_on_hopper(cuda):
-    """ModelNew (level2/63 and level1/1): float32 on Hopper takes fp16x3 from 2^33
-    multiply-adds on, 3xTF32 below (gemm.tables.X3H_MIN_WORK); both pass KernelBench's check."""
-    assert gemm.fp32_accurate(2048, 2048, 2048) == "fp16x3"
-    assert gemm.fp32_accurate(1024, 2048, 2048) == "tf32x3"
+    """ModelNew (level2/63 and level1/1): float32 on Hopper takes fp16x3 or 3xTF32 by the cost
+    model (planner.x3_estimates); both pass KernelBench's check."""
+    dev = gemm.device_info(torch.cuda.current_device())
+    assert gemm.fp32_accurate(2048, 2048, 4096, dev) == "fp16x3" and gemm.fp32_accurate(64, 256, 512, dev) == "tf32x3"
     torch.manual_seed(0)
     for M, K, N, algo in ((64, 512, 256, "tf32x3"), (2048, 4096, 2048, "fp16x3")):
         model = linear_relu_div.ModelNew(K, N, 2.0).to(cuda)
@@ -415,7 +415,7 @@ def test_fp16x3_plan():
     """fp16x3: asked for by name only; both operands in their tensor-core form (K-major fp32
     rows) for the split pass, 128 x 128 tiles over the fp16 pieces (64 values of K a tile),
     the whole shared-memory budget, split-K as 3xTF32's; K == 0 through the tc kernel; no
-    swapped kernel, no other tile width. The models' choice by size (X3H_MIN_WORK)."""
+    swapped kernel, no other tile width. The models' choice (the cost model's; test_planner)."""
     assert "fp16x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="fp16x3")
     assert (p.family, p.kernel, p.tile, p.grid, p.slices, p.bk) == (
@@ -451,11 +451,11 @@ def test_fp16x3_plan():
         gplan(64, 64, 64, dev=A100, algo="fp16x3")
     p = gplan(64, 0, 64, algo="fp16x3")
     assert p.family == "tc" and "K == 0" in str(p)
-    assert gemm.fp32_accurate(1024, 8192, 8192) == "fp16x3" and gemm.fp32_accurate(1024, 1024, 1024) == "tf32x3"
-    assert gemm.fp32_accurate(2048, 2048, 2048) == "fp16x3" and gemm.fp32_accurate(2048, 2048, 2047) == "tf32x3"
+    assert gemm.fp32_accurate(1024, 8192, 8192, H100) == "fp16x3"
+    assert gemm.fp32_accurate(1024, 1024, 1024, H100) == "tf32x3"
     # a batch's entries: simt's batched kernel below X3_BATCH_MIN_WORK (the x3 families loop)
-    assert gemm.fp32_accurate(1024, 1024, 128, batched=True) == "simt"
-    assert gemm.fp32_accurate(2048, 2048, 2048, batched=True) == "fp16x3"
+    assert gemm.fp32_accurate(1024, 1024, 128, H100, batched=True) == "simt"
+    assert gemm.fp32_accurate(2048, 2048, 2048, H100, batched=True) == "fp16x3"
     assert "fp16x3_split" in gemm.variants()["gemm_sm90a.cu"]
 
 

@@ -13,7 +13,7 @@ import torch
 from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Matrix
 
-from gemm_plans import A100, ES, H100, colmajor, gplan, rowmajor
+from gemm_plans import A100, ES, H100, H200, colmajor, gplan, rowmajor
 
 # --- the GEMM plan --------------------------------------------------------------------------
 
@@ -48,12 +48,12 @@ def test_an_algo_that_cannot_take_the_problem_is_a_value_error(algo, dtype, dev,
 @pytest.mark.parametrize("tf32", [False, True])
 def test_accurate_ignores_the_tf32_switch(tf32):
     """algo="accurate" plans float32 on the fp32-accurate kernels whatever torch's TF32 switch
-    says: fp16x3 from 2^33 multiply-adds on Hopper, tf32x3 below, simt elsewhere; never a TF32
-    product (wgmma / tc); 16-bit as "auto" (the tensor cores)."""
+    says: fp16x3 or tf32x3 on Hopper by the cost model, simt elsewhere; never a TF32 product
+    (wgmma / tc); 16-bit as "auto" (the tensor cores)."""
     for M, K, N, hopper in (
         (4096, 4096, 4096, "fp16x3"),
         (2048, 2048, 2048, "fp16x3"),
-        (2048, 2047, 2048, "tf32x3"),
+        (128, 32768, 32768, "tf32x3"),
         (1024, 1024, 1024, "tf32x3"),
         (3, 5, 7, "tf32x3"),
     ):
@@ -63,6 +63,70 @@ def test_accurate_ignores_the_tf32_switch(tf32):
     assert gplan(64, 64, 64, torch.bfloat16, algo="accurate", tf32=tf32).family == "wgmma"
     assert gplan(64, 64, 64, torch.bfloat16, algo="accurate", tf32=tf32, dev=A100).family == "tc"
     assert gplan(64, 64, 64, torch.float64, algo="accurate", tf32=tf32).family == "naive"
+
+
+# Kernel times on an H200 (torch.profiler, float32 x (N, K) @ w.T, c52e3b6), microseconds:
+# fp16x3 (split and t passes + GEMM) and tf32x3, and the faster
+MEASURED_H200 = [
+    ((128, 32768, 32768), 4724, 2661, "tf32x3"),
+    ((128, 8192, 8192), 290, 188, "tf32x3"),
+    ((1024, 1024, 1024), 45, 30, "tf32x3"),
+    ((2048, 2048, 2048), 130, 179, "fp16x3"),
+    ((4096, 4096, 4096), 703, 1390, "fp16x3"),
+    ((1024, 8192, 8192), 787, 1458, "fp16x3"),
+    ((8192, 8192, 8192), 5302, 12297, "fp16x3"),
+]
+
+
+@pytest.mark.parametrize("shape, fp16x3_us, tf32x3_us, faster", MEASURED_H200)
+def test_the_cost_model_picks_the_measured_faster_family(shape, fp16x3_us, tf32x3_us, faster):
+    """The cost model's estimates fall within 35 % of the measured kernel times on the card they
+    were measured on, and "accurate" takes the family that measured faster (a small-M layer with
+    a huge weight tf32x3, whose split passes would read and write the weight again; large
+    square products fp16x3); B prepacked, fp16x3 wherever its GEMM alone wins."""
+    M, K, N = shape
+    t = gemm.planner.x3_estimates(M, N, K, H200)
+    assert 0.65 < t["fp16x3"] / fp16x3_us < 1.35 and 0.65 < t["tf32x3"] / tf32x3_us < 1.35, t
+    assert gemm.fp32_accurate(M, N, K, H200) == faster
+    assert gplan(M, K, N, algo="accurate", dev=H200).family == faster
+    packed = gemm.planner.x3_estimates(M, N, K, H200, b_packed=True)["fp16x3"]
+    takes = gemm.fp32_accurate(M, N, K, H200, b_packed=True)
+    assert packed < t["fp16x3"] and takes == ("fp16x3" if packed < t["tf32x3"] else "tf32x3")
+
+
+def test_the_cost_model_reads_the_cards_bandwidth():
+    """A card with less memory bandwidth pays more for fp16x3's split passes: the estimates grow
+    with 1 / bandwidth, the main loops' rates do not (an unknown bandwidth is an H100's)."""
+    t100, t200 = (gemm.planner.x3_estimates(1024, 8192, 8192, d) for d in (H100, H200))
+    assert t100["fp16x3"] > t200["fp16x3"] and t100["tf32x3"] == t200["tf32x3"]
+    assert gemm.planner.x3_estimates(1024, 8192, 8192, gemm.Device(0, 132, (9, 0))) == t100
+    # the M = 128 layer reads its 4 GB weight: bounded by the bandwidth, not the rate, on an H100
+    assert gemm.planner.x3_estimates(128, 32768, 32768, H100, b_packed=True)["fp16x3"] > (
+        128 * 32768 * 32768 / gemm.tables.X3_MACS_PER_US["fp16x3"]
+    )
+
+
+def test_an_accurate_plan_names_the_estimates_it_chose_by():
+    """gemm_plan's line for "accurate" carries both estimates; a family by name, none."""
+    p = gplan(128, 32768, 32768, algo="accurate")
+    assert p.family == "tf32x3" and "accurate: the cost model's tf32x3 ~2,863 us, fp16x3 ~6,251 us" in str(p)
+    assert "cost model" not in str(gplan(128, 32768, 32768, algo="tf32x3"))
+    assert "cost model" not in str(gplan(64, 64, 64, torch.bfloat16, algo="accurate"))
+
+
+def test_a_prepacked_b_plans_fp16x3_over_its_pieces():
+    """b_packed (a prepacked weight, docs/prepack.md): "accurate" weighs fp16x3 without B's split
+    (the M = 128 layer then takes it), and fp16x3's plan reads B's K-major pieces whatever b's
+    layout, splitting only A; other families ignore it."""
+    w = rowmajor(32768, 32768)
+    p = gplan(128, 32768, 32768, b=w.T, algo="accurate", b_packed=True)
+    assert (p.family, p.kernel) == ("fp16x3", "gemm_fp16x3<128, EpiNone, false>")
+    assert p.b == gemm.Operand("prepacked", True, 32768)
+    assert "A's only (fp16x3_split); B's pieces prepacked" in str(p) and "fp16x3 ~1,643 us" in str(p)
+    p = gplan(4096, 4094, 4096, algo="fp16x3", b_packed=True)  # a row-major b, rows padded to 16 bytes
+    assert p.b == gemm.Operand("prepacked", True, 4096) and p.kernel.endswith("false>")
+    assert gplan(1024, 1024, 1024, algo="accurate", b_packed=True).family == "tf32x3"
+    assert gplan(64, 64, 64, torch.bfloat16, b_packed=True).family == "wgmma"
 
 
 def test_every_kernel_a_plan_names_is_registered():
