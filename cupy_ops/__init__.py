@@ -42,6 +42,7 @@ from .ops import (
     relu_div_,
 )
 from .ops.gemm.epilogues import Epilogue
+from .ops.gemm.packed import prepack, prepacked_bytes, unprepack
 
 __version__ = "0.1.0"
 __all__ = [
@@ -63,8 +64,11 @@ __all__ = [
     "load_inline_kernels",
     "matmul",
     "op",
+    "prepack",
+    "prepacked_bytes",
     "relu",
     "relu_",
     "relu_div",
     "relu_div_",
+    "unprepack",
 ]

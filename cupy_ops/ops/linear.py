@@ -132,7 +132,7 @@ def _launch(e: Epilogue, tag: str, x, weight, bias, tensors, scalars, algo, out,
         ptrs.append(dy.data_ptr())
         lds.append(dy.stride(0))
     epi = args(0 if bias is None else bias.data_ptr(), ptrs, lds, [float(s) for s in scalars], M, N)
-    gemm.matmul_into(x2, weight.t(), out.view(M, N), tag, algo, epi)
+    gemm.matmul_into(x2, weight.t(), out.view(M, N), tag, algo, epi, weight)
 
 
 def linear_grads(ctx, dz):

@@ -30,7 +30,7 @@ def _run(x, weight, bias, divisor, algo, out) -> None:
         if bias is not None and bias.stride(0) != 1:
             bias = bias.contiguous()
         epi = gemm.epilogues.builtin_args(0 if bias is None else bias.data_ptr(), _divisor.scale_for(divisor, x.dtype))
-        gemm.matmul_into(x, weight.t(), out, gemm.epilogues.BIAS_RELU_SCALE, algo, epi)
+        gemm.matmul_into(x, weight.t(), out, gemm.epilogues.BIAS_RELU_SCALE, algo, epi, weight)
 
 
 @op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)

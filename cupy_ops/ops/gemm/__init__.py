@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ... import checks
-from . import batch, epilogues
+from . import batch, epilogues, fp16x3, packed
 from .batch import BatchPlan
 from .common import EPILOGUES, Device, GemmPlan, Matrix, Operand, Overrides, runs_sm90a
 from .epilogues import NO_ARGS
@@ -57,6 +57,7 @@ __all__ = [
     "fp32_accurate",
     "gemm_plan",
     "matmul_into",
+    "packed",
     "plan",
     "plan_for",
     "product",
@@ -108,10 +109,20 @@ def matmul_into(
     epilogue: str = "EpiNone",
     algo: str = "auto",
     epi: tuple = NO_ARGS,
+    weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``out`` = epilogue(``a @ b``) for operands of torch.matmul's shapes (checked by the
     caller) and ``out`` contiguous of the product's shape, ``epi`` the epilogue's packed
     arguments (``epilogues.args``): folded into one GEMM or one GEMM per batch entry
-    (``batch``), each as its plan says."""
+    (``batch``), each as its plan says. ``weight``: ``b`` is ``weight.T`` (a Linear's), whose
+    prepacked fp16x3 pieces (``packed``) a float32 plan of fp16x3 reads."""
+    entry = packed.lookup(weight) if weight is not None else None
+    if entry is not None and a.dtype == torch.float32 and out.numel():
+        a2 = a.reshape(-1, a.shape[-1])  # x (*, K) folded into rows (a copy where its strides do not allow)
+        p = plan_for(a2, b, epilogue, algo, b_packed=True)
+        pieces = entry.pieces_for(weight) if p.b.prep == "prepacked" else None
+        if pieces is not None:
+            fp16x3.run_packed(p, a2, pieces, out.view(a2.shape[0], b.shape[1]), epi)
+            return out
     batch.run(a, b, out, epilogue, algo, epi)
     return out

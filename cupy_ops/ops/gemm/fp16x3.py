@@ -60,10 +60,14 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # a row-major b (matmul's) split in place into N-major pieces, each column scaled
     # (fp16x3_split_n: no transpose pass), the kernel reading them through the wgmma's
     # transpose bit; any other b's columns as K-major rows (transposed or copied first)
-    n_major = n_major_in_place(b)
+    # a prepacked weight's pieces: K-major rows of piece_ld(K) (docs/prepack.md); t from B's rows
+    n_major = n_major_in_place(b) and not ov.b_packed
     pb = Operand("n-major split", False, b.stride0) if n_major else kmajor_operand(b.T)
     # the passes run() makes: t, the row splits, B's N-major split
-    if not n_major:
+    if ov.b_packed:
+        pb = Operand("prepacked", True, piece_ld(K))
+        how = "A's only (fp16x3_split); B's pieces prepacked"
+    elif not n_major:
         how = "fp16x3_colmax_n, fp16x3_split"
     elif k_source(M, N) == "a":
         how = "fp16x3_colmax_n, fp16x3_split, fp16x3_colmax_n + fp16x3_split_n"
@@ -283,14 +287,63 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     if not from_a:
         split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, False)
     maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
+    _gemm(p, c, K, maps, base + ea, base + eb, epi)
+    del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel
+
+
+def _gemm(p: GemmPlan, c, K: int, maps: tuple, ea: int, eb: int, epi: tuple) -> None:
+    """gemm_fp16x3 of ``c`` (M, N) over K, the pieces behind ``maps`` (A's hi, lo, B's hi, lo)
+    and their rows' exponents at ``ea`` / ``eb``; for split-K, the partial sums and the
+    reduction."""
+    M, N = c.shape
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(
-            h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, base + ea, base + eb, p.group), p.smem
-        )
+        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, ea, eb, p.group), p.smem)
         reduce(p, part, c, epi)
     else:
-        args = maps + (c.data_ptr(), N, M, N, K, base + ea, base + eb, *epi, p.group)
-        launch.launch(h, p.grid, p.block, args, p.smem)
-    del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel
+        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, ea, eb, *epi, p.group), p.smem)
+
+
+# --- prepacked weights (docs/prepack.md) ----------------------------------------------------
+
+
+class Pieces:
+    """A weight's fp16x3 pieces, B of ``x @ weight.T`` split once: ``weight`` (N, K) float32's
+    rows as fp16 hi and lo (N rows of ``piece_ld(K)``), each row's scale exponent (int32, N) and
+    t of its columns (int8, K: B's K-slices, so A's split needs nothing of B's values), in one
+    allocation of ``nbytes`` (about the weight's own size)."""
+
+    def __init__(self, weight: torch.Tensor):
+        n, k = weight.shape
+        op = kmajor_operand(Matrix.of(weight))
+        rows = prepare(weight, op)
+        self.n, self.k, self.ld = n, k, piece_ld(k)
+        piece = n * self.ld * 2
+        (hi, lo, eb, tkey, done, tk), total = carve([piece, piece, 4 * n, 4 * k, 4, k])
+        self.ws = ws = torch.empty((total,), dtype=torch.uint8, device=weight.device)
+        self.nbytes = total
+        base = ws.data_ptr()
+        self.hi, self.lo, self.eb, self.tk = base + hi, base + lo, base + eb, base + tk
+        ws[tkey:tk].zero_()
+        column_keys(rows, op.ld, base + tkey, tout=self.tk, done=base + done)
+        split_rows(rows, op, self.hi, self.lo, self.ld, self.eb, self.tk, True)
+        del rows  # (a copy where the weight's rows were not K-major: the stream orders its reuse)
+
+
+def run_packed(p: GemmPlan, a: torch.Tensor, pieces: Pieces, c: torch.Tensor, epi: tuple) -> None:
+    """``c`` = epilogue(``a @ weight.T``) by a plan of ``b_packed`` (``p.b.prep`` "prepacked")
+    over ``pieces``, the weight's: A alone is split (times 2^t[k] of the weight's t)."""
+    M, K = a.shape
+    a2 = prepare(a, p.a)
+    lda = piece_ld(K)
+    (ahi, alo, ea), total = carve([M * lda * 2, M * lda * 2, 4 * M])
+    ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
+    base = ws.data_ptr()
+    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, pieces.tk, False)
+    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))
+    maps += tuple(
+        tma.tensor_map_at(o, torch.float16, K, pieces.n, pieces.ld, p.bk, p.tile[1]) for o in (pieces.hi, pieces.lo)
+    )
+    _gemm(p, c, K, maps, base + ea, pieces.eb, epi)
+    del ws, a2
