@@ -201,6 +201,8 @@ def _op(e: Epilogue) -> Op:
 
     @op.backward(save=saved)
     def _(ctx, g):
+        if e is IDENTITY:  # F.linear's own: the Linear's output gradient is g, no GEMM for it
+            return (*linear_grads(ctx, g), None)
         if grad_op is None:
             raise NotImplementedError(
                 f"epilogue {e.name} has no derivative: pass derivative= (CUDA C defining grad(v, ...), "

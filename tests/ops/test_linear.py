@@ -108,6 +108,21 @@ def test_the_gradient_is_torchs_chain_rule(cuda):
         assert_of_torchs_error_order(o, t, e, f"d{name}")
 
 
+def test_without_an_epilogue_it_trains_as_f_linear(cuda):
+    """No epilogue: the gradient is F.linear's (no derivative to declare), to second order."""
+    x, w, b = (torch.randn(*s, device=cuda, dtype=torch.float64, requires_grad=True) for s in ((2, 5, 7), (3, 7), (3,)))
+    assert torch.autograd.gradcheck(lambda x, w, b: cupy_ops.linear(x, w, b), (x, w, b))
+    assert torch.autograd.gradgradcheck(lambda x, w, b: cupy_ops.linear(x, w, b), (x, w, b))
+    x, w, b = (t.detach().float().requires_grad_() for t in (x, w, b))
+    dy = torch.randn(2, 5, 3, device=cuda)
+    ours = torch.autograd.grad(cupy_ops.linear(x, w, b, algo="accurate"), (x, w, b), dy)
+    theirs = torch.autograd.grad(F.linear(x, w, b), (x, w, b), dy)
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, b))
+    exact = torch.autograd.grad(F.linear(x64, w64, b64), (x64, w64, b64), dy.double())
+    for name, o, t, e in zip(("x", "weight", "bias"), ours, theirs, exact):
+        assert_of_torchs_error_order(o, t, e, f"d{name}")
+
+
 def test_backward_without_a_derivative_names_the_epilogue(cuda):
     x = torch.randn(4, 8, device=cuda, requires_grad=True)
     y = cupy_ops.linear(x, torch.randn(3, 8, device=cuda), epilogue=TANH)
