@@ -262,6 +262,7 @@ def test_first_call_and_kernelbench_lines_are_kept_but_not_read_as_table_rows(tm
         results.record(ENV, results.FIRST_CALL, "float32", "relu", "cupy_ops empty cache", 150.0),
         results.record(ENV, results.KERNELBENCH, "float32", "level1/1", "ModelNew", 0.75, ratio=3.6),
         results.record(ENV, results.HOST, "float32", "4096", "relu: cupy_ops", 0.0107),
+        results.record(ENV, results.PREPACKED, "float32", "128x32768x32768", "cupy_ops accurate prepacked", 1.6),
     ]
     path = tmp_path / "h200.jsonl"
     results.append(path, lines[:2])

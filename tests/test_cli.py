@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRY_POINTS = ["cupy_ops", "cupy_ops.bench", "cupy_ops.bench.host", "cupy_ops.bench.first_call"]
-NEEDS_GPU = ["cupy_ops.bench", "cupy_ops.bench.host", "cupy_ops.bench.first_call"]
+ENTRY_POINTS = [
+    "cupy_ops",
+    "cupy_ops.bench",
+    "cupy_ops.bench.host",
+    "cupy_ops.bench.first_call",
+    "cupy_ops.bench.prepacked",
+]
+NEEDS_GPU = ENTRY_POINTS[1:]
 
 
 def cli(module, *args, env=None, cwd=ROOT):
@@ -477,3 +483,8 @@ def test_a_folder_named_cupy_ops_here_does_not_break_the_command_line(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0 and "4096x393216" in proc.stdout, proc.stderr
+
+
+def test_the_prepacked_benchmark_names_a_bad_shape():
+    proc = cli("cupy_ops.bench.prepacked", "--shape", "128x0x4")
+    assert proc.returncode == 2 and "a shape is MxKxN of positive integers, got '128x0x4'" in proc.stderr

@@ -44,6 +44,9 @@ HOST_NUMEL = 4096  # the input of the host-overhead figures (bench.host's defaul
 FIRST_CALL = "first_call"
 KERNELBENCH = "kernelbench_eval"  # KernelBench's own eval_kernel_against_ref (docs/benchmarks.md)
 LEVEL2 = "kernelbench_level2"  # examples/kernelbench_level2.py --results: the problem as its shape
+PREPACKED = "prepacked"  # python -m cupy_ops.bench.prepacked --results: plain and prepacked weights
+# problems of their own tables: the speedup tables skip them
+OWN_TABLES = (FIRST_CALL, KERNELBENCH, LEVEL2, PREPACKED)
 
 
 class ResultFileError(ValueError):
@@ -146,14 +149,14 @@ def from_records(records: list[dict]) -> tuple[list[Row], dict, dict]:
             raise ResultFileError(f"a line holds {type(rec).__name__}, not an object")
         try:
             env = {k: rec.get(k) for k in ENV_KEYS}
-            if rec["problem"] not in (FIRST_CALL, KERNELBENCH, LEVEL2, HOST):
+            if rec["problem"] not in OWN_TABLES and rec["problem"] != HOST:
                 key = (rec["problem"], rec["dtype"], rec["shape"], rec["variant"])
                 kept.pop(key, None)  # re-inserted: the dict's order is the order of the lines kept
                 kept[key] = (rec.get("commit"), rec.get("date"))
             if rec["problem"] == HOST:
                 host[rec["variant"]] = rec["ms"] * 1e3
                 continue
-            if rec["problem"] in (FIRST_CALL, KERNELBENCH, LEVEL2):
+            if rec["problem"] in OWN_TABLES:
                 continue
             key = (rec["problem"], rec["dtype"], rec["shape"])
             if key not in rows:

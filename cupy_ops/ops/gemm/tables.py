@@ -51,7 +51,7 @@ WG_BATCH_COPY_MAX_WORK = 2**30
 # --- fp32 accuracy on the tensor cores -------------------------------------------------------
 X3_SPLIT_MAX_WAVES = 0.5  # tf32x3 / fp16x3 split K up to half a wave (docs/gemm.md#tf32x3)
 # "accurate" on Hopper takes the x3 family the cost model finishes first (planner.x3_estimates,
-# docs/gemm.md#fp32-accurate-cost-model): each main loop at its multiply-adds per microsecond,
+# docs/gemm.md#fp16x3-or-tf32x3): each main loop at its multiply-adds per microsecond,
 # or at X3_GEMM_SHARE of the card's memory bandwidth where its operands take longer to read,
 # plus fp16x3's passes: its split (8 bytes an element: 4 read, 2 + 2 written) and t (4 read of
 # the source operand) at X3H_SPLIT_SHARE of the bandwidth, and their launches' latency. Kernel
