@@ -34,6 +34,12 @@ LEAKY = cupy_ops.epilogue(
     name="leaky",
 )
 TANH = cupy_ops.epilogue("__device__ acc_t apply(acc_t v) { return tanh(v); }", name="tanh_no_grad")
+RESIDUAL = cupy_ops.epilogue(
+    "__device__ acc_t apply(acc_t v, acc_t res) { return v + res; }",
+    tensors=("res",),
+    derivative="__device__ acc_t grad(acc_t v, acc_t res) { return acc_t(1); }",
+    name="residual",
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kernelbench_level2.py"
 
@@ -128,6 +134,29 @@ def test_backward_without_a_derivative_names_the_epilogue(cuda):
     y = cupy_ops.linear(x, torch.randn(3, 8, device=cuda), epilogue=TANH)
     with pytest.raises(NotImplementedError, match="tanh_no_grad has no derivative"):
         y.sum().backward()
+
+
+def test_a_tensor_of_the_epilogue_that_requires_grad_is_named_in_backward(cuda):
+    """The derivative is with respect to the Linear's output only: backward through a residual
+    that requires grad names it; one that does not is fine (x's gradient flows)."""
+    x, w = torch.randn(6, 8, device=cuda, requires_grad=True), torch.randn(5, 8, device=cuda)
+    res = torch.randn(6, 5, device=cuda)
+    (gx,) = torch.autograd.grad(cupy_ops.linear(x, w, epilogue=RESIDUAL, res=res).sum(), (x,))
+    assert torch.allclose(gx, w.sum(0).expand(6, 8))
+    y = cupy_ops.linear(x, w, epilogue=RESIDUAL, res=res.requires_grad_())
+    with pytest.raises(NotImplementedError, match="epilogue residual: no gradient with respect to its tensor 'res'"):
+        y.sum().backward()
+
+
+def test_autocast_casts_the_epilogues_tensors_too(cuda):
+    """Under autocast a float32 residual is cast to the autocast dtype with x and the weight (the
+    documented divergence: torch would add it to the bfloat16 Linear output in float32)."""
+    x, w, res = torch.randn(32, 64, device=cuda), torch.randn(16, 64, device=cuda), torch.randn(32, 16, device=cuda)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        got = cupy_ops.linear(x, w, epilogue=RESIDUAL, res=res)
+        theirs = F.linear(x, w) + res
+    assert got.dtype == torch.bfloat16 and theirs.dtype == torch.float32
+    assert_bitwise_equal(got, cupy_ops.linear(x.bfloat16(), w.bfloat16(), epilogue=RESIDUAL, res=res.bfloat16()))
 
 
 def test_under_compile_fullgraph_autocast_and_a_cuda_graph(cuda):
