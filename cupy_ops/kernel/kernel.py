@@ -328,6 +328,7 @@ class Kernel:
         plan = self.__dict__.get("_plan")
         if plan is None:
             plan = self._plan = packing.plan(self.params, self._template)
+            self._fast = packing.fast(plan, self._template)
         return plan
 
     def __call__(
@@ -356,7 +357,8 @@ class Kernel:
         grid3, block3 = arguments.launch_dims("grid", grid), arguments.launch_dims("block", block)
         if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_DEFAULT:
             arguments.shared_memory(shared_mem)
-        device, dtype, values = packing.pack(self.name, plan, args, self._template)
+        packed = self._fast(args) if self._fast is not None else None
+        device, dtype, values = packed or packing.pack(self.name, plan, args, self._template)
         if shared_mem > SHARED_DEFAULT:
             arguments.shared_memory(shared_mem, smem_optin(device))
         if stream is not None:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import torch
 
 from ..dtypes import CUDA_NAMES, SUPPORTED_TEXT
-from .arguments import foreign, kernel_pointer, kernel_scalar, launch_devices
+from .arguments import F32_OVERFLOW, foreign, kernel_pointer, kernel_scalar, launch_devices
 from .types import POINTEES, RANGES, UNSIGNED_SIZES, base_type, scalar_kind
 
 
@@ -112,3 +112,63 @@ def pack(kernel: str, plan: list[Param], args, template: str | None) -> tuple[in
             shown = CUDA_NAMES.get(dtype, "float") if p.kind == "t" else "float"
             values[i] = kernel_scalar(kernel, p.name, f"{p.ctype} ({shown})", kind, values[i])
     return device, dtype, values
+
+
+# The scalar kinds the generated packer takes; the others (a template's T, f16, bf16, tmap) go
+# through ``pack``.
+_FAST_SCALARS = ("i32", "i64", "f32", "f64")
+
+
+def fast(plan: list[Param], template: str | None, tensor: type = torch.Tensor):
+    """``pack``'s common case, generated for one kernel as straight-line Python: ``fn(args)``
+    returns ``pack``'s ``(device, dtype, values)`` where every pointer is a contiguous CUDA
+    ``torch.Tensor`` (not a subclass) of a dtype its type allows, all on one device, and every
+    scalar a Python ``int`` / ``float`` well inside its C type; None for anything else, which
+    ``pack`` then checks (raising what is wrong). No loop over the parameters and no Python call
+    per argument: a user's op launches a small kernel in a few microseconds, where these checks
+    were the largest part (docs/design.md#host-cost). None where the plan has a kind it does
+    not take, or no pointer. ``tensor``: the class a pointer argument must be (a test's stand-in
+    for CUDA tensors on a machine without a GPU)."""
+    if not any(p.kind == "ptr" for p in plan) or any(p.kind not in ("ptr", *_FAST_SCALARS) for p in plan):
+        return None
+    env = {"Tensor": tensor, "NAMES": frozenset(CUDA_NAMES), "F32_MAX": F32_OVERFLOW}
+    names = [f"a{i}" for i in range(len(plan))]
+    body, values, device, picked = [f"({', '.join(names)},) = args"], [], None, None
+    for i, (p, a) in enumerate(zip(plan, names)):
+        if p.kind == "ptr":
+            body.append(f"if {a}.__class__ is not Tensor or not {a}.is_cuda or not {a}.is_contiguous(): return None")
+            if p.pointees is not None:
+                env[f"P{i}"] = frozenset(p.pointees)
+                body.append(f"if {a}.dtype not in P{i}: return None")
+            if p.usize is not None:
+                body.append(f"if {a}.element_size() != {p.usize}: return None")
+            if device is None:
+                device = a
+                body.append(f"d = {a}.get_device()")
+            else:
+                body.append(f"if {a}.get_device() != d: return None")
+            if p.picks and picked is None:
+                picked = a
+                body.append(f"dt = {a}.dtype")
+                body.append("if dt not in NAMES: return None")
+            elif p.picks:
+                body.append(f"if {a}.dtype is not dt: return None")
+            values.append(f"{a}.data_ptr()")
+        elif p.kind in ("i32", "i64"):
+            lo, hi, _ = p.limits if p.limits is not None else RANGES["int" if p.kind == "i32" else "long long"]
+            body.append(f"if {a}.__class__ is not int or not {lo} <= {a} <= {hi}: return None")
+            # kernel_scalar's slots: unsigned 32-bit (i32), signed 64-bit (i64)
+            if p.kind == "i32":
+                values.append(f"{a} & 0xFFFFFFFF")
+            else:
+                values.append(a if hi < 2**63 else f"({a} - {2**64} if {a} >= {2**63} else {a})")
+        else:  # f32 / f64: a float (an int, inf or NaN through pack)
+            bound = f" or not -F32_MAX < {a} < F32_MAX" if p.kind == "f32" else ""
+            body.append(f"if {a}.__class__ is not float{bound}: return None")
+            values.append(a)
+    if template and picked is None:
+        return None
+    body.append(f"return d, {'dt' if picked else 'None'}, [{', '.join(values)}]")
+    code = "def fast(args):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(code, f"<cupy_ops fast packer: {len(plan)} parameters>", "exec"), env)
+    return env["fast"]
