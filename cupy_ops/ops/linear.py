@@ -236,7 +236,8 @@ def linear(
     Args:
         x: (*, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides (its leading
             dimensions fold into the GEMM's rows: a view where its strides allow, else a copy).
-        weight: (N, K), as ``nn.Linear.weight``, same dtype and device.
+        weight: (N, K), as ``nn.Linear.weight``, same dtype and device; a float32 weight
+            ``cupy_ops.prepack``-ed gives fp16x3 its pieces (docs/prepack.md).
         bias: (N,) or None.
         epilogue: a declared ``Epilogue``, or None.
         algo: as for ``matmul`` (``"accurate"``: fp32 at fp32's accuracy, faster than torch).

@@ -143,7 +143,7 @@ def linear_relu_div(
             dimensions, folded into the GEMM's M: a view where x's strides allow, else a copy),
             float32 / float16 / bfloat16 / float64, any strides.
         weight: (N, K) tensor laid out as ``nn.Linear.weight`` (any strides), same dtype and
-            device.
+            device; a float32 weight ``cupy_ops.prepack``-ed gives fp16x3 its pieces.
         bias: (N,) tensor or None.
         divisor: a real number (Python or numpy; a bool counts as 0 or 1) or a 0-dim CPU
             tensor (0, inf, NaN give what torch gives; never flushed, however large).

@@ -14,7 +14,7 @@ import weakref
 
 import torch
 
-from ... import checks
+from ... import checks, launch
 from .fp16x3 import Pieces
 
 _Tensor = torch.Tensor
@@ -22,24 +22,37 @@ _capturing = torch.cuda.is_current_stream_capturing
 
 
 class _Entry:
-    """A prepacked weight: a weak reference to it, its pieces (None until a call builds them)
-    and the state they were built from."""
+    """A prepacked weight: a weak reference to it, its pieces (None until a call builds them),
+    the state they were built from, the event that marks them built and the streams that have
+    waited for it."""
 
-    __slots__ = ("pieces", "ref", "state")
+    __slots__ = ("built", "pieces", "ref", "state", "streams")
 
     def __init__(self, ref: weakref.ref):
-        self.ref, self.pieces, self.state = ref, None, None
+        self.ref, self.pieces, self.state, self.built, self.streams = ref, None, None, None, ()
 
     def pieces_for(self, weight: torch.Tensor) -> Pieces | None:
-        """The pieces of ``weight`` as it is now, rebuilt if it changed since; None while a CUDA
-        graph is being captured (a replay must read the weight as it is then, not as it was)."""
+        """The pieces of ``weight`` as it is now, rebuilt if it changed since, ready on the
+        current stream; None while a CUDA graph is being captured (a replay must read the
+        weight as it is then, not as it was)."""
         if _capturing():
             return None
+        device = weight.get_device()
+        stream = launch.current_stream_handle(device)
         state = (weight._version, weight.data_ptr(), weight.shape, weight.stride(), weight.dtype, weight.device)
         if self.state != state:
             self.pieces = None  # (its memory back before the new pieces take theirs)
             self.pieces = Pieces(weight.detach())
-            self.state = state
+            self.state, self.streams = state, (stream,)
+            self.built = torch.cuda.Event()
+            self.built.record(torch.cuda.current_stream(device))
+        elif stream not in self.streams:
+            # another stream: it waits for the build once, and the memory is not reused while
+            # its work may still read it
+            current = torch.cuda.current_stream(device)
+            current.wait_event(self.built)
+            self.pieces.ws.record_stream(current)
+            self.streams += (stream,)
         return self.pieces
 
 

@@ -122,6 +122,28 @@ def test_memory_is_given_back(hopper):
 
 
 @pytest.mark.gpu
+def test_pieces_built_on_one_stream_are_read_safely_on_another(hopper):
+    """The first use builds the pieces on its stream; a call on another stream waits for that
+    build (the pieces are complete) and keeps their memory from reuse while it may read it."""
+    w, b = _weights(hopper, 1024, 2048)
+    x = torch.randn(1536, 2048, device=hopper)  # M >= N: the unpacked call's bits
+    expect = _linear(x, w, b)
+    cupy_ops.prepack(w)
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)  # the build below is queued behind ~tens of ms on this stream
+    _linear(x[:1], w, b)  # builds the pieces on the default stream
+    with torch.cuda.stream(side):
+        got = _linear(x, w, b)  # must wait for the build
+        entry = gemm.packed.lookup(w)
+        assert side.cuda_stream in entry.streams
+    torch.cuda.synchronize()
+    assert torch.equal(got, expect)
+    cupy_ops.prepack(w)  # forgets the pieces: their memory goes back once the side stream's work is done
+    torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
 def test_a_graph_replay_reads_the_weight_as_it_is_then(hopper):
     """Under CUDA graph capture the call reads the weight (no pieces captured at an old
     version): an in-place edit between replays shows in the next replay."""
