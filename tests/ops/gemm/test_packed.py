@@ -123,13 +123,20 @@ def test_memory_is_given_back(hopper):
 
 @pytest.mark.gpu
 def test_pieces_built_on_one_stream_are_read_safely_on_another(hopper):
-    """The first use builds the pieces on its stream; a call on another stream waits for that
-    build (the pieces are complete) and keeps their memory from reuse while it may read it."""
+    """The first use builds the pieces on its stream (queued behind a sleep there); a call on
+    another stream gives the unpacked call's bits and is recorded as having waited for the
+    build. (Without the wait this test still passed on an H200: something on the call path
+    orders the two streams; the wait is what CUDA's stream semantics ask for.)"""
     w, b = _weights(hopper, 1024, 2048)
     x = torch.randn(1536, 2048, device=hopper)  # M >= N: the unpacked call's bits
     expect = _linear(x, w, b)
-    cupy_ops.prepack(w)
     side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # the side stream's memory pool warm: no cudaMalloc (a sync) below
+        for _ in range(2):
+            cupy_ops.prepack(w)
+            _linear(x, w, b)
+            cupy_ops.unprepack(w)
+    cupy_ops.prepack(w)
     torch.cuda.synchronize()
     torch.cuda._sleep(50_000_000)  # the build below is queued behind ~tens of ms on this stream
     _linear(x[:1], w, b)  # builds the pieces on the default stream
