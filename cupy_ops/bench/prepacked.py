@@ -77,16 +77,31 @@ def main(argv=None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 1
+    import torch
+
     from .env import describe, environment
     from .results import PREPACKED, append, record
 
+    if torch.cuda.get_device_capability() != (9, 0):
+        print(
+            "error: prepacked weights are fp16x3's pieces, which run on Hopper (compute capability 9.0) only",
+            file=sys.stderr,
+        )
+        return 1
     env = environment()
     print(f"float32 relu(F.linear(x, w, b)) / 2, x (M, K), w (N, K); {describe(env)}", flush=True)
     print("| M x K x N | variant | ms | vs torch fp32 | error vs fp64 |")
     print("|---|---|---|---|---|")
     records = []
     for M, K, N in args.shape or [parse_shape(s) for s in SHAPES]:
-        got, plans = measure(M, K, N, args.runs, args.max_seconds)
+        try:
+            got, plans = measure(M, K, N, args.runs, args.max_seconds)
+        except torch.cuda.OutOfMemoryError:
+            # x, w, its copy, the pieces and a float64 reference: ~(4 + 4 + 4 + 16) N K bytes
+            need = (28 * N * K + 12 * M * K + 24 * M * N) / 2**30
+            print(f"| {M}x{K}x{N} | skipped: needs about {need:.0f} GiB of GPU memory | - | - | - |", flush=True)
+            torch.cuda.empty_cache()
+            continue
         base = got["torch fp32"][0]
         shape = f"{M}x{K}x{N}"
         for variant, (ms, err, st) in got.items():

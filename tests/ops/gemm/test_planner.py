@@ -106,6 +106,21 @@ def test_the_cost_model_reads_the_cards_bandwidth():
     )
 
 
+@pytest.mark.parametrize(
+    "M, K, N", [(1, 8, 1), (128, 32768, 32768), (4096, 4096, 4096), (33, 4097, 65), (8192, 64, 8192)]
+)
+def test_the_estimates_grow_with_each_dimension_and_prepacking_only_saves(M, K, N):
+    """More work never costs less, in any dimension; a prepacked B only saves (fp16x3's
+    estimate falls); tf32x3's estimate does not depend on prepacking."""
+    for dev in (H100, H200):
+        t = gemm.planner.x3_estimates(M, N, K, dev)
+        for bigger in ((2 * M, K, N), (M, 2 * K, N), (M, K, 2 * N)):
+            t2 = gemm.planner.x3_estimates(bigger[0], bigger[2], bigger[1], dev)
+            assert all(t2[f] >= t[f] for f in t), (bigger, t, t2)
+        p = gemm.planner.x3_estimates(M, N, K, dev, b_packed=True)
+        assert p["tf32x3"] == t["tf32x3"] and p["fp16x3"] < t["fp16x3"]
+
+
 def test_an_accurate_plan_names_the_estimates_it_chose_by():
     """gemm_plan's line for "accurate" carries both estimates; a family by name, none."""
     p = gplan(128, 32768, 32768, algo="accurate")
