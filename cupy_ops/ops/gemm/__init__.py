@@ -102,6 +102,9 @@ def gemm_plan(
     return batch.batch_plan(a, b, epilogue, algo)
 
 
+_PACKED_ALGOS = ("accurate", fp16x3.NAME)
+
+
 def matmul_into(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -116,7 +119,8 @@ def matmul_into(
     arguments (``epilogues.args``): folded into one GEMM or one GEMM per batch entry
     (``batch``), each as its plan says. ``weight``: ``b`` is ``weight.T`` (a Linear's), whose
     prepacked fp16x3 pieces (``packed``) a float32 plan of fp16x3 reads."""
-    entry = packed.lookup(weight) if weight is not None else None
+    # only "accurate" and "fp16x3" plan fp16x3: any other algo reads the weight, unplanned here
+    entry = packed.lookup(weight) if weight is not None and algo in _PACKED_ALGOS else None
     if entry is not None and a.dtype == torch.float32 and out.numel():
         a2 = a.reshape(-1, a.shape[-1])  # x (*, K) folded into rows (a copy where its strides do not allow)
         p = plan_for(a2, b, epilogue, algo, b_packed=True)
