@@ -40,13 +40,14 @@ import torch
 
 from .. import compiler, launch, occupancy
 from ..compiler import declarations
-from ..device import SHARED_DEFAULT, Attr, attribute, sm_count, smem_optin
+from ..device import BLOCK_MAX, GRID_MAX, SHARED_DEFAULT, Attr, attribute, sm_count, smem_optin
 from . import arguments, packing
 from .arguments import cluster_shape, stream_handle
 from .sources import checked_include_dirs, track
 from .types import instantiate, layout, parse_signature, scalar_kind, stated_signature, template_arg
 
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
+GRID_X, BLOCK_X = GRID_MAX[0], BLOCK_MAX[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +233,8 @@ class Kernel:
         self._template = template
         self._params = params
         self._signatures: dict = {}
+        self._plan = self._fast = None  # the argument plan and its generated packer, on first launch
+        self._loaded: dict = {}  # (dtype, device) -> handle: a launch's one lookup
         if params is not None:
             # what the compiled kernels must agree with, checked on each binary NVRTC builds
             for key, v in self._variants.items():
@@ -321,11 +324,12 @@ class Kernel:
             if sig is None:
                 sig = self._signatures[key] = tuple(scalar_kind(k, key) for k, _, _ in self.params)
             h = launch.handle(v, device, sig)
+        self._loaded[(key, device)] = h
         return h
 
     def _arg_plan(self) -> list[tuple]:
         """What a launch checks of each argument (``arguments.plan``), read once."""
-        plan = self.__dict__.get("_plan")
+        plan = self._plan
         if plan is None:
             plan = self._plan = packing.plan(self.params, self._template)
             self._fast = packing.fast(plan, self._template)
@@ -350,11 +354,15 @@ class Kernel:
         Raises ``TypeError``/``ValueError`` naming the argument that does not fit its
         parameter (a number out of its C type's range included).
         """
-        plan = self._arg_plan()
+        plan = self._plan or self._arg_plan()
         if len(args) != len(plan):
             names = ", ".join(p[1] for p in plan)
             raise TypeError(f"kernel {self.name}({names}) takes {len(plan)} arguments, got {len(args)}")
-        grid3, block3 = arguments.launch_dims("grid", grid), arguments.launch_dims("block", block)
+        # (an int grid and block, the common form, checked here: a call less each)
+        grid3 = (grid, 1, 1) if grid.__class__ is int and 0 < grid <= GRID_X else arguments.launch_dims("grid", grid)
+        block3 = (
+            (block, 1, 1) if block.__class__ is int and 0 < block <= BLOCK_X else arguments.launch_dims("block", block)
+        )
         if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_DEFAULT:
             arguments.shared_memory(shared_mem)
         packed = self._fast(args) if self._fast is not None else None
@@ -367,7 +375,7 @@ class Kernel:
             cluster = cluster_shape(cluster, grid3)
         if 0 in grid3:
             return
-        h = self.handle(dtype, device)
+        h = self._loaded.get((dtype, device)) or self.handle(dtype, device)
         if not h.pinned and _capturing():
             h.pinned = True  # a CUDA graph holds this kernel now: never unload its module
         if cooperative:

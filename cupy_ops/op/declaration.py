@@ -297,6 +297,21 @@ class Op(Registration, Rules):
         return args
 
     def _check_devices(self, args) -> None:
+        # the common case, every tensor a plain one on one CUDA device: one C call a tensor
+        # (``t.device`` builds a torch.device); anything else is named by ``_device_error``
+        first = -1
+        for i in self._tensor_idx:
+            t = args[i]
+            if t is None:
+                continue
+            if type(t) is not Tensor and type(t) is not Parameter:
+                return self._device_error(args)
+            d = t.get_device()
+            if d < 0 or (first >= 0 and d != first):
+                return self._device_error(args)
+            first = d
+
+    def _device_error(self, args) -> None:
         device = first = None
         for i in self._tensor_idx:
             t = args[i]

@@ -12,6 +12,8 @@ from .eager import Tensor
 
 # --- output rules ------------------------------------------------------------------------------
 
+_PRESERVE = torch.preserve_format
+
 
 class like:
     """Output rule: a tensor like input ``name`` (``torch.empty_like``: its shape, dtype and
@@ -30,6 +32,8 @@ class like:
 
     def __call__(self, *args, device=None):
         t = args[self.index]
+        if device is None and self.dtype is None and (self.memory_format is _PRESERVE or t.is_contiguous()):
+            return torch.empty_like(t)  # the same tensor: keyword arguments cost torch a parse
         return torch.empty_like(t, dtype=self.dtype or t.dtype, memory_format=self.memory_format, device=device)
 
     def __repr__(self) -> str:

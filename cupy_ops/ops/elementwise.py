@@ -57,6 +57,39 @@ class Elementwise:
         )
         self._variants = {dt: self.kernel.variant(dt) for dt in CUDA_NAMES}
 
+    def fresh(self, x: torch.Tensor, extra: tuple = ()) -> torch.Tensor | None:
+        """The eager call's common case in one step (an op's ``fast=``): a new output like a
+        contiguous ``x`` written by the kernel; None for anything else, which the op's output
+        rule then checks. The handle lookup is the check: only a CUDA tensor of a dtype this
+        kernel has, on a device it is loaded on, finds one (a CPU tensor's device is -1)."""
+        if x.is_contiguous():
+            h = _handles.get((self._variants.get(x.dtype), x.get_device()))
+            if h is not None:
+                out = torch.empty_like(x)
+                n = x.numel()
+                if n:
+                    px, po = x.data_ptr(), out.data_ptr()
+                    blocks, head, vec = plan(n, x.element_size(), (px, po))
+                    _launch(h, (blocks, 1, 1), BLOCK, (px, po, n, head, vec) + extra)
+                return out
+        return None
+
+    def fresh2(self, a: torch.Tensor, b: torch.Tensor, extra: tuple = ()) -> torch.Tensor | None:
+        """``fresh`` of a binary kernel: ``a`` and ``b`` contiguous, of one dtype, shape and
+        device; None for anything else."""
+        if a.is_contiguous() and b.is_contiguous() and a.dtype == b.dtype and a.shape == b.shape:
+            device = a.get_device()
+            h = _handles.get((self._variants.get(a.dtype), device))
+            if h is not None and b.get_device() == device:
+                out = torch.empty_like(a)
+                n = a.numel()
+                if n:
+                    pa, pb, po = a.data_ptr(), b.data_ptr(), out.data_ptr()
+                    blocks, head, vec = plan(n, a.element_size(), (pa, pb, po))
+                    _launch(h, (blocks, 1, 1), BLOCK, (pa, pb, po, n, head, vec) + extra)
+                return out
+        return None
+
     def write(self, x: torch.Tensor, out: torch.Tensor, extra: tuple) -> None:
         """``out`` = the kernel applied to ``x`` (a CUDA tensor of a supported dtype; ``out`` of
         its shape and dtype on its device, any strides, ``x`` itself for in place). Dense

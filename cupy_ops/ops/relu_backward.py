@@ -23,7 +23,11 @@ def _output(grad, ref, divisor):
     return torch.empty_like(grad, memory_format=torch.contiguous_format)
 
 
-@op("cupy_ops::relu_backward", output=_output, elementwise=True, check_devices=False)
+def _fresh(grad, ref, divisor):
+    return KERNEL.fresh2(grad, ref, (scale_for(divisor, grad.dtype),))
+
+
+@op("cupy_ops::relu_backward", output=_output, elementwise=True, check_devices=False, fast=_fresh)
 def relu_backward(grad: torch.Tensor, ref: torch.Tensor, divisor: float = 1.0, *, out: torch.Tensor) -> None:
     """``0 where ref <= 0 else grad / divisor``: torch's ``threshold_backward(grad / divisor, ref,
     0)``, the division as torch divides by a number (times its reciprocal, ``divisor.scale_for``).

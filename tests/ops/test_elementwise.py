@@ -1,8 +1,10 @@
-"""The elementwise launch shape (ops/elementwise.py): vector width and head by alignment, one block
-per chunk, every element covered, on the CPU."""
+"""The elementwise family (ops/elementwise.py): the launch shape (vector width and head by
+alignment, one block per chunk, every element covered, on the CPU) and the eager fast paths."""
 
 import pytest
+import torch
 
+import cupy_ops
 from cupy_ops.ops import elementwise
 
 
@@ -61,3 +63,54 @@ def test_elementwise_plan_covers_every_element():
                         assert head <= elementwise.THREADS and blocks * chunk >= vecs * 16
                     else:
                         assert blocks * elementwise.THREADS * 8 >= n
+
+
+# --- the eager fast paths (Elementwise.fresh / fresh2: relu's and relu_backward's fast=) ---------
+
+
+def test_the_fast_paths_decline_what_only_the_general_path_may_answer():
+    """A CPU tensor, an integer dtype, a non-contiguous view, mismatched operands: no kernel
+    handle or layout to launch with, so the fast path returns None and the op's output rule
+    raises (CPU: no handle is ever loaded for device -1)."""
+    from cupy_ops.ops.relu import KERNEL as RELU
+    from cupy_ops.ops.relu_backward import KERNEL as RELU_BACKWARD
+
+    x = torch.randn(8, 8)
+    assert RELU.fresh(x) is None
+    assert RELU.fresh(x.int()) is None
+    assert RELU.fresh(x.t()) is None
+    assert RELU_BACKWARD.fresh2(x, x, (1.0,)) is None
+    assert RELU_BACKWARD.fresh2(x, x.double(), (1.0,)) is None
+    with pytest.raises(ValueError, match="CUDA"):
+        cupy_ops.relu(x)
+
+
+def test_the_fast_paths_launch_what_the_general_path_would_bit_for_bit(cuda):
+    """Once a dtype's kernel is loaded, a contiguous call takes the fast path (it returns a
+    tensor), with torch's values and layout; anything it declines (a transposed view, operands
+    of two shapes) still gives torch's answer or error through the general path."""
+    from cupy_ops.ops.relu import KERNEL as RELU
+    from cupy_ops.ops.relu_backward import KERNEL as RELU_BACKWARD
+    from cupy_ops.ops.relu_backward import relu_backward
+
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        x = torch.randn(129, 33, device=cuda, dtype=dtype)
+        x[0, :4] = torch.tensor([float("nan"), -0.0, float("inf"), -float("inf")], dtype=dtype)
+        cupy_ops.relu(x)  # loads the kernel
+        got = RELU.fresh(x)
+        assert got is not None and got.is_contiguous() and got.shape == x.shape
+        assert (got.view(-1).view(torch.uint8) == torch.relu(x).view(-1).view(torch.uint8)).all()
+        assert RELU.fresh(x.t()) is None
+        g = torch.randn_like(x)
+        want = torch.ops.aten.threshold_backward(g, torch.relu(x), 0)
+        relu_backward(g, torch.relu(x))  # loads the kernel
+        got = RELU_BACKWARD.fresh2(g, torch.relu(x), (1.0,))
+        assert got is not None
+        assert (got.view(-1).view(torch.uint8) == want.view(-1).view(torch.uint8)).all()
+        assert RELU_BACKWARD.fresh2(g, torch.relu(x)[:, :32], (1.0,)) is None
+        with pytest.raises(ValueError, match="shape"):
+            relu_backward(g, torch.relu(x)[:, :32].contiguous())
+    got, want = cupy_ops.relu(x.t()), torch.relu(x.t())  # declined: the general path, torch's layout
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
