@@ -75,7 +75,8 @@ def gemm_plan(
     """Which kernel ``matmul(a, b, algo=algo)`` takes, and how: the kernel family and
     instantiation, tile, split-K, grid and what is done to each operand (read in place,
     copied, transposed). For ``linear_relu_div(x, weight, ...)`` pass ``(x, weight.T)`` and
-    ``bias_relu_scale=True``. ``print(plan)`` gives one readable line.
+    ``bias_relu_scale=True`` (a ``cupy_ops.prepack``-ed weight: the plan over its pieces, where
+    the layer takes them). ``print(plan)`` gives one readable line.
 
     Args:
         a, b: as for ``matmul`` (torch.matmul's shapes).
@@ -98,8 +99,25 @@ def gemm_plan(
     epilogue = "EpiBiasReluScale" if bias_relu_scale else "EpiNone"
     if a.dim() == 2 and b.dim() == 2:
         checks.nonempty_output(a.shape[0], b.shape[1])
+        # the layer reads a prepacked weight's pieces where its plan takes them (matmul never)
+        if bias_relu_scale and algo in _PACKED_ALGOS and a.dtype == torch.float32 and _prepacked_t(b):
+            p = plan_for(a, b, epilogue, algo, b_packed=True)
+            if p.b.prep == "prepacked":
+                return p
         return plan_for(a, b, epilogue, algo)
     return batch.batch_plan(a, b, epilogue, algo)
+
+
+def _prepacked_t(b: torch.Tensor) -> bool:
+    """Whether ``b`` is ``weight.T`` of a prepacked weight (the view a layer's plan is asked of)."""
+    w = b._base
+    return (
+        w is not None
+        and packed.lookup(w) is not None
+        and b.data_ptr() == w.data_ptr()
+        and tuple(b.shape) == tuple(reversed(w.shape))
+        and b.stride() == tuple(reversed(w.stride()))
+    )
 
 
 _PACKED_ALGOS = ("accurate", fp16x3.NAME)

@@ -204,8 +204,8 @@ def test_prepacked_layers_train_and_fold_as_unpacked(hopper):
 @pytest.mark.gpu
 def test_a_prepacked_model_passes_kernelbench_check(hopper):
     """level2/63's ModelNew, prepacked (off by default), where "accurate" takes fp16x3 over the
-    pieces and tf32x3 without them: within KernelBench's tolerance of Model, and its error
-    against float64 at most torch fp32's."""
+    pieces and tf32x3 without them (as ``gemm_plan`` of the layer says): within KernelBench's
+    tolerance of Model, and its error against float64 at most torch fp32's."""
     torch.manual_seed(0)
     model = linear_relu_div.ModelNew(4096, 4096, 2.0).to(hopper)
     x = torch.rand(256, 4096, device=hopper)
@@ -213,7 +213,11 @@ def test_a_prepacked_model_passes_kernelbench_check(hopper):
     assert gemm.plan_for(x, wt, "EpiBiasReluScale", "accurate").family == "tf32x3"
     assert gemm.plan_for(x, wt, "EpiBiasReluScale", "accurate", b_packed=True).b.prep == "prepacked"
     assert cupy_ops.prepacked_bytes(model) == 0
+    assert cupy_ops.gemm_plan(x, wt, algo="accurate", bias_relu_scale=True).family == "tf32x3"
     cupy_ops.prepack(model)
+    # gemm_plan of the layer shows the plan over the pieces; matmul(x, w.T) never reads them
+    assert cupy_ops.gemm_plan(x, wt, algo="accurate", bias_relu_scale=True).b.prep == "prepacked"
+    assert cupy_ops.gemm_plan(x, wt, algo="accurate").family == "tf32x3"
     with torch.no_grad():
         got = model(x)
         ref = linear_relu_div.Model.forward(model, x)
