@@ -51,8 +51,9 @@ class ModelNew(Model):
       row-scaled pieces of x and of the weight on the tensor cores, with bias, ReLU and divide
       in its epilogue (H100, 1024 x 8192 x 8192: about 3.3-3.6x torch fp32, error about 0.2-0.3x
       torch fp32's; README's benchmark tables; a value more than 2^17 below the largest of its
-      row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); below 2^33
-      multiply-adds (batch x in x out) ``algo="tf32x3"`` (three TF32 products), faster there;
+      row of x or of the weight keeps less precision: see ``cupy_ops.matmul``); where a cost
+      model of the two says so (few rows against a large weight, small products), ``algo="tf32x3"``
+      (three TF32 products; ``cupy_ops.gemm_plan`` prints both estimates);
     - float16 / bfloat16 on Hopper: the whole layer in one kernel, ``cupy_ops.linear_relu_div``
       (``algo="accurate"`` takes what ``"auto"`` takes: the wgmma kernel with the epilogue fused;
       H100, 1024 x 8192 x 8192: 1.03x (fp16) / 1.04x (bf16) the speed of cuBLAS + ``relu_div``; the

@@ -23,7 +23,7 @@ class ModelNew(nn.Module):
     than torch fp32's: for float32 on Hopper (compute capability 9.0) ``"fp16x3"`` (three fp16
     products of row-scaled pieces on the tensor cores: about 3.5-3.7x torch fp32 at 4096^3 on
     an H100, at about 0.3x its error; see ``cupy_ops.matmul`` for its contract), or ``"tf32x3"``
-    (three TF32 products) below 2^33 multiply-adds, where it is the faster; else what
+    (three TF32 products) where a cost model of the two says it is the faster; else what
     ``"auto"`` takes. ``ModelNew("naive")`` (or any other ``algo``) runs that kernel."""
 
     def __init__(self, algo: Optional[str] = None):
