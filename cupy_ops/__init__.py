@@ -8,7 +8,8 @@ Ops (CUDA tensors, float32 / float16 / bfloat16, plus float64), differentiable i
 vmap-able and torch.compile-able (as the ``torch.ops.cupy_ops.*`` ops):
     relu(x), relu_(x), relu_div(x, divisor), relu_div_(x, divisor),
     matmul(a, b), linear_relu(x, weight, bias), linear_relu_div(x, weight, bias, divisor),
-    linear(x, weight, bias, epilogue=e, **params) with your epilogue e = cupy_ops.epilogue(CUDA C)
+    linear(x, weight, bias, epilogue=e, reduce=None, **params) with your epilogue
+    e = cupy_ops.epilogue(CUDA C), row_reduce(x, how) (sum, mean, amax, amin, logsumexp, softmax)
 Which GEMM kernel a call takes: ``cupy_ops.gemm_plan(a, b)``.
 Your own kernels: ``cupy_ops.Kernel(source, name)``, tuned: ``cupy_ops.autotune``; your own torch
 ops: ``cupy_ops.op``; the kernels of a ``load_inline`` source as written:
@@ -40,6 +41,7 @@ from .ops import (
     relu_,
     relu_div,
     relu_div_,
+    row_reduce,
 )
 from .ops.gemm.epilogues import Epilogue
 from .ops.gemm.packed import prepack, prepacked_bytes, unprepack
@@ -70,5 +72,6 @@ __all__ = [
     "relu_",
     "relu_div",
     "relu_div_",
+    "row_reduce",
     "unprepack",
 ]

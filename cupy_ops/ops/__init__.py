@@ -10,6 +10,7 @@ from .matmul import matmul
 from .relu import relu, relu_
 from .relu_backward import relu_backward
 from .relu_div import relu_div, relu_div_
+from .row_reduce import row_reduce
 
 __all__ = [
     "epilogue",
@@ -23,4 +24,5 @@ __all__ = [
     "relu_backward",
     "relu_div",
     "relu_div_",
+    "row_reduce",
 ]

@@ -15,6 +15,8 @@ from ..op import Op
 from . import gemm
 from .gemm.epilogues import Epilogue, args, declare
 from .matmul import matmul
+from .row_reduce import OPS as _REDUCE_OPS
+from .row_reduce import row_reduce
 
 _is_compiling = torch.compiler.is_compiling
 _Tensor = torch.Tensor
@@ -228,10 +230,12 @@ def linear(
     *,
     epilogue: Epilogue | None = None,
     algo: str = "auto",
+    reduce: str | None = None,
     **params,
 ) -> torch.Tensor:
     """``epilogue(F.linear(x, weight, bias))`` in one GEMM: the epilogue (``cupy_ops.epilogue``)
-    applied to each output element at the store; ``F.linear`` itself without one.
+    applied to each output element at the store; ``F.linear`` itself without one. ``reduce``:
+    then the output's rows reduced (``cupy_ops.row_reduce``: one more pass over the output).
 
     Args:
         x: (*, K) CUDA tensor, float32 / float16 / bfloat16 / float64, any strides (its leading
@@ -241,17 +245,19 @@ def linear(
         bias: (N,) or None.
         epilogue: a declared ``Epilogue``, or None.
         algo: as for ``matmul`` (``"accurate"``: fp32 at fp32's accuracy, faster than torch).
+        reduce: None, or ``"sum"``, ``"mean"``, ``"amax"``, ``"amin"``, ``"logsumexp"``
+            (the result ``(*,)``: ``y.<reduce>(-1)``) or ``"softmax"`` (``y.softmax(-1)``).
         **params: the epilogue's tensors (columns (N,), rows ``x.shape[:-1]``, tensors
             (*, N): exactly these shapes, no broadcasting; x's dtype and device) and scalars
             (Python or numpy real numbers; not tensors), by name.
     Returns:
-        A contiguous (*, N) tensor of x's dtype. Under ``torch.autocast("cuda")`` every floating
+        A contiguous (*, N) tensor of x's dtype (``reduce``: see above). Under ``torch.autocast("cuda")`` every floating
         tensor, the epilogue's too, is cast to the autocast dtype (torch would keep a float32
         residual added after an autocast ``F.linear`` in float32), and so is the result.
     Raises:
         TypeError: a wrong tensor dtype or argument type, an unknown or missing parameter.
         ValueError: shapes that do not fit (``checks.ShapeError``), not on CUDA, devices differ,
-            ``algo`` unknown or not fitting.
+            ``algo`` or ``reduce`` unknown, ``algo`` not fitting.
         NotImplementedError: backward through an epilogue declared without ``derivative``.
 
     Example:
@@ -275,8 +281,12 @@ def linear(
             + (f"; unknown: {', '.join(unknown)}" if unknown else "")
             + (f"; missing: {', '.join(missing)}" if missing else "")
         )
+    if reduce is not None and (not isinstance(reduce, str) or reduce not in _REDUCE_OPS):
+        raise ValueError(f"reduce must be None or one of {', '.join(_REDUCE_OPS)}, got {reduce!r}")
     op = _op(epilogue)
     call = (x, weight, bias, *(params[n] for n in names), algo)
     if _is_compiling():
-        return op(*call)
-    return op.call(call)
+        y = op(*call)
+        return y if reduce is None else _REDUCE_OPS[reduce](y)
+    y = op.call(call)
+    return y if reduce is None else row_reduce(y, reduce)

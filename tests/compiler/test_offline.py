@@ -12,7 +12,15 @@ from cupy_ops import compiler
 nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) is not installed")
 
 SOURCES = {s.name: s for s in compiler.sources()}
-EXPECTED_SOURCES = {"relu.cu", "relu_div.cu", "relu_backward.cu", "gemm.cu", "gemm_sm90a.cu", "transpose.cu"}
+EXPECTED_SOURCES = {
+    "relu.cu",
+    "relu_div.cu",
+    "relu_backward.cu",
+    "row_reduce.cu",
+    "gemm.cu",
+    "gemm_sm90a.cu",
+    "transpose.cu",
+}
 SM90A_SOURCES = {"gemm_sm90a.cu"}  # wgmma + TMA: Hopper only
 
 

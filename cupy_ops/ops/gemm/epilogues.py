@@ -52,7 +52,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # names an epilogue's parameters may not take: linear's own arguments, and the names of the
 # generated specialization (gemm_epilogue.cuh's interface, its members and types)
 RESERVED = frozenset(
-    {"x", "weight", "bias", "algo", "out", "epilogue", "v", "m", "n", "M", "N", "a", "b", "dy", "dy_ld"}
+    {"x", "weight", "bias", "algo", "out", "epilogue", "reduce", "v", "m", "n", "M", "N", "a", "b", "dy", "dy_ld"}
     | {"T", "Acc", "Bits", "acc_t", "i64", "round_out", "column", "apply", "grad", "Epilogue", "EpiArgs"}
 )
 _user: dict[str, Epilogue] = {}  # tag -> its declaration (the gradient's tag too)

@@ -1,0 +1,142 @@
+// Row reductions over the last dimension of a contiguous (rows, n) tensor, as torch computes
+// them: sum, mean, amax, amin and logsumexp into (rows,), softmax into (rows, n).
+//
+// One block a row (blocks of 32 .. RR_MAX_THREADS threads, whole warps: the host sizes them by
+// n), each thread over the columns tid, tid + blockDim.x, ... (coalesced), then the warps'
+// shuffles and the block's warps in order: deterministic. Arithmetic in the type torch
+// accumulates in (float for 16- and 32-bit types, double for float64).
+// NOTES:
+// - amax / amin compare ordered integer keys of the raw bits, not floats: CuPy compiles with
+//   -ftz=true, under which a float compare treats denormals as zero, and torch's result is the
+//   element itself, bit for bit. Any NaN gives NaN (torch propagates it).
+// - logsumexp is torch's formula: m = amax (0 where it is infinite), log(sum exp(x - m)) + m;
+//   softmax torch's too: exp(x - amax) / sum exp(x - amax), so rows with NaN or an infinity
+//   give what torch gives (NaN for softmax of a row holding +inf or only -inf; +inf / -inf for
+//   logsumexp). The row is read again for the sum (and for softmax's store), from L2: a row
+//   held in registers (32 values a thread) was slower for all but fp32 softmax (docs/epilogues.md#row-reductions).
+// - Sums add with add.rn (no flushing); exp and log are CUDA's under -ftz (an fp32 term below
+//   2^-126 counts as 0: a softmax output there is 0 where torch may give a denormal).
+#include "common.cuh"
+
+#if !defined(RR_MAX_THREADS)
+#error "row_reduce.cu: the host passes RR_MAX_THREADS (-D)"
+#endif
+static_assert(RR_MAX_THREADS % 32 == 0 && RR_MAX_THREADS <= 1024, "row_reduce.cu: whole warps, one block");
+
+// The reductions (the host's codes, cupy_ops/ops/row_reduce.py REDUCTIONS).
+#define RR_SUM 0
+#define RR_MEAN 1
+#define RR_AMAX 2
+#define RR_AMIN 3
+#define RR_LOGSUMEXP 4
+#define RR_SOFTMAX 5
+
+// The ordered key of raw bits: larger value, larger key (-0.0 just below +0.0).
+template <class T> struct Key;
+template <> struct Key<float> { typedef u32 K; };
+template <> struct Key<f16> { typedef u32 K; };
+template <> struct Key<bf16> { typedef u32 K; };
+template <> struct Key<double> { typedef u64 K; };
+template <class T>
+__device__ __forceinline__ typename Key<T>::K order_key(typename Traits<T>::Bits b) {
+  typedef typename Key<T>::K K;
+  typedef typename Traits<T>::Bits Bits;
+  const K s = (K)Traits<T>::SIGN;
+  return (b & Traits<T>::SIGN) ? (K)(Bits)~b : (K)b | s;
+}
+template <class T>
+__device__ __forceinline__ typename Traits<T>::Bits key_bits(typename Key<T>::K k) {
+  typedef typename Traits<T>::Bits Bits;
+  const typename Key<T>::K s = Traits<T>::SIGN;
+  return (k & s) ? (Bits)(k & ~s) : (Bits)~(Bits)k;
+}
+template <class T> __device__ __forceinline__ bool is_nan_bits(typename Traits<T>::Bits b) {
+  return (b & (typename Traits<T>::Bits)~Traits<T>::SIGN) > Traits<T>::INF;
+}
+
+__device__ __forceinline__ float rr_exp(float x) { return expf(x); }
+__device__ __forceinline__ double rr_exp(double x) { return exp(x); }
+__device__ __forceinline__ float rr_log(float x) { return logf(x); }
+__device__ __forceinline__ double rr_log(double x) { return log(x); }
+__device__ __forceinline__ bool rr_isinf(float x) { return (__float_as_uint(x) & 0x7fffffffu) == 0x7f800000u; }
+__device__ __forceinline__ bool rr_isinf(double x) {
+  return ((u64)__double_as_longlong(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
+}
+
+struct RrMax { template <class V> __device__ __forceinline__ V operator()(V a, V b) const { return a > b ? a : b; } };
+struct RrOr { __device__ __forceinline__ u32 operator()(u32 a, u32 b) const { return a | b; } };
+struct RrAdd {
+  __device__ __forceinline__ float operator()(float a, float b) const { return add_exact(a, b); }
+  __device__ __forceinline__ double operator()(double a, double b) const { return add_exact(a, b); }
+};
+
+// The block's reduction of v by op (every thread gets it): the warp's shuffles, then the warps'
+// values in order. `sh`: RR_MAX_THREADS / 32 slots; the trailing barrier frees them for the next call.
+template <class V, class Op> __device__ __forceinline__ V block_reduce(V v, Op op, V* sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warps = blockDim.x >> 5;
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = sh[0];
+  for (int w = 1; w < warps; ++w) v = op(v, sh[w]);
+  __syncthreads();
+  return v;
+}
+
+// x: rows x n contiguous; out: rows values, or rows x n for softmax. n >= 1.
+template <class T, int R>
+__global__ void __launch_bounds__(RR_MAX_THREADS)
+    row_reduce(const typename Traits<T>::Bits* __restrict__ x, typename Traits<T>::Bits* __restrict__ out, i64 rows,
+               int n) {
+  typedef typename Traits<T>::Bits Bits;
+  typedef typename Traits<T>::Acc Acc;
+  typedef typename Key<T>::K K;
+  __shared__ u64 sh_raw[RR_MAX_THREADS / 32];
+  const int tid = threadIdx.x, T_ = blockDim.x;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const Bits* xr = x + row * (i64)n;
+    if constexpr (R == RR_SUM || R == RR_MEAN) {
+      Acc s = Acc(0);
+      for (int i = tid; i < n; i += T_) s = add_exact(s, to_acc<T>(xr[i]));
+      s = block_reduce(s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
+      if (tid == 0) out[row] = from_acc<T>(R == RR_MEAN ? div_exact(s, (Acc)n) : s);
+    } else {
+      // the largest key (amin: of the complemented keys) and whether a NaN was seen
+      K best = 0;
+      u32 nan = 0;
+      Bits nan_bits = 0;
+      for (int i = tid; i < n; i += T_) {
+        const Bits b = xr[i];
+        if (is_nan_bits<T>(b)) {
+          nan = 1;
+          nan_bits = b;
+        } else {
+          const K k = R == RR_AMIN ? (K)~order_key<T>(b) : order_key<T>(b);
+          best = k > best ? k : best;
+        }
+      }
+      best = block_reduce(best, RrMax(), reinterpret_cast<K*>(sh_raw));
+      nan = block_reduce(nan, RrOr(), reinterpret_cast<u32*>(sh_raw));
+      if constexpr (R == RR_AMAX || R == RR_AMIN) {
+        if (nan) {
+          if (nan_bits != 0) out[row] = nan_bits;   // a thread that saw one writes it
+        } else if (tid == 0) {
+          out[row] = key_bits<T>(R == RR_AMIN ? (K)~best : best);
+        }
+      } else {
+        const Acc m = nan ? to_acc<T>(Traits<T>::INF | (Traits<T>::INF >> 1)) : to_acc<T>(key_bits<T>(best));
+        const Acc off = R == RR_LOGSUMEXP && rr_isinf(m) ? Acc(0) : m;
+        Acc s = Acc(0);
+        for (int i = tid; i < n; i += T_) s = add_exact(s, rr_exp(to_acc<T>(xr[i]) - off));
+        s = block_reduce(s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
+        if constexpr (R == RR_LOGSUMEXP) {
+          if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
+        } else {
+          Bits* orow = out + row * (i64)n;
+          for (int i = tid; i < n; i += T_) orow[i] = from_acc<T>(div_exact(rr_exp(to_acc<T>(xr[i]) - m), s));
+        }
+      }
+    }
+  }
+}
