@@ -20,6 +20,7 @@ from .elementwise import elementwise_vmap
 
 RR_MAX_THREADS = 256
 RR_COLS_PER_WARP = 1024  # 32 a thread
+RR_MAX_COLS = 2**31 - 1  # the kernel's n is an int
 # name -> (kernel code, torch's CUDA autocast policy for it: softmax, sum and logsumexp run in fp32)
 REDUCTIONS = {
     "sum": (0, "fp32"),
@@ -59,6 +60,8 @@ def _declare(name: str):
 
     def output(x):
         checks.cuda_tensor("x", x)
+        if x.dim() and x.shape[-1] > RR_MAX_COLS:
+            raise ValueError(f"row_{name}: rows of at most {RR_MAX_COLS} elements, got {x.shape[-1]}")
         if not keeps and x.dim() and x.shape[-1] == 0 and name in ("amax", "amin"):
             raise IndexError(f"{name}(): Expected reduction dim -1 to have non-zero size.")
         return torch.empty_like(x, memory_format=torch.contiguous_format) if keeps else x.new_empty(x.shape[:-1])
@@ -163,7 +166,7 @@ def row_reduce(x: torch.Tensor, how: str) -> torch.Tensor:
         A tensor of x's dtype.
     Raises:
         TypeError: x not a tensor or of another dtype; ``how`` not a str.
-        ValueError: x not on CUDA; ``how`` unknown.
+        ValueError: x not on CUDA; ``how`` unknown; rows of more than 2^31 - 1 elements.
         IndexError: amax / amin of rows of no elements (torch's).
 
     Example:
