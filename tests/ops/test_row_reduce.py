@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import cupy_ops
 
-from conftest import ALL_DTYPES, assert_of_torchs_error_order, special_values
+from conftest import ALL_DTYPES, OnDevice, assert_of_torchs_error_order, special_values
 
 rr = importlib.import_module("cupy_ops.ops.row_reduce")
 HOWS = list(rr.REDUCTIONS)
@@ -39,6 +39,15 @@ def test_unknown_reductions_and_cpu_tensors_are_refused_by_name():
         cupy_ops.row_reduce(torch.zeros(3), "softmax")
     with pytest.raises(ValueError, match="reduce must be None or one of"):
         cupy_ops.linear(torch.zeros(2, 3), torch.zeros(4, 3), reduce="max")
+
+
+def test_rows_past_the_kernels_int_are_refused_by_name():
+    """A row of 2^31 elements (an expanded view, no memory; a CPU tensor that says it is on
+    cuda:0) is a ValueError from the output rule, before any launch: the kernel's n is an int."""
+    x = torch.zeros(1).expand(2**31).as_subclass(OnDevice)
+    for how in HOWS:
+        with pytest.raises(ValueError, match=f"row_{how}: rows of at most 2147483647 elements, got 2147483648"):
+            rr.OPS[how].output(x)
 
 
 def test_a_row_takes_one_warp_per_thousand_columns_up_to_a_block():
