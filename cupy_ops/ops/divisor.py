@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import math
 
+import numpy as np
 import torch
 
 from ..dtypes import compute_dtype
@@ -42,6 +43,14 @@ def scale_for(divisor, dtype: torch.dtype) -> float:
         if d != 0.0 and d == d and len(_scales) < 4096:
             _scales[key] = scale
     return scale
+
+
+def traced(divisor):
+    """A divisor as torch.compile hands it to an op: dynamo makes a numpy scalar a 0-dim tensor
+    (a graph input; torch's own ``t / d`` divides by it so), which no op's number argument takes:
+    it goes the tensor divisor's way. Anything else unchanged."""
+    # (dynamo answers isinstance(d, np.ndarray) for a numpy scalar, np.generic eagerly)
+    return torch.as_tensor(divisor) if isinstance(divisor, (np.generic, np.ndarray)) else divisor
 
 
 def result(x: torch.Tensor, divisor) -> tuple[torch.dtype, torch.Size]:

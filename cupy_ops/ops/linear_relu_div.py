@@ -165,6 +165,7 @@ def linear_relu_div(
         >>> y = cupy_ops.linear_relu_div(torch.randn(8, 64, device="cuda"), layer.weight, layer.bias, 2.0)
     """
     if _is_compiling():
+        divisor = _divisor.traced(divisor)
         if isinstance(divisor, _Tensor):
             return _linear_relu(x, weight, bias, algo) / divisor
         return _linear_relu_div(x, weight, bias, divisor, algo)

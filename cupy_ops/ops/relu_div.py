@@ -89,6 +89,8 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
     """
     if type(divisor) is float and out is None and not _is_compiling():
         return _relu_div.call((x, divisor))
+    if _is_compiling():
+        divisor = _divisor.traced(divisor)
     if isinstance(divisor, _Tensor):
         return _tensor_divisor(x, divisor, out)
     return _relu_div(x, divisor if _is_compiling() else _number(divisor), out=out)
@@ -146,6 +148,8 @@ def relu_div_(x: torch.Tensor, divisor) -> torch.Tensor:
     Example:
         >>> x = torch.randn(1024, device="cuda"); cupy_ops.relu_div_(x, 2.0)
     """
+    if _is_compiling():
+        divisor = _divisor.traced(divisor)
     if not isinstance(divisor, _Tensor):
         return _relu_div.call_inplace((x, divisor if _is_compiling() else _number(divisor)))
     if _is_compiling() or not plain_eager((x, divisor)) or needs_grad((x, divisor)):

@@ -94,6 +94,32 @@ def test_compile_fullgraph_with_scalars_this_process_never_used(cuda):
     )
 
 
+@pytest.mark.parametrize("d", [np.float64(-2.5), np.float32(3.0), np.int64(7), np.bool_(True)], ids=repr)
+def test_compile_fullgraph_takes_numpy_scalar_divisors_as_torch_does(d, cuda):
+    """torch.compile makes a numpy scalar a 0-dim tensor input and divides by it; relu_div,
+    relu_div_ and linear_relu_div take it the same way, bit for bit with torch's compiled
+    division (every numpy kind failed in the fake: "Expected a value of type 'number'")."""
+    x = torch.randn(257, 129, device=cuda)
+    w = torch.randn(64, 129, device=cuda)
+    b = torch.randn(64, device=cuda)
+
+    def in_place(t):
+        t = t * 1.0
+        return cupy_ops.relu_div_(t, d)
+
+    cases = (
+        (lambda t: cupy_ops.relu_div(t, d), lambda t: torch.relu(t) / d),
+        (in_place, lambda t: torch.relu(t * 1.0) / d),
+        (lambda t: cupy_ops.linear_relu_div(t, w, b, d), lambda t: cupy_ops.linear_relu(t, w, b) / d),
+    )
+    for ours, theirs in cases:
+        torch._dynamo.reset()
+        got = torch.compile(ours, fullgraph=True)(x)
+        want = torch.compile(theirs, fullgraph=True)(x)
+        assert got.dtype == want.dtype == torch.float32
+        assert_bitwise_equal(got, want)
+
+
 def test_compile_fullgraph_in_place_and_out(cuda):
     def in_place(t):
         t = t * 1.0

@@ -142,10 +142,7 @@ BOOL_DIVISORS = {
 @pytest.mark.parametrize("compiled", [False, True])
 def test_a_bool_divisor_divides_by_0_or_1_as_torch_does(kind, compiled, cuda):
     """torch divides by a bool as by 0 or 1, whatever its kind (Python, numpy, CPU or CUDA
-    tensor), eagerly and compiled; so does relu_div, bit for bit (np.bool_ was refused). A
-    numpy scalar under torch.compile is not taken yet (torch.compile makes it a tensor)."""
-    if compiled and kind == "np.bool_":
-        pytest.xfail("a numpy scalar divisor under torch.compile reaches the op as a tensor")
+    tensor), eagerly and compiled; so does relu_div, bit for bit (np.bool_ was refused)."""
     torch.manual_seed(0)
     x = torch.randn(1000, device=cuda)
     d = BOOL_DIVISORS.get(kind, torch.tensor(True, device=cuda))
