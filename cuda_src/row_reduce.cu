@@ -2,8 +2,9 @@
 // them: sum, mean, amax, amin and logsumexp into (rows,), softmax into (rows, n).
 //
 // One block a row (blocks of 32 .. RR_MAX_THREADS threads, whole warps: the host sizes them by
-// n), each thread over the columns tid, tid + blockDim.x, ... (coalesced), then the warps'
-// shuffles and the block's warps in order: deterministic. Arithmetic in the type torch
+// n), each thread over 16-byte vectors tid, tid + blockDim.x, ... (coalesced; RR_UNROLL loads in
+// flight: one 4- or 2-byte load at a time kept too few bytes in flight for DRAM's bandwidth), then
+// the warps' shuffles and the block's warps in order: deterministic. Arithmetic in the type torch
 // accumulates in (float for 16- and 32-bit types, double for float64).
 // NOTES:
 // - amax / amin compare ordered integer keys of the raw bits, not floats: CuPy compiles with
@@ -18,8 +19,8 @@
 //   2^-126 counts as 0: a softmax output there is 0 where torch may give a denormal).
 #include "common.cuh"
 
-#if !defined(RR_MAX_THREADS)
-#error "row_reduce.cu: the host passes RR_MAX_THREADS (-D)"
+#if !defined(RR_MAX_THREADS) || !defined(RR_UNROLL)
+#error "row_reduce.cu: the host passes RR_MAX_THREADS and RR_UNROLL (-D)"
 #endif
 static_assert(RR_MAX_THREADS % 32 == 0 && RR_MAX_THREADS <= 1024, "row_reduce.cu: whole warps, one block");
 
@@ -84,6 +85,110 @@ template <class V, class Op> __device__ __forceinline__ V block_reduce(V v, Op o
   return v;
 }
 
+// Loads in flight a thread: one for float64, whose exp is a call around which the unrolled
+// values spilled (16 bytes on sm_90).
+#define RR_UNROLL_OF(Bits) (sizeof(Bits) == 8 ? 1 : RR_UNROLL)
+
+// Every element of a row, in an order of the thread's own: 16-byte vectors (RR_UNROLL loads in
+// flight a thread) where the row starts on a 16-byte boundary, the columns past the last whole
+// vector one by one; one by one where the row is not aligned. f(Bits) sees each once.
+template <class Bits, class F> __device__ __forceinline__ void row_visit(const Bits* __restrict__ xr, int n, F& f) {
+  constexpr int V = 16 / sizeof(Bits), U = RR_UNROLL_OF(Bits);
+  union Vec { uint4 v; Bits e[V]; };
+  const int tid = threadIdx.x, T_ = blockDim.x;
+  int done = 0;
+  if ((reinterpret_cast<u64>(xr) & 15) == 0) {
+    const uint4* xv = reinterpret_cast<const uint4*>(xr);
+    const int nv = n / V;
+    int i = tid;
+    for (; i + (U - 1) * T_ < nv; i += U * T_) {
+      Vec a[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) a[u].v = xv[i + u * T_];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int e = 0; e < V; ++e) f(a[u].e[e]);
+    }
+    for (; i < nv; i += T_) {
+      Vec a;
+      a.v = xv[i];
+#pragma unroll
+      for (int e = 0; e < V; ++e) f(a.e[e]);
+    }
+    done = nv * V;
+  }
+  for (int i = done + tid; i < n; i += T_) f(xr[i]);
+}
+
+// orow[i] = f(xr[i]) for every column, vectors as row_visit's where both rows are aligned.
+template <class Bits, class F>
+__device__ __forceinline__ void row_map(const Bits* __restrict__ xr, Bits* __restrict__ orow, int n, const F& f) {
+  constexpr int V = 16 / sizeof(Bits), U = RR_UNROLL_OF(Bits);
+  union Vec { uint4 v; Bits e[V]; };
+  const int tid = threadIdx.x, T_ = blockDim.x;
+  int done = 0;
+  if (((reinterpret_cast<u64>(xr) | reinterpret_cast<u64>(orow)) & 15) == 0) {
+    const uint4* xv = reinterpret_cast<const uint4*>(xr);
+    uint4* ov = reinterpret_cast<uint4*>(orow);
+    const int nv = n / V;
+    int i = tid;
+    for (; i + (U - 1) * T_ < nv; i += U * T_) {
+      Vec a[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) a[u].v = xv[i + u * T_];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) a[u].e[e] = f(a[u].e[e]);
+        ov[i + u * T_] = a[u].v;
+      }
+    }
+    for (; i < nv; i += T_) {
+      Vec a;
+      a.v = xv[i];
+#pragma unroll
+      for (int e = 0; e < V; ++e) a.e[e] = f(a.e[e]);
+      ov[i] = a.v;
+    }
+    done = nv * V;
+  }
+  for (int i = done + tid; i < n; i += T_) orow[i] = f(xr[i]);
+}
+
+// The row's sum of f(element) in Acc, by the block (every thread gets it).
+template <class T, class F> struct RrSum {
+  typename Traits<T>::Acc s;
+  F g;
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits b) { s = add_exact(s, g(b)); }
+};
+template <class T> struct RrValue {
+  __device__ __forceinline__ typename Traits<T>::Acc operator()(typename Traits<T>::Bits b) const { return to_acc<T>(b); }
+};
+template <class T> struct RrExp {
+  typename Traits<T>::Acc off;
+  __device__ __forceinline__ typename Traits<T>::Acc operator()(typename Traits<T>::Bits b) const {
+    return rr_exp(to_acc<T>(b) - off);
+  }
+};
+template <class T> struct RrSoftmax {
+  typename Traits<T>::Acc m, s;
+  __device__ __forceinline__ typename Traits<T>::Bits operator()(typename Traits<T>::Bits b) const {
+    return from_acc<T>(div_exact(rr_exp(to_acc<T>(b) - m), s));
+  }
+};
+// The largest ordered key of the row (amin: of the complemented keys), and a NaN if one was seen.
+template <class T, bool MIN> struct RrBest {
+  typename Key<T>::K best;
+  typename Traits<T>::Bits nan_bits;
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits b) {
+    typedef typename Key<T>::K K;
+    const K k = MIN ? (K)~order_key<T>(b) : order_key<T>(b);
+    if (is_nan_bits<T>(b)) nan_bits = b;
+    else best = k > best ? k : best;
+  }
+};
+
 // x: rows x n contiguous; out: rows values, or rows x n for softmax. n >= 1.
 template <class T, int R>
 __global__ void __launch_bounds__(RR_MAX_THREADS)
@@ -93,48 +198,35 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
   typedef typename Traits<T>::Acc Acc;
   typedef typename Key<T>::K K;
   __shared__ u64 sh_raw[RR_MAX_THREADS / 32];
-  const int tid = threadIdx.x, T_ = blockDim.x;
+  const int tid = threadIdx.x;
   for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const Bits* xr = x + row * (i64)n;
     if constexpr (R == RR_SUM || R == RR_MEAN) {
-      Acc s = Acc(0);
-      for (int i = tid; i < n; i += T_) s = add_exact(s, to_acc<T>(xr[i]));
-      s = block_reduce(s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
+      RrSum<T, RrValue<T>> f{Acc(0), RrValue<T>()};
+      row_visit(xr, n, f);
+      const Acc s = block_reduce(f.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
       if (tid == 0) out[row] = from_acc<T>(R == RR_MEAN ? div_exact(s, (Acc)n) : s);
     } else {
-      // the largest key (amin: of the complemented keys) and whether a NaN was seen
-      K best = 0;
-      u32 nan = 0;
-      Bits nan_bits = 0;
-      for (int i = tid; i < n; i += T_) {
-        const Bits b = xr[i];
-        if (is_nan_bits<T>(b)) {
-          nan = 1;
-          nan_bits = b;
-        } else {
-          const K k = R == RR_AMIN ? (K)~order_key<T>(b) : order_key<T>(b);
-          best = k > best ? k : best;
-        }
-      }
-      best = block_reduce(best, RrMax(), reinterpret_cast<K*>(sh_raw));
-      nan = block_reduce(nan, RrOr(), reinterpret_cast<u32*>(sh_raw));
+      RrBest<T, R == RR_AMIN> f{K(0), Bits(0)};
+      row_visit(xr, n, f);
+      const K best = block_reduce(f.best, RrMax(), reinterpret_cast<K*>(sh_raw));
+      const u32 nan = block_reduce((u32)(f.nan_bits != 0), RrOr(), reinterpret_cast<u32*>(sh_raw));
       if constexpr (R == RR_AMAX || R == RR_AMIN) {
         if (nan) {
-          if (nan_bits != 0) out[row] = nan_bits;   // a thread that saw one writes it
+          if (f.nan_bits != 0) out[row] = f.nan_bits;   // a thread that saw one writes it
         } else if (tid == 0) {
           out[row] = key_bits<T>(R == RR_AMIN ? (K)~best : best);
         }
       } else {
         const Acc m = nan ? to_acc<T>(Traits<T>::INF | (Traits<T>::INF >> 1)) : to_acc<T>(key_bits<T>(best));
         const Acc off = R == RR_LOGSUMEXP && rr_isinf(m) ? Acc(0) : m;
-        Acc s = Acc(0);
-        for (int i = tid; i < n; i += T_) s = add_exact(s, rr_exp(to_acc<T>(xr[i]) - off));
-        s = block_reduce(s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
+        RrSum<T, RrExp<T>> e{Acc(0), RrExp<T>{off}};
+        row_visit(xr, n, e);
+        const Acc s = block_reduce(e.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
         if constexpr (R == RR_LOGSUMEXP) {
           if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
         } else {
-          Bits* orow = out + row * (i64)n;
-          for (int i = tid; i < n; i += T_) orow[i] = from_acc<T>(div_exact(rr_exp(to_acc<T>(xr[i]) - m), s));
+          row_map(xr, out + row * (i64)n, n, RrSoftmax<T>{m, s});
         }
       }
     }

@@ -20,6 +20,7 @@ from .elementwise import elementwise_vmap
 
 RR_MAX_THREADS = 256
 RR_COLS_PER_WARP = 1024  # 32 a thread
+RR_UNROLL = 4  # 16-byte loads in flight a thread
 RR_MAX_COLS = 2**31 - 1  # the kernel's n is an int
 # name -> (kernel code, torch's CUDA autocast policy for it: softmax, sum and logsumexp run in fp32)
 REDUCTIONS = {
@@ -34,7 +35,7 @@ KERNEL = Kernel.builtin(
     "row_reduce.cu",
     "row_reduce",
     {(dt, name): f"row_reduce<{c}, {code}>" for name, (code, _) in REDUCTIONS.items() for dt, c in CUDA_NAMES.items()},
-    defines={"RR_MAX_THREADS": RR_MAX_THREADS},
+    defines={"RR_MAX_THREADS": RR_MAX_THREADS, "RR_UNROLL": RR_UNROLL},
 )
 
 
