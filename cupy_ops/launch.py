@@ -419,14 +419,20 @@ def _launch_ex(
         _launch_kernel_ex = cuda_fn(
             "cuLaunchKernelEx", [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         )
-    if cluster != 1 and not h.non_portable:
-        c = cluster_dims(cluster)
-        if c[0] * c[1] * c[2] > PORTABLE_CLUSTER:
-            h.allow_non_portable_clusters()
-    attrs, n = _attributes(cluster, cooperative)
-    cfg = LaunchConfig(
-        grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, ctypes.addressof(attrs), n
-    )
+    try:
+        key = (grid, block, shared_mem, stream, cluster, cooperative)
+        entry = _ex_configs.get(key)
+    except TypeError:  # a list for a grid, block or cluster: built for this launch alone
+        key, entry = None, None
+    if entry is None:
+        entry = _ex_config(grid, block, shared_mem, stream, cluster, cooperative)
+        if key is not None:
+            if len(_ex_configs) >= _EX_CONFIGS_MAX:
+                _ex_configs.clear()
+            _ex_configs[key] = entry
+    cfg, _attrs, non_portable = entry
+    if non_portable and not h.non_portable:
+        h.allow_non_portable_clusters()
     rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0 and _context_was_missing():
         rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
@@ -439,6 +445,23 @@ def _launch_ex(
             f"cuLaunchKernelEx failed (CUresult {rc}) for {h.name} on cuda:{h.device} (grid "
             f"{tuple(grid)}, {how}, block {tuple(block)}, {shared_mem} bytes of shared memory)"
         )
+
+
+# cuLaunchKernelEx's configurations by (grid, block, shared memory, stream, cluster, cooperative):
+# two ctypes structures built per launch cost ~3 us of host time; read-only once built (the
+# driver copies them), so any thread may launch with one.
+_ex_configs: dict[tuple, tuple] = {}
+_EX_CONFIGS_MAX = 256
+
+
+def _ex_config(grid, block, shared_mem: int, stream: int, cluster, cooperative: bool) -> tuple:
+    """``(LaunchConfig, its attributes, whether the cluster is past the portable size)``."""
+    attrs, n = _attributes(cluster, cooperative)
+    cfg = LaunchConfig(
+        grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, ctypes.addressof(attrs), n
+    )
+    c = cluster_dims(cluster)
+    return cfg, attrs, cluster != 1 and c[0] * c[1] * c[2] > PORTABLE_CLUSTER
 
 
 class LaunchConfig(ctypes.Structure):

@@ -222,6 +222,41 @@ def test_launch_attributes_are_cudas_structs():
     assert launch.cluster_dims(4) == (4, 1, 1) and launch.cluster_dims((2, 3)) == (2, 3, 1)
 
 
+def test_a_cluster_launch_builds_its_configuration_once(monkeypatch):
+    """cuLaunchKernelEx's configuration (two ctypes structures, ~3 us to build) is kept per
+    (grid, block, shared memory, stream, cluster, cooperative) and read back unchanged; a grid
+    given as a list is built for its launch; a cluster past 8 CTAs asks each handle once for
+    non-portable sizes (driver stubbed: runs without a GPU)."""
+    import types
+
+    seen = []
+
+    def fake_launch(cfg_ref, fn, params, extra):
+        cfg = cfg_ref._obj
+        attr = launch._LaunchAttribute.from_address(cfg.attrs)
+        seen.append(
+            (id(cfg), cfg.gridDimX, cfg.blockDimX, cfg.sharedMemBytes, cfg.hStream, cfg.numAttrs, attr.x, attr.y)
+        )
+        return 0
+
+    monkeypatch.setattr(launch, "_launch_kernel_ex", fake_launch)
+    monkeypatch.setattr(launch, "_ex_configs", {})
+    asked = []
+    h = types.SimpleNamespace(name="k", device=0, ptr=1, non_portable=False)
+    h.allow_non_portable_clusters = lambda: asked.append(1) or setattr(h, "non_portable", True)
+    launch._launch_ex(h, (132, 1, 1), (384, 1, 1), 1000, 7, 0, 2, False)
+    launch._launch_ex(h, (132, 1, 1), (384, 1, 1), 1000, 7, 0, 2, False)
+    launch._launch_ex(h, (132, 1, 1), (384, 1, 1), 1000, 8, 0, (1, 2), False)  # another stream and shape
+    launch._launch_ex(h, [64, 1, 1], (128, 1, 1), 0, 7, 0, 2, False)
+    assert seen[0] == seen[1] and seen[0][1:] == (132, 384, 1000, 7, 1, 2, 1)
+    assert seen[2][0] != seen[0][0] and seen[2][1:] == (132, 384, 1000, 8, 1, 1, 2)
+    assert seen[3][1:] == (64, 128, 0, 7, 1, 2, 1) and len(launch._ex_configs) == 2
+    assert not asked
+    launch._launch_ex(h, (128, 1, 1), (384, 1, 1), 0, 7, 0, 16, False)
+    launch._launch_ex(h, (128, 1, 1), (384, 1, 1), 0, 7, 0, 16, False)
+    assert asked == [1] and seen[-1][6] == 16
+
+
 @pytest.mark.parametrize(
     "code, name", [(CLUSTER, "cluster_rank"), (GRID_SUM, "grid_sum"), (SMEM, "smem40k"), (COPY, "copy")]
 )

@@ -113,12 +113,13 @@ _MAPS_PER_LAUNCHER = 64  # argument sets (addresses, epilogue arguments) a launc
 
 def launcher(kernels, p: GemmPlan, device: int):
     """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, epi)``. Where the
-    operands are read as they are and there is no split-K workspace (a mid-size GEMM's plan),
+    operands are read as they are (b N-major, or K-major as a Linear's ``weight.T``) and there
+    is no split-K workspace (a mid-size GEMM's plan),
     the kernel is loaded and the grid lowered once, and the arguments of each (a, b, c, epi)
     set (the three TMA maps among them) are encoded and packed once: a call is the pointers, a
     lookup and the driver's launch (docs/design.md#host-cost). Other plans run ``run_hopper``
     as it is."""
-    if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep == "n-major"):
+    if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep in ("n-major", "as is")):
         return lambda a, b, c, epi: run_hopper(kernels, p, a, b, c, epi)
     h = handle(kernels, p.kernel, device)
     grid = launch_grid(h, p)

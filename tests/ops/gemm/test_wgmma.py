@@ -224,6 +224,36 @@ def test_the_persistent_grid_is_lowered_to_the_clusters_that_fit(cuda, monkeypat
     torch.testing.assert_close(c.double(), ref, rtol=2**-8, atol=2**-8 * 16)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_a_linears_weight_takes_the_packed_launch(dtype, cuda, monkeypatch):
+    """A Linear's K-major ``weight.T`` (read as it is) launches from arguments packed once per
+    address set, as an N-major b does: calls at the same addresses encode no TMA map again
+    (the launcher ran ``run_hopper``, maps included, on every call), a new epilogue scale or
+    output address packs a new set; every result bit for bit the layer divided as torch divides."""
+    from cupy_ops.ops.gemm import hopper
+
+    if not gemm.device_info(0).has_wgmma:
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    torch.manual_seed(0)
+    x = torch.randn(512, 384, device=cuda, dtype=dtype)
+    w = torch.randn(640, 384, device=cuda, dtype=dtype)
+    b = torch.randn(640, device=cuda, dtype=dtype)
+    p = gemm.plan_for(x, w.t(), "EpiBiasReluScale", "wgmma")
+    assert p.family == "wgmma" and p.b.prep == "as is" and p.slices == 1 and not p.swap, p
+    want = {d: cupy_ops.linear_relu(x, w, b, algo="wgmma") / d for d in (2.0, 3.0)}  # as torch divides
+    linear_relu_div = cupy_ops.Op.declared("cupy_ops::linear_relu_div")
+    out, other = torch.empty(512, 640, device=cuda, dtype=dtype), torch.empty(512, 640, device=cuda, dtype=dtype)
+    gemm.planner.clear()
+    encoded, real = [], hopper.maps
+    monkeypatch.setattr(hopper, "maps", lambda *a: encoded.append(1) or real(*a))
+    for d in (2.0, 2.0, 3.0, 3.0, 2.0):
+        linear_relu_div(x, w, b, d, "wgmma", out=out)
+        assert torch.equal(out, want[d]), d
+    assert len(encoded) == 2  # one argument set a scale, at out's address
+    linear_relu_div(x, w, b, 2.0, "wgmma", out=other)
+    assert len(encoded) == 3 and torch.equal(other, want[2.0])
+
+
 def test_swapped_tf32_is_bit_identical_to_the_transposed_path(cuda):
     """TF32 with a row-major b computed as C^T = B^T A^T gives the transposed path's result bit
     for bit (docs/gemm.md#swap: the same k-order, the same TF32 rounding of each operand): the
