@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import typing
 
+import numpy as np
 import torch
 
 from .. import checks
@@ -155,6 +156,7 @@ class Op(Registration, Rules):
         self._params = params
         self._by_name = {p.name: p for p in params}
         self._tensor_idx = tuple(p.index for p in params if p.tensor)
+        self._number_idx = tuple(p.index for p in params if p.type in ("Scalar", "SymInt", "bool"))
         self._optional = frozenset(p.index for p in params if p.tensor and p.type.endswith("?"))
         self._n = len(params)
         self._defaults = tuple(p.default for p in params)
@@ -203,6 +205,15 @@ class Op(Registration, Rules):
         if kwargs or len(args) != self._n:
             args = self._bind(args, kwargs)
         if is_compiling():
+            for i in self._number_idx:
+                # dynamo makes a numpy scalar a 0-dim tensor (it answers isinstance(s, np.ndarray)),
+                # which a number of the schema takes not: say so, naming the op and the argument
+                if isinstance(args[i], np.ndarray):
+                    raise TypeError(
+                        f"{self.qualname}: {self._params[i].name} is a numpy scalar, which torch.compile "
+                        f"traces as a tensor and the op's number argument does not take; pass a Python "
+                        f"number (float(s) outside the compiled function)"
+                    )
             if out is not None:
                 if out.shape != self._meta(args).shape:
                     # resized as torch resizes it, eagerly: a graph break, as torch.compile

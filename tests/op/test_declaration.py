@@ -10,6 +10,7 @@ import sys
 import warnings
 from typing import Optional
 
+import numpy as np
 import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
@@ -289,6 +290,36 @@ def test_compile_fullgraph_with_fresh_scalars_out_and_in_place():
     for fn in (with_out, in_place):
         torch._dynamo.reset()
         assert torch.equal(torch.compile(fn, fullgraph=True, backend="aot_eager")(x.detach()), x.detach() * 2.0)
+
+
+@pytest.mark.parametrize("s", [np.float32(2.5), np.float64(-0.5), np.int64(3)], ids=repr)
+def test_a_numpy_scalar_under_compile_is_a_type_error_naming_the_op(s):
+    """torch.compile makes a numpy scalar a 0-dim tensor, which an op's number argument does not
+    take (every call failed in the fake: "Expected a value of type 'number'"): the op raises a
+    TypeError naming itself and the argument, so torch.compile runs the frame eagerly (torch's
+    value, ``out=`` too) and ``fullgraph=True`` fails with that error in its message (torch
+    2.4's message carries no exception text)."""
+    x = x64(4, 5).detach()
+    for fn, want in (
+        (lambda t: scale(t, s) + 1, x * float(s) + 1),
+        (lambda t: scale(t, s, out=torch.empty_like(t)), x * float(s)),
+    ):
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(fn, backend="aot_eager")(x), want, rtol=0, atol=0)
+        torch._dynamo.reset()
+        with pytest.raises(Exception) as info:
+            torch.compile(fn, fullgraph=True, backend="aot_eager")(x)
+        text = str(info.value)
+        assert "Developer debug context" not in text or "cputest::scale: s is a numpy scalar" in text, text
+
+
+def test_a_traced_numpy_scalar_is_the_type_error(monkeypatch):
+    """The check itself, as dynamo sees the value (a numpy scalar is an ``np.ndarray`` to it)."""
+    from cupy_ops.op import declaration
+
+    monkeypatch.setattr(declaration, "is_compiling", lambda: True)
+    with pytest.raises(TypeError, match=r"cputest::scale: s is a numpy scalar, which torch.compile traces as a tensor"):
+        scale(x64(2, 3), np.array(2.5))
 
 
 def test_a_dispatch_mode_takes_the_registered_op_and_its_fake():
