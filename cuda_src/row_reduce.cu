@@ -89,46 +89,17 @@ template <class V, class Op> __device__ __forceinline__ V block_reduce(V v, Op o
 // values spilled (16 bytes on sm_90).
 #define RR_UNROLL_OF(Bits) (sizeof(Bits) == 8 ? 1 : RR_UNROLL)
 
-// Every element of a row, in an order of the thread's own: 16-byte vectors (RR_UNROLL loads in
-// flight a thread) where the row starts on a 16-byte boundary, the columns past the last whole
-// vector one by one; one by one where the row is not aligned. f(Bits) sees each once.
-template <class Bits, class F> __device__ __forceinline__ void row_visit(const Bits* __restrict__ xr, int n, F& f) {
+// Every element of a row, in an order of the thread's own: f(Bits&) sees each once and, with
+// STORE, what it leaves there is stored at orow's column. 16-byte vectors (RR_UNROLL loads in
+// flight a thread) where the rows start on a 16-byte boundary, the columns past the last whole
+// vector one by one; one by one where they do not.
+template <bool STORE, class Bits, class F>
+__device__ __forceinline__ void row_walk(const Bits* __restrict__ xr, Bits* __restrict__ orow, int n, F& f) {
   constexpr int V = 16 / sizeof(Bits), U = RR_UNROLL_OF(Bits);
   union Vec { uint4 v; Bits e[V]; };
   const int tid = threadIdx.x, T_ = blockDim.x;
   int done = 0;
-  if ((reinterpret_cast<u64>(xr) & 15) == 0) {
-    const uint4* xv = reinterpret_cast<const uint4*>(xr);
-    const int nv = n / V;
-    int i = tid;
-    for (; i + (U - 1) * T_ < nv; i += U * T_) {
-      Vec a[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) a[u].v = xv[i + u * T_];
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int e = 0; e < V; ++e) f(a[u].e[e]);
-    }
-    for (; i < nv; i += T_) {
-      Vec a;
-      a.v = xv[i];
-#pragma unroll
-      for (int e = 0; e < V; ++e) f(a.e[e]);
-    }
-    done = nv * V;
-  }
-  for (int i = done + tid; i < n; i += T_) f(xr[i]);
-}
-
-// orow[i] = f(xr[i]) for every column, vectors as row_visit's where both rows are aligned.
-template <class Bits, class F>
-__device__ __forceinline__ void row_map(const Bits* __restrict__ xr, Bits* __restrict__ orow, int n, const F& f) {
-  constexpr int V = 16 / sizeof(Bits), U = RR_UNROLL_OF(Bits);
-  union Vec { uint4 v; Bits e[V]; };
-  const int tid = threadIdx.x, T_ = blockDim.x;
-  int done = 0;
-  if (((reinterpret_cast<u64>(xr) | reinterpret_cast<u64>(orow)) & 15) == 0) {
+  if (((reinterpret_cast<u64>(xr) | (STORE ? reinterpret_cast<u64>(orow) : 0)) & 15) == 0) {
     const uint4* xv = reinterpret_cast<const uint4*>(xr);
     uint4* ov = reinterpret_cast<uint4*>(orow);
     const int nv = n / V;
@@ -140,27 +111,31 @@ __device__ __forceinline__ void row_map(const Bits* __restrict__ xr, Bits* __res
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) a[u].e[e] = f(a[u].e[e]);
-        ov[i + u * T_] = a[u].v;
+        for (int e = 0; e < V; ++e) f(a[u].e[e]);
+        if constexpr (STORE) ov[i + u * T_] = a[u].v;
       }
     }
     for (; i < nv; i += T_) {
       Vec a;
       a.v = xv[i];
 #pragma unroll
-      for (int e = 0; e < V; ++e) a.e[e] = f(a.e[e]);
-      ov[i] = a.v;
+      for (int e = 0; e < V; ++e) f(a.e[e]);
+      if constexpr (STORE) ov[i] = a.v;
     }
     done = nv * V;
   }
-  for (int i = done + tid; i < n; i += T_) orow[i] = f(xr[i]);
+  for (int i = done + tid; i < n; i += T_) {
+    Bits b = xr[i];
+    f(b);
+    if constexpr (STORE) orow[i] = b;
+  }
 }
 
 // The row's sum of f(element) in Acc, by the block (every thread gets it).
 template <class T, class F> struct RrSum {
   typename Traits<T>::Acc s;
   F g;
-  __device__ __forceinline__ void operator()(typename Traits<T>::Bits b) { s = add_exact(s, g(b)); }
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) { s = add_exact(s, g(b)); }
 };
 template <class T> struct RrValue {
   __device__ __forceinline__ typename Traits<T>::Acc operator()(typename Traits<T>::Bits b) const { return to_acc<T>(b); }
@@ -173,15 +148,15 @@ template <class T> struct RrExp {
 };
 template <class T> struct RrSoftmax {
   typename Traits<T>::Acc m, s;
-  __device__ __forceinline__ typename Traits<T>::Bits operator()(typename Traits<T>::Bits b) const {
-    return from_acc<T>(div_exact(rr_exp(to_acc<T>(b) - m), s));
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) const {
+    b = from_acc<T>(div_exact(rr_exp(to_acc<T>(b) - m), s));
   }
 };
 // The largest ordered key of the row (amin: of the complemented keys), and a NaN if one was seen.
 template <class T, bool MIN> struct RrBest {
   typename Key<T>::K best;
   typename Traits<T>::Bits nan_bits;
-  __device__ __forceinline__ void operator()(typename Traits<T>::Bits b) {
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) {
     typedef typename Key<T>::K K;
     const K k = MIN ? (K)~order_key<T>(b) : order_key<T>(b);
     if (is_nan_bits<T>(b)) nan_bits = b;
@@ -203,12 +178,12 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
     const Bits* xr = x + row * (i64)n;
     if constexpr (R == RR_SUM || R == RR_MEAN) {
       RrSum<T, RrValue<T>> f{Acc(0), RrValue<T>()};
-      row_visit(xr, n, f);
+      row_walk<false>(xr, (Bits*)nullptr, n, f);
       const Acc s = block_reduce(f.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
       if (tid == 0) out[row] = from_acc<T>(R == RR_MEAN ? div_exact(s, (Acc)n) : s);
     } else {
       RrBest<T, R == RR_AMIN> f{K(0), Bits(0)};
-      row_visit(xr, n, f);
+      row_walk<false>(xr, (Bits*)nullptr, n, f);
       const K best = block_reduce(f.best, RrMax(), reinterpret_cast<K*>(sh_raw));
       const u32 nan = block_reduce((u32)(f.nan_bits != 0), RrOr(), reinterpret_cast<u32*>(sh_raw));
       if constexpr (R == RR_AMAX || R == RR_AMIN) {
@@ -221,12 +196,13 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
         const Acc m = nan ? to_acc<T>(Traits<T>::INF | (Traits<T>::INF >> 1)) : to_acc<T>(key_bits<T>(best));
         const Acc off = R == RR_LOGSUMEXP && rr_isinf(m) ? Acc(0) : m;
         RrSum<T, RrExp<T>> e{Acc(0), RrExp<T>{off}};
-        row_visit(xr, n, e);
+        row_walk<false>(xr, (Bits*)nullptr, n, e);
         const Acc s = block_reduce(e.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
         if constexpr (R == RR_LOGSUMEXP) {
           if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
         } else {
-          row_map(xr, out + row * (i64)n, n, RrSoftmax<T>{m, s});
+          RrSoftmax<T> f{m, s};
+          row_walk<true>(xr, out + row * (i64)n, n, f);
         }
       }
     }
