@@ -146,6 +146,7 @@ handles: dict[tuple, KernelHandle] = {}
 _lock = threading.RLock()
 _driver = None  # cupy_backends' driver binding, bound with the first handle
 _driver_launch = None
+_memset_async = None
 _DriverError = Exception
 _several_devices = True  # with one GPU every tensor is on the current device: skip the check
 
@@ -176,14 +177,15 @@ def driver():
 
 
 def _bind_driver() -> None:
-    global _driver, _driver_launch, _DriverError, _several_devices
+    global _driver, _driver_launch, _memset_async, _DriverError, _several_devices
     if _driver is None:
         compiler.import_cupy()
-        from cupy_backends.cuda.api import driver
+        from cupy_backends.cuda.api import driver, runtime
 
         _several_devices = torch.cuda.device_count() > 1
         _DriverError = driver.CUDADriverError
         _driver_launch = driver.launchKernel
+        _memset_async = runtime.memsetAsync
         _driver = driver
 
 
@@ -334,6 +336,19 @@ def launch_packed(h: KernelHandle, grid, block, packed: tuple, shared_mem: int =
         with torch.cuda.device(device):
             return launch_packed(h, grid, block, packed, shared_mem, cluster)
     _launch_params(h, grid, block, packed[1], shared_mem, _raw_stream(device), cluster, False)
+
+
+def memset(device: int, ptr: int, nbytes: int) -> None:
+    """Zero ``nbytes`` bytes from device address ``ptr`` on torch's current stream of
+    ``device``: one cudaMemsetAsync (a torch slice and its ``zero_`` cost several times its
+    host time, before a launch)."""
+    if _memset_async is None:
+        _bind_driver()
+    if _several_devices and _get_device() != device:
+        with torch.cuda.device(device):
+            return memset(device, ptr, nbytes)
+    if nbytes > 0:
+        _memset_async(ptr, 0, nbytes, _raw_stream(device))
 
 
 def _launch_params(h: KernelHandle, grid, block, params: int, shared_mem: int, stream: int, cluster, cooperative):

@@ -1,11 +1,12 @@
 """fp16x3's passes one at a time, as the tests check them against their definition: the pieces
 and exponents of A's rows (or of a row-major B's columns) and the shifts along K, in tensors of
-their own rather than in the one workspace a GEMM carves."""
+their own rather than in the one workspace a GEMM carves (each pass is a step, launched here)."""
 
 from __future__ import annotations
 
 import torch
 
+from cupy_ops import launch
 from cupy_ops.ops.gemm.common import Operand
 from cupy_ops.ops.gemm.fp16x3 import column_keys, piece_ld, row_and_column_keys, row_shifts, split_columns, split_rows
 from cupy_ops.ops.gemm.runtime import prepare
@@ -21,7 +22,7 @@ def pieces(
     t = prepare(t, op)
     out = torch.empty((2, t.shape[0], piece_ld(t.shape[1])), dtype=torch.float16, device=t.device)
     ex = torch.empty((t.shape[0],), dtype=torch.int32, device=t.device)
-    split_rows(
+    step = split_rows(
         t,
         op,
         out[0].data_ptr(),
@@ -31,6 +32,7 @@ def pieces(
         0 if tk is None else tk.data_ptr(),
         kneg,
     )
+    launch.launch(*step)
     return out, ex
 
 
@@ -48,19 +50,24 @@ def pieces_n(
     key = torch.zeros((n,), dtype=torch.int32, device=b.device)
     if isinstance(tk, str):
         tk = torch.empty((k,), dtype=torch.int8, device=b.device)
-        row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
+        steps = row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
     else:
-        column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)
-    split_columns(
-        b,
-        op,
-        key.data_ptr(),
-        out[0].data_ptr(),
-        out[1].data_ptr(),
-        out.shape[2],
-        ex.data_ptr(),
-        0 if tk is None else tk.data_ptr(),
+        steps = [column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)]
+    steps.append(
+        split_columns(
+            b,
+            op,
+            key.data_ptr(),
+            out[0].data_ptr(),
+            out[1].data_ptr(),
+            out.shape[2],
+            ex.data_ptr(),
+            0 if tk is None else tk.data_ptr(),
+            True,
+        )
     )
+    for step in steps:
+        launch.launch(*step)
     return out, ex, tk
 
 
@@ -69,10 +76,11 @@ def b_shifts(b: torch.Tensor, op: Operand) -> torch.Tensor:
     N-major split), else fp16x3_colmax_n over the columns of its K-major form."""
     tk = torch.empty((b.shape[0],), dtype=torch.int8, device=b.device)
     if op.prep == "n-major split":
-        row_shifts(b, op, tk.data_ptr())
+        launch.launch(*row_shifts(b, op, tk.data_ptr()))
     else:
         scratch = torch.zeros((b.shape[0] + 1,), dtype=torch.int32, device=b.device)  # keys, then the count
-        column_keys(
-            prepare(b.t(), op), op.ld, scratch.data_ptr(), tout=tk.data_ptr(), done=scratch.data_ptr() + 4 * b.shape[0]
+        t = prepare(b.t(), op)
+        launch.launch(
+            *column_keys(t, op.ld, scratch.data_ptr(), tout=tk.data_ptr(), done=scratch.data_ptr() + 4 * b.shape[0])
         )
     return tk

@@ -1,5 +1,8 @@
 """Shared by the GEMM tests: the rigorous rounding-error bound a product is checked against, each
-algo's operand roundoff, the plan a call takes, and torch fp32's own error for comparison."""
+algo's operand roundoff, the plan a call takes, torch fp32's own error for comparison, and a
+Linear's eager path by signature watched or turned off."""
+
+import contextlib
 
 import torch
 
@@ -127,3 +130,25 @@ TF32_ROUNDOFF = 2.0**-11  # operands rounded to the nearest TF32 (mma.sync: cvt.
 # have the same 11-bit significands (gemm_fp16x3.cuh), so the same bound, for values within
 # 2^17 of their row's largest (randn's rows span less).
 TF32X3_ROUNDOFF = 2.0**-19
+
+
+def seeded_randn(device, dtype, seed: int):
+    """``rnd(*shape)``: torch.randn of ``dtype`` on ``device`` from a generator seeded ``seed``."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    return lambda *shape: torch.randn(*shape, device=device, generator=g).to(dtype)
+
+
+def spy_layers(monkeypatch) -> list:
+    """The entries ``gemm.layer`` (a Linear's eager path by signature) returns from now on, in
+    call order; None where it left the call to the general path."""
+    entries, layer = [], gemm.layer
+    monkeypatch.setattr(gemm, "layer", lambda *a: entries.append(layer(*a)) or entries[-1])
+    return entries
+
+
+@contextlib.contextmanager
+def general_path(monkeypatch):
+    """A context in which every Linear call takes the general path (checks, plan, launch)."""
+    with monkeypatch.context() as m:
+        m.setattr(gemm, "layer", lambda *a: None)
+        yield

@@ -20,8 +20,29 @@ _is_compiling = torch.compiler.is_compiling
 _Tensor = torch.Tensor
 
 
+def _output_shape(x, weight, bias, algo) -> tuple:
+    return checks.linear_args(x, weight, bias, algo, gemm.ALGOS)
+
+
 def _output(x, weight, bias, *rest):
-    return x.new_empty(checks.linear_args(x, weight, bias, rest[-1], gemm.ALGOS))
+    return x.new_empty(_output_shape(x, weight, bias, rest[-1]))
+
+
+def _fast(x, weight, bias, divisor, algo):
+    # the eager hot path (gemm.layer): a signature seen before launches; a number divisor only
+    if type(divisor) is not float and type(divisor) is not int:
+        return None
+    entry = gemm.layer(
+        x, weight, bias, gemm.epilogues.BIAS_RELU_SCALE, algo, (), lambda: (_output_shape(x, weight, bias, algo), ())
+    )
+    if entry is None:
+        return None
+    epi = gemm.epilogues.builtin_args(0 if bias is None else bias.data_ptr(), _divisor.scale_for(divisor, x.dtype))
+    return gemm.run_layer(entry, x, weight, epi)
+
+
+def _fast_relu(x, weight, bias, algo):
+    return _fast(x, weight, bias, 1.0, algo)
 
 
 def _run(x, weight, bias, divisor, algo, out) -> None:
@@ -33,7 +54,7 @@ def _run(x, weight, bias, divisor, algo, out) -> None:
         gemm.matmul_into(x, weight.t(), out, gemm.epilogues.BIAS_RELU_SCALE, algo, epi, weight)
 
 
-@op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False)
+@op("cupy_ops::linear_relu", output=_output, autocast="lower", contiguous=False, check_devices=False, fast=_fast_relu)
 def _linear_relu(
     x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], algo: str = "auto", *, out: torch.Tensor
 ) -> None:
@@ -41,7 +62,7 @@ def _linear_relu(
     _run(x, weight, bias, 1.0, algo, out)
 
 
-@op("cupy_ops::linear_relu_div", output=_output, autocast="lower", contiguous=False, check_devices=False)
+@op("cupy_ops::linear_relu_div", output=_output, autocast="lower", contiguous=False, check_devices=False, fast=_fast)
 def _linear_relu_div(
     x: torch.Tensor,
     weight: torch.Tensor,

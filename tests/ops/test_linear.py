@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import cupy_ops
 
 from conftest import assert_bitwise_equal, assert_of_torchs_error_order, require_algo
-from gemm_checks import ALGO_DTYPES, TF32X3_ROUNDOFF, roundoff
+from gemm_checks import ALGO_DTYPES, TF32X3_ROUNDOFF, general_path, roundoff, seeded_randn, spy_layers
 
 MIX = cupy_ops.epilogue(
     """__device__ acc_t apply(acc_t v, acc_t s, acc_t shift, acc_t row, acc_t res) {
@@ -213,3 +213,45 @@ def test_argument_errors_name_the_parameter(cuda):
     with pytest.raises(TypeError, match="real number"):
         cupy_ops.linear(x, w, epilogue=LEAKY, slope="0.1")
     assert math.isfinite(cupy_ops.linear(x, w, epilogue=LEAKY, slope=True).sum().item())
+
+
+@pytest.mark.parametrize(
+    "algo, dtype, M, K, N",
+    [
+        ("fp16x3", torch.float32, 256, 384, 512),  # t from A's columns
+        ("fp16x3", torch.float32, 512, 384, 256),  # t from the weight's rows
+        ("fp16x3", torch.float32, 128, 8192, 256),  # split-K and its reduction
+        ("accurate", torch.float32, 64, 96, 80),
+        ("auto", torch.bfloat16, 256, 384, 512),
+        ("auto", torch.float16, 64, 8192, 128),
+        ("simt", torch.float32, 34, 65, 17),
+    ],
+    ids=str,
+)
+def test_a_signature_seen_before_reads_each_calls_own_values(algo, dtype, M, K, N, cuda, monkeypatch):
+    """The eager path by signature (``gemm.layer``: the checks and the plan once, the arguments
+    packed once per address set) gives, call after call, what the general path gives for the
+    same arguments bit for bit: new values at the same addresses (x, the weight, the epilogue's
+    tensors edited in place), new tensors of the same signature, new scalars, x of three
+    dimensions folded into rows, and no bias."""
+    require_algo(algo)
+    rnd, entries = seeded_randn(cuda, dtype, M + K + N), spy_layers(monkeypatch)
+    x, w, b, shift, row, res = rnd(M, K), rnd(N, K), rnd(N), rnd(N), rnd(M), rnd(M, N)
+    for i, s in enumerate((-1.5, 2, 0.25, -0.0, 3.0, 1e-3)):
+        if i in (1, 4):  # new values where the last call read
+            for t in (x, w, shift, res):
+                t.copy_(rnd(*t.shape))
+        if i == 2:  # new tensors
+            x, shift, row, res = rnd(M, K), rnd(N), rnd(M), rnd(M, N)
+        xi = x.view(2, M // 2, K) if i == 3 else x
+        args = (xi, w, None if i == 5 else b)
+        kw = dict(
+            epilogue=MIX, algo=algo, s=s, shift=shift, row=row.view(xi.shape[:-1]), res=res.view(xi.shape[:-1] + (N,))
+        )
+        got = cupy_ops.linear(*args, **kw)
+        assert entries.pop() is not None  # (this path took it)
+        with general_path(monkeypatch):
+            want = cupy_ops.linear(*args, **kw)
+        assert_bitwise_equal(got, want)
+        v = cupy_ops.linear(*args, algo=algo)  # torch's chain on the Linear's output: the values read are this call's
+        assert_bitwise_equal(got, _mix_in_torch(v, s, shift, kw["row"], kw["res"]))

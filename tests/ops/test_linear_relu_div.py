@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import cupy_ops
 
 from conftest import UNIT_ROUNDOFF, require_algo
-from gemm_checks import accumulation_roundoff, roundoff
+from gemm_checks import accumulation_roundoff, general_path, roundoff, seeded_randn, spy_layers
 
 pytestmark = pytest.mark.gpu
 
@@ -139,3 +139,34 @@ def test_the_sign_of_a_zero_scale_survives_calls_at_the_same_addresses(dtype, cu
             want = torch.relu(F.linear(x, weight, b)) / d
             linear_relu_div(x, weight, b, d, out=out)
             assert torch.equal(torch.signbit(out), torch.signbit(want)) and torch.equal(out, want), d
+
+
+@pytest.mark.parametrize(
+    "algo, dtype, M, K, N",
+    [
+        ("fp16x3", torch.float32, 256, 384, 512),
+        ("fp16x3", torch.float32, 128, 8192, 256),  # split-K and its reduction
+        ("auto", torch.bfloat16, 256, 384, 512),
+        ("accurate", torch.float32, 64, 96, 80),
+    ],
+    ids=str,
+)
+def test_a_signature_seen_before_reads_each_calls_own_values(algo, dtype, M, K, N, cuda, monkeypatch):
+    """``linear_relu_div`` and ``linear_relu`` by signature (``gemm.layer``) give, call after
+    call, the general path's bits: new values at the same addresses, new tensors, int and
+    float divisors, x of three dimensions, no bias."""
+    require_algo(algo)
+    rnd, entries = seeded_randn(cuda, dtype, M + K + N), spy_layers(monkeypatch)
+    x, w, b = rnd(M, K), rnd(N, K), rnd(N)
+    for i, d in enumerate((2.0, 3, 0.5, -4.0, 7, 1.0)):
+        if i in (1, 4):
+            x.copy_(rnd(M, K))
+            w.copy_(rnd(N, K))
+        if i == 2:
+            x = rnd(M, K)
+        args = (x.view(2, M // 2, K) if i == 3 else x, w, None if i == 5 else b)
+        got, got_relu = cupy_ops.linear_relu_div(*args, d, algo=algo), cupy_ops.linear_relu(*args, algo=algo)
+        assert len(entries) == 2 * (i + 1) and None not in entries[-2:]  # (this path took both)
+        with general_path(monkeypatch):
+            want, want_relu = cupy_ops.linear_relu_div(*args, d, algo=algo), cupy_ops.linear_relu(*args, algo=algo)
+        assert torch.equal(got, want) and torch.equal(got_relu, want_relu), (i, d)

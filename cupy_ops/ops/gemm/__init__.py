@@ -29,12 +29,15 @@ from .epilogues import NO_ARGS
 from .planner import (
     ALGOS,
     FAMILIES,
+    PACKED_ALGOS,
     choose,
     fp32_accurate,
+    layer,
     plan,
     plan_for,
     product,
     run,
+    run_layer,
     supports,
     tf32_allowed,
     variants,
@@ -56,12 +59,14 @@ __all__ = [
     "epilogues",
     "fp32_accurate",
     "gemm_plan",
+    "layer",
     "matmul_into",
     "packed",
     "plan",
     "plan_for",
     "product",
     "run",
+    "run_layer",
     "runs_sm90a",
     "supports",
     "tf32_allowed",
@@ -100,7 +105,7 @@ def gemm_plan(
     if a.dim() == 2 and b.dim() == 2:
         checks.nonempty_output(a.shape[0], b.shape[1])
         # the layer reads a prepacked weight's pieces where its plan takes them (matmul never)
-        if bias_relu_scale and algo in _PACKED_ALGOS and a.dtype == torch.float32 and _prepacked_t(b):
+        if bias_relu_scale and algo in PACKED_ALGOS and a.dtype == torch.float32 and _prepacked_t(b):
             p = plan_for(a, b, epilogue, algo, b_packed=True)
             if p.b.prep == "prepacked":
                 return p
@@ -120,9 +125,6 @@ def _prepacked_t(b: torch.Tensor) -> bool:
     )
 
 
-_PACKED_ALGOS = ("accurate", fp16x3.NAME)
-
-
 def matmul_into(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -138,7 +140,7 @@ def matmul_into(
     (``batch``), each as its plan says. ``weight``: ``b`` is ``weight.T`` (a Linear's), whose
     prepacked fp16x3 pieces (``packed``) a float32 plan of fp16x3 reads."""
     # only "accurate" and "fp16x3" plan fp16x3: any other algo reads the weight, unplanned here
-    entry = packed.lookup(weight) if weight is not None and algo in _PACKED_ALGOS else None
+    entry = packed.lookup(weight) if weight is not None and algo in PACKED_ALGOS else None
     if entry is not None and a.dtype == torch.float32 and out.numel():
         a2 = a.reshape(-1, a.shape[-1])  # x (*, K) folded into rows (a copy where its strides do not allow)
         p = plan_for(a2, b, epilogue, algo, b_packed=True)

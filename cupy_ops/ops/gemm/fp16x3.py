@@ -29,7 +29,7 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .runtime import SM90A, declare, device_info, handle, prepare, reduce
+from .runtime import SM90A, declare, device_info, handle, prepare, reduce_step
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
@@ -133,30 +133,34 @@ def k_source(M: int, N: int) -> str:
     return "a" if M < N else "b"
 
 
-def split_rows(
-    x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0, kneg: bool = False
-) -> None:
+# Each pass below is a step, ``(handle, grid, block, args, shared memory)``: launched at once
+# (``launch.launch(*step)``) or packed ahead and kept by the launcher.
+
+
+def split_rows(x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int, tk: int = 0, kneg: bool = False):
     """fp16x3_split of ``x`` (rows, K) fp32, K-major rows ``op.ld`` apart, into the pieces at
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
-    (int32)."""
+    (int32): its step."""
     rows, k = x.shape
-    launch.launch(
+    return (
         handle(KERNELS, "fp16x3_split", x.get_device()),
         (rows, 1, 1),
         (geometry.X3H_SPLIT_THREADS, 1, 1),
         (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg),
+        0,
     )
 
 
-def row_shifts(b: torch.Tensor, op: Operand, tk: int) -> None:
+def row_shifts(b: torch.Tensor, op: Operand, tk: int):
     """fp16x3_rowmax: t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart) into ``tk``
-    (int8, K)."""
+    (int8, K): its step."""
     k, n = b.shape
-    launch.launch(
+    return (
         handle(KERNELS, "fp16x3_rowmax", b.get_device()),
         (cdiv(k, geometry.X3H_NSPLIT_THREADS // 32), 1, 1),
         (geometry.X3H_NSPLIT_THREADS, 1, 1),
         (b.data_ptr(), op.ld, k, n, tk),
+        0,
     )
 
 
@@ -169,19 +173,17 @@ def rowcol(n: int) -> tuple[int, int] | None:
     return None
 
 
-def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> None:
+def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> list:
     """t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart, 16-byte aligned) into ``tk``
     (int8, K) and its columns' keys over the rows times 2^-t[k] into ``key`` (int32, N: zeroed
     first): fp16x3_rowcolmax, one read of ``b``, where a block holds a row (``rowcol``), else
-    fp16x3_rowmax, then fp16x3_colmax_n."""
+    fp16x3_rowmax, then fp16x3_colmax_n. Its steps (none for K = 0)."""
     k, n = b.shape
     fused = rowcol(n)
     if fused is None:
-        row_shifts(b, op, tk)
-        column_keys(b, op.ld, key, tk, kneg=True)
-        return
+        return [row_shifts(b, op, tk), column_keys(b, op.ld, key, tk, kneg=True)]
     if k == 0:
-        return
+        return []
     (j, threads), dev = fused, b.get_device()
     # rows a block: two blocks an SM where K allows, from X3H_ROWCOL_STEPS steps (fewer lost
     # to the barriers) up to X3H_ROWCOL_ROWS (each block's maxima take N atomics)
@@ -189,22 +191,24 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> None
         geometry.X3H_ROWCOL_ROWS,
         max(geometry.X3H_ROWCOL_VECS // j * geometry.X3H_ROWCOL_STEPS, cdiv(k, 2 * device_info(dev).sm_count)),
     )
-    launch.launch(
-        handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev),
-        (cdiv(k, rows), 1, 1),
-        (threads, 1, 1),
-        (b.data_ptr(), op.ld, k, n, rows, tk, key),
-    )
+    return [
+        (
+            handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev),
+            (cdiv(k, rows), 1, 1),
+            (threads, 1, 1),
+            (b.data_ptr(), op.ld, k, n, rows, tk, key),
+            0,
+        )
+    ]
 
 
-def column_keys(
-    x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0, done: int = 0
-) -> None:
+def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0, done: int = 0):
     """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
     16-byte aligned), row r shifted by ``tk``'s, atomicMax'd into ``key`` (int32, cols: zeroed
-    first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32)."""
+    first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32).
+    Its step."""
     rows, cols = x.shape
-    launch.launch(
+    return (
         handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
         (
             cdiv(cols, 4 * geometry.X3H_NSPLIT_THREADS),
@@ -213,22 +217,22 @@ def column_keys(
         ),
         (geometry.X3H_NSPLIT_THREADS, 1, 1),
         (x.data_ptr(), ld, rows, cols, tk, kneg, key, tout, done),
+        0,
     )
 
 
-def split_columns(
-    b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int, tk: int = 0, kneg: bool = True
-) -> None:
+def split_columns(b: torch.Tensor, op: Operand, key: int, hi: int, lo: int, ldn: int, ex: int, tk: int, kneg: bool):
     """fp16x3_split_n of a row-major ``b`` (K, N) fp32 (rows ``op.ld`` apart) into the pieces at
     ``hi`` / ``lo`` (fp16, (K, N) rows ``ldn`` apart) and the columns' exponents at ``ex``, row k
     times 2^-+t[k], by the columns' keys in ``key`` (int32, N: column_keys' with the same tk and
-    kneg, or row_and_column_keys')."""
+    kneg, or row_and_column_keys'). Its step."""
     k, n = b.shape
-    launch.launch(
+    return (
         handle(KERNELS, "fp16x3_split_n", b.get_device()),
         (cdiv(n, 4 * geometry.X3H_NSPLIT_THREADS), min(cdiv(k, geometry.X3H_NSPLIT_ROWS), geometry.MAX_GRID_Y), 1),
         (geometry.X3H_NSPLIT_THREADS, 1, 1),
         (b.data_ptr(), op.ld, k, n, key, hi, lo, ldn, ex, tk, kneg),
+        0,
     )
 
 
@@ -247,62 +251,123 @@ def carve(sizes: list[int]) -> tuple[list[int], int]:
     return offsets, end
 
 
+def layout(p: GemmPlan, M: int, N: int, K: int) -> tuple[list[int], int]:
+    """A call's one workspace (``carve``): A's pieces hi, lo and rows' exponents, B's the same,
+    B's columns' keys (N-major), t's keys, their count, t's bytes (the three before it zeroed a
+    call), split-K's partial sums."""
+    n_major = p.b.prep == "n-major split"
+    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)  # pieces' rows: A's of K values, B's of N or K
+    a_piece, b_piece = M * lda * 2, (K if n_major else N) * ldb * 2
+    part = 4 * p.slices * M * N if p.slices > 1 else 0
+    return carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K, part])
+
+
+def _steps(p: GemmPlan, K: int, a2, bt, c, base: int, offsets: list[int], epi: tuple) -> list:
+    """Every launch of a call in order, over the workspace at ``base`` (``layout``): t, the
+    operands' splits, their tensor maps' GEMM and, for split-K, the reduction. ``a2`` is A as
+    planned (rows padded past ``K`` where copied), ``bt`` B row-major (K, N) as is or (N, K)
+    K-major."""
+    M, N = c.shape
+    n_major = p.b.prep == "n-major split"
+    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)
+    ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk, part = (base + o for o in offsets)
+    steps = []
+    from_a = k_source(M, N) == "a"
+    if from_a or not n_major:  # A's columns, or B's rows as B^T's columns
+        src, op = (a2, p.a) if from_a else (bt, p.b)
+        steps.append(column_keys(src, op.ld, tkey, tout=tk, done=done))
+    else:  # t of B's rows, and its columns' keys over the rows shifted, in one read
+        steps += row_and_column_keys(bt, p.b, tk, key)
+    # the operand t came from split first: L2 still holds part of it (B's N-major split
+    # 43 against 49 us at 4096^2, H100)
+    if from_a:
+        steps.append(split_rows(a2, p.a, ahi, alo, lda, ea, tk, True))
+    if n_major:  # each column's scale over the shifted rows
+        if from_a:
+            steps.append(column_keys(bt, p.b.ld, key, tk, kneg=False))
+        steps.append(split_columns(bt, p.b, key, bhi, blo, ldb, eb, tk, not from_a))
+        # boxes of 64 columns (128 bytes) x bk rows of K
+        bmaps = tuple(tma.tensor_map_at(o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
+    else:
+        steps.append(split_rows(bt, p.b, bhi, blo, ldb, eb, tk, not from_a))
+        bmaps = tuple(tma.tensor_map_at(o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
+    if not from_a:
+        steps.append(split_rows(a2, p.a, ahi, alo, lda, ea, tk, False))
+    maps = tuple(tma.tensor_map_at(o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
+    return steps + _gemm(p, c, K, maps, ea, eb, epi, part)
+
+
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """The operands' pieces (A's rows, B's columns) in one workspace allocation (one instead of
     five cut a call's host time by about a third: docs/gemm.md#fp16x3-workspace), their tensor
     maps, the GEMM and, for split-K, the reduction."""
     (M, K), N = a.shape, b.shape[1]
-    n_major = p.b.prep == "n-major split"
     a2 = prepare(a, p.a)
-    bt = b if n_major else prepare(b.t(), p.b)  # row-major (K, N) as is, or (N, K) K-major
-    lda, ldb = piece_ld(K), piece_ld(N if n_major else K)  # pieces' rows: A's of K values, B's of N or K
-    b_rows = K if n_major else N  # rows of B's pieces
-    a_piece, b_piece = M * lda * 2, b_rows * ldb * 2
-    # B's columns' keys (N-major), t's keys and their count, zeroed by one memset; t's bytes
-    (ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk), total = carve(
-        [a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K]
-    )
+    bt = b if p.b.prep == "n-major split" else prepare(b.t(), p.b)  # row-major (K, N) as is, or (N, K) K-major
+    offsets, total = layout(p, M, N, K)
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
-    ws[key:tk].zero_()
-    from_a = k_source(M, N) == "a"
-    if from_a or not n_major:  # A's columns, or B's rows as B^T's columns
-        src, op = (a2, p.a) if from_a else (bt, p.b)
-        column_keys(src, op.ld, base + tkey, tout=base + tk, done=base + done)
-    else:  # t of B's rows, and its columns' keys over the rows shifted, in one read
-        row_and_column_keys(bt, p.b, base + tk, base + key)
-    # the operand t came from split first: L2 still holds part of it (B's N-major split
-    # 43 against 49 us at 4096^2, H100)
-    if from_a:
-        split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, True)
-    if n_major:  # each column's scale over the shifted rows
-        if from_a:
-            column_keys(bt, p.b.ld, base + key, base + tk, kneg=False)
-        split_columns(bt, p.b, base + key, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
-        # boxes of 64 columns (128 bytes) x bk rows of K
-        bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
-    else:
-        split_rows(bt, p.b, base + bhi, base + blo, ldb, base + eb, base + tk, not from_a)
-        bmaps = tuple(tma.tensor_map_at(base + o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
-    if not from_a:
-        split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, base + tk, False)
-    maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
-    _gemm(p, c, K, maps, base + ea, base + eb, epi)
+    steps = _steps(p, K, a2, bt, c, base, offsets, epi)
+    launch.memset(c.get_device(), base + offsets[_ZEROED], offsets[_ZEROED_END] - offsets[_ZEROED])
+    for step in steps:
+        launch.launch(*step)
     del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel
 
 
-def _gemm(p: GemmPlan, c, K: int, maps: tuple, ea: int, eb: int, epi: tuple) -> None:
-    """gemm_fp16x3 of ``c`` (M, N) over K, the pieces behind ``maps`` (A's hi, lo, B's hi, lo)
-    and their rows' exponents at ``ea`` / ``eb``; for split-K, the partial sums and the
-    reduction."""
+_ZEROED, _ZEROED_END = 6, 9  # layout's parts zeroed a call: B's columns' keys, t's keys, their count
+_STEPS_PER_LAUNCHER = 64  # workspace and operand addresses a launcher keeps its steps packed for
+
+
+def launcher(p: GemmPlan, device: int):
+    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``): where both operands
+    are read as they are (A K-major, B N-major or a Linear's ``weight.T``), the layout is
+    worked out once and every step of a call, the tensor maps among them, packed once per
+    address set (A, B, C, the workspace, the epilogue's arguments): a call allocates the
+    workspace, zeroes its counters and launches (docs/design.md#host-cost). Other plans run
+    ``run`` as it is."""
+    if p.a.prep != "as is" or p.b.prep not in ("n-major split", "as is"):
+        return lambda a, b, c, epi: run(p, a, b, c, epi)
+    by_address: dict[tuple, list] = {}
+    lay: list = []  # the layout, worked out on the first call (a launcher is one shape's)
+    n_major = p.b.prep == "n-major split"
+    uint8 = torch.uint8
+
+    def go(a, b, c, epi):
+        if not lay:
+            lay.extend(layout(p, a.shape[0], b.shape[1], a.shape[1]))
+        offsets, total = lay
+        ws = torch.empty((total,), dtype=uint8, device=c.device)
+        base = ws.data_ptr()
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), base, epi[2])
+        steps = by_address.get(key)
+        if steps is None:
+            if len(by_address) >= _STEPS_PER_LAUNCHER:
+                by_address.clear()
+            bt = b if n_major else b.t()
+            steps = by_address[key] = [
+                (h, grid, block, h.packed(*args), smem)
+                for h, grid, block, args, smem in _steps(p, a.shape[1], a, bt, c, base, offsets, epi)
+            ]
+        launch.memset(device, base + offsets[_ZEROED], offsets[_ZEROED_END] - offsets[_ZEROED])
+        for h, grid, block, packed, smem in steps:
+            launch.launch_packed(h, grid, block, packed, smem)
+        del ws  # launched: the stream orders any reuse of this memory after the kernels
+
+    return go
+
+
+def _gemm(p: GemmPlan, c, K: int, maps: tuple, ea: int, eb: int, epi: tuple, part: int) -> list:
+    """The steps of gemm_fp16x3 of ``c`` (M, N) over K, the pieces behind ``maps`` (A's hi, lo,
+    B's hi, lo) and their rows' exponents at ``ea`` / ``eb``; for split-K, the partial sums at
+    ``part`` and the reduction."""
     M, N = c.shape
     h = handle(KERNELS, p.kernel, c.get_device())
     if p.slices > 1:
-        part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, maps + (part.data_ptr(), M, N, K, p.kslice, ea, eb, p.group), p.smem)
-        reduce(p, part, c, epi)
-    else:
-        launch.launch(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, ea, eb, *epi, p.group), p.smem)
+        return [
+            (h, p.grid, p.block, maps + (part, M, N, K, p.kslice, ea, eb, p.group), p.smem),
+            reduce_step(p, part, c, epi),
+        ]
+    return [(h, p.grid, p.block, maps + (c.data_ptr(), N, M, N, K, ea, eb, *epi, p.group), p.smem)]
 
 
 # --- prepacked weights (docs/prepack.md) ----------------------------------------------------
@@ -326,8 +391,8 @@ class Pieces:
         base = ws.data_ptr()
         self.hi, self.lo, self.eb, self.tk = base + hi, base + lo, base + eb, base + tk
         ws[tkey:tk].zero_()
-        column_keys(rows, op.ld, base + tkey, tout=self.tk, done=base + done)
-        split_rows(rows, op, self.hi, self.lo, self.ld, self.eb, self.tk, True)
+        launch.launch(*column_keys(rows, op.ld, base + tkey, tout=self.tk, done=base + done))
+        launch.launch(*split_rows(rows, op, self.hi, self.lo, self.ld, self.eb, self.tk, True))
         del rows  # (a copy where the weight's rows were not K-major: the stream orders its reuse)
 
 
@@ -337,13 +402,15 @@ def run_packed(p: GemmPlan, a: torch.Tensor, pieces: Pieces, c: torch.Tensor, ep
     M, K = a.shape
     a2 = prepare(a, p.a)
     lda = piece_ld(K)
-    (ahi, alo, ea), total = carve([M * lda * 2, M * lda * 2, 4 * M])
+    part = 4 * p.slices * M * pieces.n if p.slices > 1 else 0
+    (ahi, alo, ea, partial), total = carve([M * lda * 2, M * lda * 2, 4 * M, part])
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
-    split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, pieces.tk, False)
+    steps = [split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, pieces.tk, False)]
     maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))
     maps += tuple(
         tma.tensor_map_at(o, torch.float16, K, pieces.n, pieces.ld, p.bk, p.tile[1]) for o in (pieces.hi, pieces.lo)
     )
-    _gemm(p, c, K, maps, base + ea, pieces.eb, epi)
+    for step in steps + _gemm(p, c, K, maps, base + ea, pieces.eb, epi, base + partial):
+        launch.launch(*step)
     del ws, a2

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import torch
 
 from ... import checks
-from . import epilogues, fp16x3, naive, simt, tc, tf32x3, wgmma
+from . import epilogues, fp16x3, naive, packed, simt, tc, tf32x3, wgmma
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Overrides
 from .epilogues import NO_ARGS
 from .runtime import device_info
@@ -32,6 +32,7 @@ FAMILIES = {m.NAME: m for m in (naive, simt, tc, wgmma, tf32x3, fp16x3)}
 # kernel that gives it (fp16x3 / tf32x3 on Hopper, simt elsewhere)
 ALGOS = ("auto", "accurate") + tuple(FAMILIES)
 _HOPPER = (wgmma.NAME, tf32x3.NAME, fp16x3.NAME)
+PACKED_ALGOS = ("accurate", fp16x3.NAME)  # the algos that plan fp16x3, so may read a prepacked weight
 
 
 def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Device) -> str | None:
@@ -303,6 +304,75 @@ def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor 
     return out
 
 
+# Linear layers by signature: everything the caller's checks and the plan read -> the output's
+# shape and device, x's rows, the launcher of x's rows @ weight.T, the caller's own part.
+_layers: dict[tuple, tuple | None] = {}
+_MISSING = object()
+
+
+def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extra: tuple, check) -> tuple | None:
+    """The entry of ``epilogue(F.linear(x, weight, bias))`` by its signature (shapes, strides,
+    dtypes, devices, 16-byte alignment of x and weight, the epilogue, algo, the TF32 switch,
+    ``extra``: the signature of whatever else ``check`` reads). A signature not seen before is
+    checked first: ``check()`` returns ``(output shape, part)`` or raises, ``part`` being the
+    caller's (None: not this path). The entry is ``(shape, device, M, fold, launcher, part)``:
+    ``launcher(x2, weight.T, out2, epi)`` runs the GEMM of ``x2`` = x's M rows (``fold``: a view
+    ``x.view(M, K)``, else x itself) into the output folded alike. None where the general path
+    takes the call: an unhashable algo, an empty output or K = 0, rows that are no view of x, a
+    bias with a stride, a prepacked weight (docs/prepack.md)."""
+    if type(algo) is not str:
+        return None
+    dtype = x.dtype
+    if dtype is _FLOAT32 and algo in PACKED_ALGOS and packed.lookup(weight) is not None:
+        return None
+    key = (
+        x.shape,
+        x.stride(),
+        weight.shape,
+        weight.stride(),
+        dtype,
+        weight.dtype,
+        x.get_device(),
+        weight.get_device(),
+        None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()),
+        epilogue,
+        algo,
+        extra,
+        x.data_ptr() & 15,
+        weight.data_ptr() & 15,
+        dtype is _FLOAT32 and tf32_allowed(),
+    )
+    entry = _layers.get(key, _MISSING)
+    if entry is _MISSING:
+        shape, part = check()
+        entry = None
+        K, M = x.shape[-1], checks.prod(shape[:-1])
+        if part is not None and M * shape[-1] * K and (bias is None or bias.stride(0) == 1):
+            fold = x.dim() != 2
+            try:
+                x2 = x.view(M, K) if fold else x
+            except RuntimeError:  # x's rows are no view: the general path copies them
+                x2 = None
+            if x2 is not None:
+                entry = (shape, x.device, M, fold, launcher_for(x2, weight.t(), epilogue, algo), part)
+        if len(_layers) >= _PLAN_CACHE_LIMIT:
+            _layers.clear()
+        _layers[key] = entry
+    return entry
+
+
+def run_layer(entry: tuple, x: torch.Tensor, weight: torch.Tensor, epi: tuple) -> torch.Tensor:
+    """The output of a ``layer`` entry's call: allocated, and its GEMM launched with the
+    epilogue's packed arguments ``epi`` (``epilogues.args``)."""
+    shape, device, M, fold, run, _ = entry
+    out = torch.empty(shape, dtype=x.dtype, device=device)
+    if fold:
+        run(x.view(M, x.shape[-1]), weight.t(), out.view(M, shape[-1]), epi)
+    else:
+        run(x, weight.t(), out, epi)
+    return out
+
+
 def clear() -> None:
     """Forget every plan, launcher and product signature (they are planned again on their next
     call): after a change to what they were built from that their key does not hold, e.g.
@@ -310,6 +380,7 @@ def clear() -> None:
     _plans.clear()
     _launchers.clear()
     _products.clear()
+    _layers.clear()
 
 
 def run(

@@ -112,12 +112,19 @@ def reduce_variants() -> list[str]:
 REDUCE = declare({"gemm.cu": reduce_variants()})
 
 
-def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:
-    """c = epilogue(sum of the split-K slices of ``ws``), in order (deterministic)."""
+def reduce_step(p, part: int, c: torch.Tensor, epi: tuple) -> tuple:
+    """The launch (``(handle, grid, block, args, shared memory)``) of c = epilogue(sum of the
+    split-K slices of fp32 partial sums at device address ``part``), in order (deterministic)."""
     M, N = c.shape
-    launch.launch(
+    return (
         handle(REDUCE, p.reduce, c.get_device()),
         p.reduce_grid,
         (geometry.REDUCE_THREADS, 1, 1),
-        (ws.data_ptr(), c.data_ptr(), M, N, p.slices, *epi),
+        (part, c.data_ptr(), M, N, p.slices, *epi),
+        0,
     )
+
+
+def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:
+    """c = epilogue(sum of the split-K slices of ``ws`` (slices, M, N) fp32), in order."""
+    launch.launch(*reduce_step(p, ws.data_ptr(), c, epi))

@@ -18,8 +18,6 @@ from conftest import HOPPER, require_algo
 from gemm_checks import assert_gemm_close, roundoff, shifted, torch_fp32
 from gemm_plans import A100, H100, gplan, rowmajor
 
-pytestmark = pytest.mark.gpu
-
 
 def contract_bound(a, b):
     """matmul's documented bound for fp16x3, per output: for the operands a' and b' it splits
@@ -470,3 +468,134 @@ def test_fp16x3_workspace_parts_are_disjoint_and_on_256_byte_boundaries():
     ends = [o + n for o, n in zip(offsets, sizes)]
     assert all(end <= nxt for end, nxt in zip(ends, offsets[1:])) and ends[-1] <= total, (offsets, total)
     assert offsets[4] == offsets[5] and total == offsets[-1], (offsets, total)
+
+
+class _Handle:
+    """A loaded kernel's stand-in: its name, and the argument sets it was asked to pack."""
+
+    def __init__(self, name):
+        self.name, self.packs = name, []
+
+    def packed(self, *args):
+        self.packs.append(args)
+        return (args, 0)
+
+
+def _stub_driver(monkeypatch):
+    """fp16x3's kernels, tensor maps, memset and launches stubbed (CPU): ``(handles, events,
+    maps)``, the handles by name (each with the argument sets it packed), every memset and
+    launch in order, every tensor map's address."""
+    from cupy_ops import launch
+    from cupy_ops.ops.gemm import fp16x3, runtime, tma
+
+    handles, events, maps = {}, [], []
+
+    def handle(kernels, expr, device):
+        return handles.setdefault(expr, _Handle(expr))
+
+    def tensor_map_at(addr, *rest):
+        maps.append(addr)
+        return ("map", addr, *rest)
+
+    monkeypatch.setattr(fp16x3, "handle", handle)
+    monkeypatch.setattr(runtime, "handle", handle)
+    monkeypatch.setattr(tma, "tensor_map_at", tensor_map_at)
+    monkeypatch.setattr(fp16x3, "device_info", lambda d: H100)
+    monkeypatch.setattr(launch, "memset", lambda dev, ptr, n: events.append(("memset", ptr, n)))
+    monkeypatch.setattr(launch, "launch", lambda h, g, b, args, smem=0, cl=1: events.append((h.name, g, b, args, smem)))
+    monkeypatch.setattr(
+        launch, "launch_packed", lambda h, g, b, packed, smem=0, cl=1: events.append((h.name, g, b, packed[0], smem))
+    )
+    return handles, events, maps
+
+
+@pytest.mark.parametrize(
+    "M, N, K, b_layout",
+    [
+        (256, 512, 384, "row-major"),
+        (512, 256, 384, "row-major"),
+        (256, 512, 384, "k-major"),
+        (256, 256, 8192, "k-major"),
+    ],
+    ids=["t from a, n-major split", "t from b's rows", "weight.T as is", "split-K"],
+)
+def test_the_launcher_launches_what_run_does_packed_once_per_address_set(M, N, K, b_layout, monkeypatch):
+    """fp16x3.launcher: a call zeroes the bytes ``run`` zeroes and launches the steps it
+    launches (kernels, grids, blocks, shared memory, arguments: workspace addresses taken
+    from its base); the arguments, four tensor maps among them, are packed once per address
+    set (A, B, C, the workspace, the epilogue's) and again when one changes. CPU, the driver
+    stubbed: the plan's real steps."""
+    from cupy_ops.ops.gemm import fp16x3
+
+    handles, events, maps = _stub_driver(monkeypatch)
+    a = torch.randn(M, K)
+    b = torch.randn(K, N) if b_layout == "row-major" else torch.randn(N, K).t()
+    c = torch.empty(M, N)
+    epi = gemm.epilogues.NO_ARGS
+    p = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(b), "EpiNone", H100, algo="fp16x3")
+    assert p.family == "fp16x3" and p.a.prep == "as is" and p.b.prep in ("n-major split", "as is")
+    assert (p.slices > 1) == (K == 8192) and (fp16x3.k_source(M, N) == "a") == (M < N)
+    offsets, total = fp16x3.layout(p, M, N, K)
+    # one workspace for every call (the caching allocator hands a freed block back alike)
+    ws = torch.empty((total,), dtype=torch.uint8)
+    real_empty = torch.empty
+    monkeypatch.setattr(
+        torch,
+        "empty",
+        lambda *s, **kw: ws if s == ((total,),) and kw.get("dtype") is torch.uint8 else real_empty(*s, **kw),
+    )
+    base = ws.data_ptr()
+
+    def relative(calls):
+        def rel(v):
+            if isinstance(v, tuple):
+                return tuple(rel(x) for x in v)
+            return ("ws", v - base) if isinstance(v, int) and base <= v < base + total else v
+
+        return [rel(e) for e in calls]
+
+    fp16x3.run(p, a, b, c, epi)
+    want = relative(events)
+    assert want[0] == ("memset", ("ws", offsets[6]), offsets[9] - offsets[6])
+    assert len(want) == 1 + len(fp16x3._steps(p, K, a, b if b_layout == "row-major" else b.t(), c, base, offsets, epi))
+    events.clear()
+    go = fp16x3.launcher(p, -1)
+
+    def packed():  # argument sets packed and tensor maps encoded so far
+        return sum(len(h.packs) for h in handles.values()), len(maps)
+
+    before = packed()
+    go(a, b, c, epi)
+    assert relative(events) == want
+    after = packed()
+    per_set = (after[0] - before[0], after[1] - before[1])
+    assert per_set == (len(want) - 1, 4), per_set  # each step once; A's and B's hi and lo maps
+    for _ in range(2):  # the same addresses: nothing packed or encoded again
+        events.clear()
+        go(a, b, c, epi)
+        assert relative(events) == want and packed() == after
+    for new in ("c", "epi"):  # a new output or epilogue scale: packed again, the new values launched
+        c2, epi2 = (torch.empty(M, N), epi) if new == "c" else (c, gemm.epilogues.builtin_args(0, 0.5))
+        events.clear()
+        go(a, b, c2, epi2)
+        assert packed() == (after[0] + per_set[0], after[1] + per_set[1]), new
+        after = packed()
+        last = events[-1][3]  # the GEMM's arguments, or split-K's reduction's
+        assert c2.data_ptr() in last and epi2[2] in last and (new == "c" or epi[2] not in last), new
+
+
+def test_a_copied_operand_is_split_and_multiplied_over_k_not_its_padded_rows(monkeypatch):
+    """A's rows copied into 16-byte rows (K = 45: 48 values a row) are still K long: the GEMM,
+    its tensor maps and the pieces' rows take K (the padding is zeroed, never summed as K).
+    CPU, the driver stubbed."""
+    from cupy_ops.ops.gemm import fp16x3
+
+    events = _stub_driver(monkeypatch)[1]
+    M, N, K = 64, 64, 45
+    a, b, c = torch.randn(M, K), torch.randn(K, N), torch.empty(M, N)
+    p = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(b), "EpiNone", H100, algo="fp16x3")
+    assert p.a.prep == "k-major copy" and p.a.ld == 48 and p.b.prep == "n-major split" and p.slices == 1
+    fp16x3.launcher(p, -1)(a, b, c, gemm.epilogues.NO_ARGS)
+    gemm_args = events[-1][3]
+    assert events[-1][0] == p.kernel and gemm_args[4:9] == (c.data_ptr(), N, M, N, K), gemm_args[4:9]
+    assert [m[2:4] for m in gemm_args[:4]] == [(torch.float16, K)] * 2 + [(torch.float16, N)] * 2

@@ -172,3 +172,60 @@ def test_every_kernel_a_plan_names_is_registered():
                                     assert p.reduce is None or p.reduce in registered["gemm.cu"], p
                                     seen.add(p.kernel)
     assert len(seen) >= 40  # the sweep reaches most variants
+
+
+def test_a_layer_signature_is_checked_once_and_anything_it_reads_makes_a_new_one(monkeypatch):
+    """``gemm.layer``: a call whose signature was seen runs no check; a new shape, stride,
+    dtype, 16-byte alignment of x or the weight, bias layout, epilogue, algo, TF32 switch or
+    caller's ``extra`` is checked anew. The general path takes: a prepacked weight, rows that
+    are no view of x, a bias with a stride, K = 0, the caller's refusal (``part`` None). CPU
+    tensors, the launcher stubbed."""
+    from cupy_ops.ops.gemm import packed, planner
+
+    monkeypatch.setattr(planner, "launcher_for", lambda a, b, e, algo: ("launcher", a.shape, b.shape, e, algo))
+    planner.clear()
+    checked = []
+
+    def layer(x, w, b=None, epi="EpiNone", algo="auto", extra=(), part=()):
+        def check():
+            checked.append(1)
+            return tuple(x.shape[:-1]) + (w.shape[0],), part
+
+        return planner.layer(x, w, b, epi, algo, extra, check)
+
+    x, w, b = torch.randn(6, 8), torch.randn(5, 8), torch.randn(5)
+    e = layer(x, w, b)
+    assert e[:4] == ((6, 5), x.device, 6, False) and e[4] == ("launcher", (6, 8), (8, 5), "EpiNone", "auto")
+    assert layer(torch.randn(6, 8), torch.randn(5, 8), torch.randn(5)) is e and len(checked) == 1
+    e3 = layer(x.view(2, 3, 8), w, b)  # rows folded by a view
+    assert e3[:4] == ((2, 3, 5), x.device, 6, True) and len(checked) == 2
+    new = [
+        (torch.randn(7, 8), w, b),
+        (torch.randn(8, 6).t(), w, b),
+        (x.double(), w.double(), b.double()),
+        (torch.randn(6 * 8 + 1)[1:].view(6, 8), w, b),  # x 4 bytes off its alignment
+        (x, torch.randn(5, 9)[:, :8], b),
+        (x, w, None),
+    ]
+    for args in new:
+        n = len(checked)
+        layer(*args)
+        layer(*args)
+        assert len(checked) == n + 1, args[0].shape
+    for kw in (dict(epi="EpiBiasReluScale"), dict(algo="simt"), dict(extra=("t",))):
+        n = len(checked)
+        assert layer(x, w, b, **kw) is not None and layer(x, w, b, **kw) is not None and len(checked) == n + 1, kw
+    monkeypatch.setattr(planner, "tf32_allowed", lambda: True)
+    n = len(checked)
+    layer(x, w, b)
+    assert len(checked) == n + 1
+    assert layer(x, w, b, algo=["auto"]) is None  # unhashable: the general path (which raises)
+    assert layer(x, w, torch.randn(10)[::2]) is None  # a bias with a stride
+    assert layer(torch.randn(4, 6, 8).transpose(0, 1), w, b) is None  # rows no view of x
+    assert layer(torch.randn(6, 0), torch.randn(5, 0), b) is None  # K = 0
+    assert layer(x, w, b, extra=("no",), part=None) is None  # the caller's refusal
+    monkeypatch.setattr(packed, "lookup", lambda weight: object())  # every weight prepacked
+    assert layer(x, w, b, algo="accurate") is None and layer(x, w, b, algo="fp16x3") is None
+    assert layer(x, w, b, algo="auto") is not None  # (no algo that plans fp16x3 reads the pieces)
+    assert layer(x.double(), w.double(), b.double(), algo="accurate") is not None  # (pieces: float32 only)
+    planner.clear()
