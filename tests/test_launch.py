@@ -1,12 +1,13 @@
-"""Kernels run on torch's current stream of the tensor's device, with no extra sync."""
+"""Kernels run on torch's current stream of the tensor's device, with no extra sync; a memset
+alike."""
+
+import contextlib
 
 import pytest
 import torch
 
 import cupy_ops
 from cupy_ops import launch
-
-pytestmark = pytest.mark.gpu
 
 
 def test_runs_on_the_current_stream(cuda):
@@ -47,3 +48,30 @@ def test_second_gpu(two_gpus):
     assert torch.allclose(cupy_ops.matmul(a, b), a @ b, atol=1e-4, rtol=1e-4)
     with pytest.raises(ValueError, match="b must be on the same device as a"):
         cupy_ops.matmul(a, b.to("cuda:0"))
+
+
+def test_memset_zeroes_on_torchs_current_stream_of_the_device(monkeypatch):
+    """``launch.memset`` is one cudaMemsetAsync of value 0 on torch's current stream of the
+    device (none for no bytes), made current first where another device is. CPU: the runtime
+    and the stream stubbed."""
+    calls, devices = [], []
+    monkeypatch.setattr(launch, "_memset_async", lambda ptr, value, n, stream: calls.append((ptr, value, n, stream)))
+    monkeypatch.setattr(launch, "_raw_stream", lambda device: 1000 + device)
+    monkeypatch.setattr(launch, "_several_devices", False)
+    launch.memset(0, 4096, 12)
+    launch.memset(0, 4096, 0)
+    assert calls == [(4096, 0, 12, 1000)]
+    monkeypatch.setattr(launch, "_several_devices", True)
+    current = [0]
+
+    @contextlib.contextmanager
+    def device(d):
+        devices.append(d)
+        current[0], before = d, current[0]
+        yield
+        current[0] = before
+
+    monkeypatch.setattr(launch, "_get_device", lambda: current[0])
+    monkeypatch.setattr(torch.cuda, "device", device)
+    launch.memset(1, 8192, 4)
+    assert devices == [1] and calls[-1] == (8192, 0, 4, 1001) and current == [0]
