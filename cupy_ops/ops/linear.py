@@ -193,7 +193,10 @@ def _op(e: Epilogue) -> Op:
             if type(v) is not float and type(v) is not int:
                 return None
         tensors = rest[:npt]
-        extra = tuple([(t.shape, t.stride(), t.dtype, t.get_device()) for t in tensors]) if npt else ()
+        try:
+            extra = tuple([(t.shape, t.stride(), t.dtype, t.get_device(), t.is_cuda) for t in tensors]) if npt else ()
+        except RuntimeError:  # a tensor without strides (sparse): the general path names it
+            return None
         entry = gemm.layer(x, weight, bias, e.tag, rest[-1], extra, lambda: checked(x, weight, bias, rest))
         if entry is None:
             return None

@@ -189,7 +189,8 @@ def test_opcheck(cuda):
 
 
 def test_keywords_and_devices_are_checked_before_any_launch():
-    """On the CPU: a keyword that is no parameter (the bias is bias=), and CPU tensors."""
+    """On the CPU: a keyword that is no parameter (the bias is bias=), and CPU tensors, sparse ones
+    too."""
     x, w = torch.randn(4, 8), torch.randn(3, 8)
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) b \(the bias is bias="):
         cupy_ops.linear(x, w, b=torch.randn(3))
@@ -197,6 +198,16 @@ def test_keywords_and_devices_are_checked_before_any_launch():
         cupy_ops.linear(x, w, epilogue=LEAKY, slope=0.1)
     with pytest.raises(TypeError, match=r"epilogue must be a cupy_ops\.epilogue"):
         cupy_ops.linear(x, w, epilogue="leaky", slope=0.1)
+    # tensors without strides (sparse) get the same typed errors (the signature path reads strides)
+    for args, kw in (
+        ((x.to_sparse(), w), {}),
+        ((x, w.to_sparse()), {}),
+        ((x, w), dict(epilogue=RESIDUAL, res=torch.randn(4, 3).to_sparse())),
+    ):
+        with pytest.raises(ValueError, match="must be a CUDA tensor"):
+            cupy_ops.linear(*args, **kw)
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):
+        cupy_ops.linear_relu_div(x.to_sparse_csr(), w, None, 2.0)
 
 
 def test_argument_errors_name_the_parameter(cuda):

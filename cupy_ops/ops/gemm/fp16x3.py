@@ -328,13 +328,14 @@ def launcher(p: GemmPlan, device: int):
     if p.a.prep != "as is" or p.b.prep not in ("n-major split", "as is"):
         return lambda a, b, c, epi: run(p, a, b, c, epi)
     by_address: dict[tuple, list] = {}
-    lay: list = []  # the layout, worked out on the first call (a launcher is one shape's)
+    lay = None  # the layout, worked out on the first call (a launcher is one shape's)
     n_major = p.b.prep == "n-major split"
     uint8 = torch.uint8
 
     def go(a, b, c, epi):
-        if not lay:
-            lay.extend(layout(p, a.shape[0], b.shape[1], a.shape[1]))
+        nonlocal lay
+        if lay is None:  # (threads racing here each work it out: one assignment, no append)
+            lay = layout(p, a.shape[0], b.shape[1], a.shape[1])
         offsets, total = lay
         ws = torch.empty((total,), dtype=uint8, device=c.device)
         base = ws.data_ptr()

@@ -319,29 +319,34 @@ def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extr
     ``launcher(x2, weight.T, out2, epi)`` runs the GEMM of ``x2`` = x's M rows (``fold``: a view
     ``x.view(M, K)``, else x itself) into the output folded alike. None where the general path
     takes the call: an unhashable algo, an empty output or K = 0, rows that are no view of x, a
-    bias with a stride, a prepacked weight (docs/prepack.md)."""
+    bias with a stride, a prepacked weight (docs/prepack.md), a tensor without strides."""
     if type(algo) is not str:
         return None
     dtype = x.dtype
     if dtype is _FLOAT32 and algo in PACKED_ALGOS and packed.lookup(weight) is not None:
         return None
-    key = (
-        x.shape,
-        x.stride(),
-        weight.shape,
-        weight.stride(),
-        dtype,
-        weight.dtype,
-        x.get_device(),
-        weight.get_device(),
-        None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()),
-        epilogue,
-        algo,
-        extra,
-        x.data_ptr() & 15,
-        weight.data_ptr() & 15,
-        dtype is _FLOAT32 and tf32_allowed(),
-    )
+    try:
+        key = (
+            x.shape,
+            x.stride(),
+            weight.shape,
+            weight.stride(),
+            dtype,
+            weight.dtype,
+            x.get_device(),
+            weight.get_device(),
+            # (an index is no device: another backend's tensor must not match a CUDA signature)
+            x.is_cuda and weight.is_cuda and (bias is None or bias.is_cuda),
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()),
+            epilogue,
+            algo,
+            extra,
+            x.data_ptr() & 15,
+            weight.data_ptr() & 15,
+            dtype is _FLOAT32 and tf32_allowed(),
+        )
+    except RuntimeError:  # no strides or storage (sparse, mkldnn): the general path's errors
+        return None
     entry = _layers.get(key, _MISSING)
     if entry is _MISSING:
         shape, part = check()

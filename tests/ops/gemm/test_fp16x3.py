@@ -599,3 +599,40 @@ def test_a_copied_operand_is_split_and_multiplied_over_k_not_its_padded_rows(mon
     gemm_args = events[-1][3]
     assert events[-1][0] == p.kernel and gemm_args[4:9] == (c.data_ptr(), N, M, N, K), gemm_args[4:9]
     assert [m[2:4] for m in gemm_args[:4]] == [(torch.float16, K)] * 2 + [(torch.float16, N)] * 2
+
+
+def test_threads_making_a_launchers_first_call_together_leave_it_working(monkeypatch):
+    """Two threads in a launcher's first call at once (its layout worked out by both) leave it
+    launching what ``run`` launches, then and after. CPU, the driver stubbed, the layout slowed
+    so that both threads are inside it."""
+    import threading
+    import time
+
+    from cupy_ops.ops.gemm import fp16x3
+
+    events = _stub_driver(monkeypatch)[1]
+    real_layout = fp16x3.layout
+    monkeypatch.setattr(fp16x3, "layout", lambda *a: time.sleep(0.05) or real_layout(*a))
+    M, N, K = 256, 512, 384
+    a, b, c = torch.randn(M, K), torch.randn(K, N), torch.empty(M, N)
+    p = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(b), "EpiNone", H100, algo="fp16x3")
+    go, start, errors = fp16x3.launcher(p, -1), threading.Barrier(2), []
+
+    def call():
+        start.wait()
+        try:
+            go(a, b, c, gemm.epilogues.NO_ARGS)
+        except Exception as e:  # noqa: BLE001 (any failure in the thread, reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    events.clear()
+    go(a, b, c, gemm.epilogues.NO_ARGS)
+    assert [e[0] for e in events] == ["memset"] + [
+        s[0].name for s in fp16x3._steps(p, K, a, b, c, 0, [0] * 11, gemm.epilogues.NO_ARGS)
+    ]

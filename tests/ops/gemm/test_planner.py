@@ -224,6 +224,9 @@ def test_a_layer_signature_is_checked_once_and_anything_it_reads_makes_a_new_one
     assert layer(torch.randn(4, 6, 8).transpose(0, 1), w, b) is None  # rows no view of x
     assert layer(torch.randn(6, 0), torch.randn(5, 0), b) is None  # K = 0
     assert layer(x, w, b, extra=("no",), part=None) is None  # the caller's refusal
+    n = len(checked)
+    assert layer(x.to_sparse(), w, b) is None and layer(x, w.to_sparse_csr(), b) is None  # no strides
+    assert len(checked) == n  # (left to the general path's checks, unchecked here)
     monkeypatch.setattr(packed, "lookup", lambda weight: object())  # every weight prepacked
     assert layer(x, w, b, algo="accurate") is None and layer(x, w, b, algo="fp16x3") is None
     assert layer(x, w, b, algo="auto") is not None  # (no algo that plans fp16x3 reads the pieces)
