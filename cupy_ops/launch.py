@@ -340,8 +340,8 @@ def launch_packed(h: KernelHandle, grid, block, packed: tuple, shared_mem: int =
 
 def memset(device: int, ptr: int, nbytes: int) -> None:
     """Zero ``nbytes`` bytes from device address ``ptr`` on torch's current stream of
-    ``device``: one cudaMemsetAsync (a torch slice and its ``zero_`` cost several times its
-    host time, before a launch)."""
+    ``device``: one cudaMemsetAsync (in place of a torch slice's ``zero_``: a view and a
+    dispatched op on a call's path to its first kernel)."""
     if _memset_async is None:
         _bind_driver()
     if _several_devices and _get_device() != device:

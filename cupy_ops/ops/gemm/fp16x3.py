@@ -29,7 +29,7 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .runtime import SM90A, declare, device_info, handle, prepare, reduce_step
+from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, declare, device_info, handle, prepare, reduce_step
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
@@ -315,7 +315,6 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
 
 
 _ZEROED, _ZEROED_END = 6, 9  # layout's parts zeroed a call: B's columns' keys, t's keys, their count
-_STEPS_PER_LAUNCHER = 64  # workspace and operand addresses a launcher keeps its steps packed for
 
 
 def launcher(p: GemmPlan, device: int):
@@ -342,7 +341,7 @@ def launcher(p: GemmPlan, device: int):
         key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), base, epi[2])
         steps = by_address.get(key)
         if steps is None:
-            if len(by_address) >= _STEPS_PER_LAUNCHER:
+            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
                 by_address.clear()
             bt = b if n_major else b.t()
             steps = by_address[key] = [
@@ -391,7 +390,7 @@ class Pieces:
         self.nbytes = total
         base = ws.data_ptr()
         self.hi, self.lo, self.eb, self.tk = base + hi, base + lo, base + eb, base + tk
-        ws[tkey:tk].zero_()
+        launch.memset(weight.get_device(), base + tkey, tk - tkey)  # t's keys and their count
         launch.launch(*column_keys(rows, op.ld, base + tkey, tout=self.tk, done=base + done))
         launch.launch(*split_rows(rows, op, self.hi, self.lo, self.ld, self.eb, self.tk, True))
         del rows  # (a copy where the weight's rows were not K-major: the stream orders its reuse)

@@ -9,7 +9,7 @@ import torch
 from ... import launch, occupancy
 from . import geometry, tma
 from .common import GemmPlan, Matrix
-from .runtime import handle, prepare, reduce
+from .runtime import PACKED_SETS_PER_LAUNCHER, handle, prepare, reduce
 
 WGMMA = "wgmma"  # the family whose kernel walks tiles and may store C through the TMA
 
@@ -108,9 +108,6 @@ def run_hopper(kernels, p: GemmPlan, a, b, c, epi: tuple) -> None:
     del keep  # launched: the stream orders any reuse of this memory after the kernel
 
 
-_MAPS_PER_LAUNCHER = 64  # argument sets (addresses, epilogue arguments) a launcher keeps packed
-
-
 def launcher(kernels, p: GemmPlan, device: int):
     """``run_hopper`` of plan ``p`` bound to ``device``: ``fn(a, b, c, epi)``. Where the
     operands are read as they are (b N-major, or K-major as a Linear's ``weight.T``) and there
@@ -131,7 +128,7 @@ def launcher(kernels, p: GemmPlan, device: int):
         key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), epi[2])
         packed = by_address.get(key)
         if packed is None:
-            if len(by_address) >= _MAPS_PER_LAUNCHER:
+            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
                 by_address.clear()
             a_map, b_map = maps(p, a, b)[:2]
             packed = by_address[key] = h.packed(*wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, epi))

@@ -13,6 +13,9 @@ from . import epilogues, geometry
 from .common import EPILOGUES, TENSOR_CORE_DTYPES, Device, Operand
 
 SM90A = "gemm_sm90a.cu"
+# address sets (operands, output, workspace, epilogue arguments) a launcher keeps packed: past
+# them it forgets them all and packs again
+PACKED_SETS_PER_LAUNCHER = 64
 
 
 def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
