@@ -96,7 +96,8 @@ class Elementwise:
         tensors of one layout are walked as flat arrays where they are; anything else goes
         through a dense copy (views with gaps gathered, a differently laid out ``out`` written
         back)."""
-        if out is x or (x.is_contiguous() and out.is_contiguous()) or (out.stride() == x.stride() and is_dense(x)):
+        # (in place, out is x, takes the last test: a view with gaps is no flat array)
+        if (x.is_contiguous() and out.is_contiguous()) or (out.stride() == x.stride() and is_dense(x)):
             # ``launch`` for two tensors, inlined: the eager hot path of every elementwise op
             n = x.numel()
             if n:

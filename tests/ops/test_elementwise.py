@@ -65,6 +65,55 @@ def test_elementwise_plan_covers_every_element():
                         assert blocks * elementwise.THREADS * 8 >= n
 
 
+def _flat_relu(storages):
+    """A stand-in for the relu kernel on the CPU: ``(x, y, n, ...)`` read and written as flat
+    arrays of float32 at those addresses, inside one of ``storages``, as the kernel reads them."""
+
+    def flat(ptr):
+        for st in storages:
+            if st.data_ptr() <= ptr < st.data_ptr() + st.nbytes():
+                whole = torch.empty(0).set_(st, 0, (st.nbytes() // 4,), (1,))
+                return whole[(ptr - st.data_ptr()) // 4 :]
+        raise AssertionError(f"address {ptr:#x} is in no tensor the test made")
+
+    def launch(handle, grid, block, args):
+        px, py, n = args[:3]
+        flat(py)[:n] = flat(px)[:n].clamp_min(0)
+
+    return launch
+
+
+@pytest.mark.parametrize(
+    "view",
+    [lambda t: t[:, ::2], lambda t: t.t()[1::3], lambda t: t[::2, 1:], lambda t: t.t()],
+    ids=["x[:, ::2]", "x.t()[1::3]", "x[::2, 1:]", "x.t()"],
+)
+def test_in_place_writes_the_views_elements_and_nothing_else_of_its_base(view, monkeypatch):
+    """``write(x, x)`` (in place) walks x as a flat array only where it is one: a view with gaps
+    goes through a dense copy and back (walked flat, it once wrote relu over whatever memory
+    followed the view's first element, its own later rows left as they were)."""
+    from cupy_ops.ops.relu import KERNEL as RELU
+
+    storages = []
+    monkeypatch.setattr(elementwise, "_handles", {(RELU._variants[torch.float32], -1): object()})
+    monkeypatch.setattr(elementwise, "_launch", _flat_relu(storages))
+    made = torch.empty_like
+
+    def empty_like(*args, **kwargs):  # the dense copy's memory, where the stand-in may write
+        t = made(*args, **kwargs)
+        storages.append(t.untyped_storage())
+        return t
+
+    monkeypatch.setattr(torch, "empty_like", empty_like)
+    base = torch.randn(33, 65, generator=torch.Generator().manual_seed(0))
+    storages.append(base.untyped_storage())
+    expected = base.clone()
+    view(expected).relu_()
+    z = view(base)
+    RELU.write(z, z, ())
+    assert torch.equal(base, expected)
+
+
 # --- the eager fast paths (Elementwise.fresh / fresh2: relu's and relu_backward's fast=) ---------
 
 

@@ -63,14 +63,17 @@ def test_relu_inplace_and_out(dtype, cuda):
     out_t = torch.full((65, 33), 7.0, device=cuda, dtype=dtype).t()  # other strides than x
     assert cupy_ops.relu(x, out=out_t) is out_t
     assert_bitwise_equal(out_t, expected)
-    y = x.t()  # in place on a non-contiguous view
+    y = x.clone().t()  # in place on a non-contiguous view
     exp_t = torch.relu(y)
     assert cupy_ops.relu_(y) is y
     assert_bitwise_equal(y, exp_t)
-    z = x.clone()[:, ::2]  # in place on a view with gaps
-    exp_z = torch.relu(z)
-    cupy_ops.relu_(z)
-    assert_bitwise_equal(z, exp_z)
+    for view in (lambda t: t[:, ::2], lambda t: t.t()[1::3], lambda t: t[::2, 1:]):  # views with gaps
+        base = x.clone()
+        expected = base.clone()
+        view(expected).relu_()
+        z = view(base)
+        assert cupy_ops.relu_(z) is z
+        assert_bitwise_equal(base, expected)  # the view's elements, and nothing else of its base
 
 
 def test_relu_out_errors(cuda):

@@ -107,6 +107,13 @@ def test_relu_div_views_inplace_out(dtype, cuda):
     out = torch.empty_like(base)
     assert cupy_ops.relu_div(base, 2.0, out=out) is out
     assert_bitwise_equal(out, torch.relu(base) / 2.0)
+    for view in (lambda t: t[:, ::2], lambda t: t.t()[1::3], lambda t: t[::2, 1:]):  # views with gaps
+        b = base.clone()
+        expected = b.clone()
+        view(expected).copy_(torch.relu(view(expected)) / 0.7)
+        z = view(b)
+        assert cupy_ops.relu_div_(z, 0.7) is z
+        assert_bitwise_equal(b, expected)
 
 
 def test_relu_div_divisor_errors(cuda):
