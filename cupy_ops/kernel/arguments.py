@@ -106,6 +106,14 @@ def kernel_pointer(kernel: str, pname: str, ctype: str, a, foreign=None):
             f"argument {pname!r} of kernel {kernel} must be contiguous (kernels see raw memory, not "
             f"strides); pass .contiguous()"
         )
+    if isinstance(a, torch.Tensor) and (a.is_neg() or a.is_conj()):
+        # torch's lazy negation / conjugation (z.conj().imag, z.conj()): the memory holds the
+        # values before it, which is what a kernel would read
+        bit, fix = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
+        raise ValueError(
+            f"argument {pname!r} of kernel {kernel} has its {bit} bit set (a lazy view: its memory "
+            f"holds the values before it); pass .{fix}()"
+        )
     return a
 
 

@@ -122,8 +122,9 @@ _FAST_SCALARS = ("i32", "i64", "f32", "f64")
 def fast(plan: list[Param], template: str | None, tensor: type = torch.Tensor):
     """``pack``'s common case, generated for one kernel as straight-line Python: ``fn(args)``
     returns ``pack``'s ``(device, dtype, values)`` where every pointer is a contiguous CUDA
-    ``torch.Tensor`` (not a subclass) of a dtype its type allows, all on one device, and every
-    scalar a Python ``int`` / ``float`` well inside its C type; None for anything else, which
+    ``torch.Tensor`` (not a subclass, no negative or conjugate bit) of a dtype its type allows,
+    all on one device, and every scalar a Python ``int`` / ``float`` well inside its C type;
+    None for anything else, which
     ``pack`` then checks (raising what is wrong). No loop over the parameters and no Python call
     per argument: a user's op launches a small kernel in a few microseconds, where these checks
     were the largest part (docs/design.md#host-cost). None where the plan has a kind it does
@@ -137,9 +138,12 @@ def fast(plan: list[Param], template: str | None, tensor: type = torch.Tensor):
     for i, (p, a) in enumerate(zip(plan, names)):
         if p.kind == "ptr":
             body.append(f"if {a}.__class__ is not Tensor or not {a}.is_cuda or not {a}.is_contiguous(): return None")
+            body.append(f"if {a}.is_neg(): return None")
             if p.pointees is not None:
                 env[f"P{i}"] = frozenset(p.pointees)
                 body.append(f"if {a}.dtype not in P{i}: return None")
+            if p.pointees is None or any(t.is_complex for t in p.pointees):  # (only complex has the bit)
+                body.append(f"if {a}.is_conj(): return None")
             if p.usize is not None:
                 body.append(f"if {a}.element_size() != {p.usize}: return None")
             if device is None:

@@ -242,6 +242,8 @@ class Op(Registration, Rules):
                 return self._call_special(args, i)
             if t.requires_grad:
                 grad = True
+            if t.is_neg():
+                return self.call(self._resolved(args))
         if dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or jit_tracing():
             return self._call_special(args, None)
         if grad and grad_enabled():
@@ -298,6 +300,16 @@ class Op(Registration, Rules):
             args = self._contiguous(args)
         self.launch(*args, out=out)
         return out
+
+    def _resolved(self, args):
+        """``args`` with torch's lazy negation resolved (``z.conj().imag``: memory holding the
+        values before it, which a kernel would read as they are), as torch's own ops resolve it
+        (differentiable: autograd sees ``resolve_neg``). A real tensor has no conjugate bit."""
+        for i in self._tensor_idx:
+            a = args[i]
+            if a is not None and a.is_neg():
+                args = args[:i] + (a.resolve_neg(),) + args[i + 1 :]
+        return args
 
     def _contiguous(self, args):
         # (a loop over the tensor slots, no generator: this runs on every eager call)
@@ -431,7 +443,10 @@ class Op(Registration, Rules):
     def _launch_into(self, args, out, ref) -> None:
         if self.check_devices:
             self._check_devices(args)
-        if out.dtype != ref.dtype:  # a ``cast_out`` op's wider out (checks.out_dtype): cast on the copy
+        args = self._resolved(args)
+        # a ``cast_out`` op's wider out (checks.out_dtype): cast on the copy; an ``out`` with the
+        # negative bit (a lazy view): copy_ writes through it, as torch's out= does
+        if out.dtype != ref.dtype or out.is_neg():
             out.copy_(self.impl(*args))
             return
         # computed aside, then copied, where the launcher cannot write ``out`` itself: ``out`` in a

@@ -221,6 +221,30 @@ def test_the_launch_runs_on_the_arrays_device(launches):
     assert launches[1][3] == (2.0, x.data_ptr(), y.data_ptr(), 8)
 
 
+def _on_1(t):
+    """``t`` (a view torch made of a stand-in, which comes back a plain tensor) as a stand-in on cuda:1."""
+    t = t.as_subclass(type(on(1)))
+    t.index = 1
+    return t
+
+
+def test_a_tensor_with_a_lazy_negation_or_conjugation_is_refused_naming_it(launches):
+    """A kernel reads memory: ``z.conj().imag`` holds its values negated there, ``z.conj()`` its
+    values unconjugated. Either is refused, naming the argument and the fix, never read as it is."""
+    k = cupy_ops.Kernel(AXPY, "axpy")
+    neg = _on_1(torch._neg_view(on(1)))
+    assert neg.is_neg() and neg.is_contiguous()
+    with pytest.raises(ValueError, match=r"argument 'x' of kernel axpy has its negative bit set .*\.resolve_neg\(\)"):
+        k(1.0, neg, on(1), 8, grid=1, block=8)
+    c = cupy_ops.Kernel("__global__ void c(const float2* z, int n) { }", "c")
+    conj = _on_1(on(1, dtype=torch.complex64).conj())
+    assert conj.is_conj()
+    with pytest.raises(ValueError, match=r"argument 'z' of kernel c has its conjugate bit set .*\.resolve_conj\(\)"):
+        c(conj, 8, grid=1, block=8)
+    assert launches == []
+    k(1.0, _on_1(neg.resolve_neg()), on(1), 8, grid=1, block=8)  # resolved: launched
+
+
 # --- arrays of other libraries --------------------------------------------------------------
 
 

@@ -39,6 +39,7 @@ def _ptrs():
         two[::2],  # not contiguous
         None,
         torch.zeros(8),  # a plain CPU tensor: not the stand-in class
+        torch._neg_view(on(0)).as_subclass(OnDevice),  # contiguous, its memory negated
     ]
 
 

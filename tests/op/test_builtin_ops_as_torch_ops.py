@@ -344,3 +344,46 @@ def test_fx_symbolic_trace_and_jit_trace_of_a_module_calling_the_builtins(cuda):
         for name in ("matmul", "relu_div", "relu", "linear_relu_div"):
             assert f"cupy_ops::{name}" in str(traced.graph), traced.graph
         assert_bitwise_equal(traced(x), m(x))
+
+
+def _negated_memory(t: torch.Tensor, dense: bool) -> torch.Tensor:
+    """A tensor holding ``t``'s values whose memory holds their negation: torch's lazy
+    negation, as ``z.conj().imag`` makes it (a view with gaps) or on a contiguous tensor
+    (``dense``: the bit no copy resolves on its way to a kernel)."""
+    x = torch._neg_view(-t) if dense else torch.complex(torch.zeros_like(t), -t).conj().imag
+    assert x.is_neg() and x.is_contiguous() == dense
+    return x
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["contiguous", "z.conj().imag"])
+def test_tensors_with_the_negative_bit_give_what_torch_gives(dense, cuda):
+    """Every built-in reads a negated view as torch does (a kernel sees memory: the bit is
+    resolved first), out of place, twice (the second call by signature), in place and out=
+    (written through the bit), and under autograd."""
+    g = torch.Generator(device=cuda).manual_seed(11)
+    x, w, b = (torch.randn(*s, device=cuda, generator=g) for s in ((64, 48), (32, 48), (32,)))
+    neg = [_negated_memory(t, dense) for t in (x, w, b)]
+    for _ in range(2):
+        assert_bitwise_equal(cupy_ops.relu(neg[0]), torch.relu(x))
+        assert_bitwise_equal(cupy_ops.relu_div(neg[0], 2.0), torch.relu(x) / 2.0)
+        assert_bitwise_equal(cupy_ops.matmul(neg[0], neg[1].t()), cupy_ops.matmul(x, w.t()))
+        assert_bitwise_equal(cupy_ops.linear_relu_div(*neg, 3.0), cupy_ops.linear_relu_div(x, w, b, 3.0))
+        assert_bitwise_equal(cupy_ops.linear(*neg), cupy_ops.linear(x, w, b))
+    y = _negated_memory(x.clone(), dense)
+    assert cupy_ops.relu_(y) is y and y.is_neg()
+    assert_bitwise_equal(y.resolve_neg(), torch.relu(x))
+    y = _negated_memory(x.clone(), dense)
+    cupy_ops.relu_div_(y, 4.0)
+    assert_bitwise_equal(y.resolve_neg(), torch.relu(x) / 4.0)
+    out = _negated_memory(torch.zeros_like(x), dense)
+    assert cupy_ops.relu(neg[0], out=out) is out and out.is_neg()
+    assert_bitwise_equal(out.resolve_neg(), torch.relu(x))
+
+    leaves = [t.clone().requires_grad_() for t in (x, w, b)]
+    ours = cupy_ops.linear_relu_div(*[_negated_memory(t, dense) for t in leaves], 3.0)
+    ours.square().sum().backward()
+    got = [t.grad for t in leaves]
+    leaves = [t.clone().requires_grad_() for t in (x, w, b)]
+    cupy_ops.linear_relu_div(*leaves, 3.0).square().sum().backward()
+    for a, e in zip(got, (t.grad for t in leaves)):
+        assert_bitwise_equal(a, e)

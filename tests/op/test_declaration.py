@@ -538,3 +538,49 @@ def test_a_declared_op_is_found_by_its_name():
     assert cupy_ops.Op.declared("cupy_ops::matmul").qualname == "cupy_ops::matmul"
     with pytest.raises(KeyError, match=r"no op 'cputest::nothing' is declared.*cputest::scale"):
         cupy_ops.Op.declared("cputest::nothing")
+
+
+def _raw(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s memory as a kernel reads it: the same storage, offset and strides, no lazy bits."""
+    return torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+
+
+def _raw_scale(x: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+    _raw(out).copy_(_raw(x) * s)  # reads and writes memory, as a kernel does
+
+
+raw_scale = cupy_ops.op("cputest::raw_scale", output=cupy_ops.like("x"), inplace="x", check_devices=False)(_raw_scale)
+
+
+def _negative_view(values: torch.Tensor, dense: bool = True) -> torch.Tensor:
+    """A tensor holding ``values`` whose memory holds their negation: torch's lazy negation,
+    as ``z.conj().imag`` makes it (a view with gaps; ``dense``: the same bit on a contiguous
+    tensor, which no copy resolves on its way to a launcher)."""
+    if dense:
+        x = torch._neg_view(-values)
+    else:
+        x = torch.complex(torch.zeros_like(values), -values).conj().imag
+    assert x.is_neg() and torch.equal(x, values) and x.is_contiguous() == dense
+    return x
+
+
+def test_a_tensor_with_the_negative_bit_is_read_as_torch_reads_it():
+    """``z.conj().imag`` holds its values negated in memory; a launcher reads memory, so the op
+    layer resolves the bit first, as torch's ops do: out of place, in place and ``out=`` (the
+    bit on ``out`` itself: written through it), and through ``torch.ops``."""
+    values = torch.randn(33, generator=torch.Generator().manual_seed(3))
+    want = values * 2.5
+    assert torch.equal(raw_scale(_negative_view(values), 2.5), want)
+    assert torch.equal(raw_scale(_negative_view(values, dense=False), 2.5), want)
+    assert torch.equal(torch.ops.cputest.raw_scale(_negative_view(values), 2.5), want)
+
+    x = _negative_view(values)
+    got = raw_scale.call_inplace((x, 2.5))
+    assert got is x and x.is_neg() and torch.equal(x, want)
+
+    out = _negative_view(torch.zeros(33))
+    raw_scale(values, 2.5, out=out)
+    assert out.is_neg() and torch.equal(out, want)
+    out = _negative_view(torch.zeros(33))
+    raw_scale(_negative_view(values), 2.5, out=out)
+    assert torch.equal(out, want)
