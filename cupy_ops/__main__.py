@@ -339,9 +339,13 @@ def _compile_epilogues(paths, archs) -> int:
                     if r.skipped:
                         continue
                     total += 1
-                    print(f"  {r.expr:<72} {r.arch:<7} {'ok' if r.ok else 'FAILED'}", flush=True)
-                    if not r.ok:
+                    if r.ok:  # what a slow epilogue shows first: registers and spills
+                        spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
+                        line = f"  {r.expr:<72} {r.arch:<7} ok     regs {r.registers:>3}  spill st/ld {spill}"
+                        print(line, flush=True)
+                    else:
                         failures += 1
+                        print(f"  {r.expr:<72} {r.arch:<7} FAILED", flush=True)
                         print(r.log.strip(), file=sys.stderr)
     print(f"{total - failures} of {total} GEMM kernels compiled with the epilogues in {time.perf_counter() - t0:.1f} s")
     return 1 if failures else 0
