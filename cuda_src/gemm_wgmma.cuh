@@ -35,6 +35,7 @@
 // every k-tile (kwg_reduce), and SINGLE, the plain kernel's tiles.
 #pragma once
 #include "common.cuh"
+#include "gemm_epilogue.cuh"   // Cols, shfl_col: a column's parameters, read before the store
 #include "wgmma_ops.cuh"
 
 // WG_BM, WG_THREADS and WG_SMEM_BYTES come from the host (cupy_ops/ops/gemm_plan.py), which
@@ -181,33 +182,37 @@ __device__ __forceinline__ void store_pair(typename Traits<T>::Bits* row, int n,
 // the 2 x 16 loads of a round were issued a few at a time, each batch waited on before the next
 // (the accumulators leave ptxas no registers to keep more in flight): the fused epilogue took
 // ~10 us per 128x256 tile, the fused bf16 layer 0.91x of the plain product (H100).
-template <int BN> struct EpiShare {
+// A column's parameters are the epilogue's Col: its bias (a float), or every value a user
+// epilogue reads of that column (Cols), all loaded here and none by apply.
+template <int BN, class Col> struct EpiShare {
   static_assert(BN % 64 == 0, "whole words of 32 column pairs");
   static constexpr int WORDS = BN / 64;
-  float v[WORDS][2];
+  Col v[WORDS][2];
 };
 template <int BN, class Epi>
-__device__ __forceinline__ void epi_load(EpiShare<BN>& sh, const Epi& epi, int n0, int N, int lane) {
+__device__ __forceinline__ void epi_load(EpiShare<BN, typename Epi::Col>& sh, const Epi& epi, int n0, int N, int lane) {
+  typedef typename Epi::Col Col;
 #pragma unroll
-  for (int w = 0; w < EpiShare<BN>::WORDS; ++w) {
+  for (int w = 0; w < EpiShare<BN, Col>::WORDS; ++w) {
     const int c = n0 + 2 * (lane + 32 * w);
-    sh.v[w][0] = Epi::COLUMNS && c < N ? epi.column(c) : 0.f;
-    sh.v[w][1] = Epi::COLUMNS && c + 1 < N ? epi.column(c + 1) : 0.f;
+    sh.v[w][0] = Epi::COLUMNS && c < N ? epi.column(c) : Col();
+    sh.v[w][1] = Epi::COLUMNS && c + 1 < N ? epi.column(c + 1) : Col();
   }
 }
 // col[j][e]: the parameter of column 8 (j0 + j) + 2 t + e of the tile (t = lane % 4: the
 // fragment's column pair), j < J: pair 4 (j0 + j) + t, word (j0 + j) / 8 of lane (4 (j0 + j) + t) % 32.
 template <int J, int BN, class Epi>
-__device__ __forceinline__ void epi_columns(float (*col)[2], const EpiShare<BN>& sh, int j0, int lane) {
+__device__ __forceinline__ void epi_columns(typename Epi::Col (*col)[2], const EpiShare<BN, typename Epi::Col>& sh,
+                                            int j0, int lane) {
   static_assert(J % 8 == 0, "whole words");
   const int t = lane & 3;
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     if constexpr (Epi::COLUMNS) {
-      col[j][0] = __shfl_sync(0xffffffffu, sh.v[(j0 + j) / 8][0], (4 * (j0 + j) + t) & 31);
-      col[j][1] = __shfl_sync(0xffffffffu, sh.v[(j0 + j) / 8][1], (4 * (j0 + j) + t) & 31);
+      col[j][0] = shfl_col(sh.v[(j0 + j) / 8][0], (4 * (j0 + j) + t) & 31);
+      col[j][1] = shfl_col(sh.v[(j0 + j) / 8][1], (4 * (j0 + j) + t) & 31);
     } else {
-      col[j][0] = col[j][1] = 0.f;
+      col[j][0] = col[j][1] = typename Epi::Col();
     }
   }
 }
@@ -222,11 +227,11 @@ __device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<
   static_assert(BN % 64 == 0, "whole rounds of 64 columns");
   const int g = lane >> 2, t = lane & 3;
   const bool paired = (ldc & 1) == 0;
-  EpiShare<BN> sh;
+  EpiShare<BN, typename Epi::Col> sh;
   epi_load<BN>(sh, epi, n0, N, lane);
 #pragma unroll
   for (int r0 = 0; r0 < BN / 8; r0 += 8) {
-    float col[8][2];
+    typename Epi::Col col[8][2];
     epi_columns<8, BN, Epi>(col, sh, r0, lane);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -254,7 +259,8 @@ __device__ __forceinline__ void wg_store_tile(const float* acc, typename Traits<
 template <class Out, int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename Traits<Out>::Bits* __restrict__ C,
                                                      i64 ldc, int M, int N, int m0, int n0, int warp, int lane,
-                                                     u32 buf, const Epi& epi, const EpiShare<BN>& sh) {
+                                                     u32 buf, const Epi& epi,
+                                                     const EpiShare<BN, typename Epi::Col>& sh) {
   typedef typename Traits<Out>::Bits Bits;
   constexpr int ES = (int)sizeof(Bits), PER16 = 16 / ES;                 // bytes, elements per 16-byte unit
   constexpr int CW = (256 / ES < BN) ? 256 / ES : BN, CHUNKS = BN / CW;  // columns per chunk, chunks
@@ -263,7 +269,7 @@ __device__ __forceinline__ void wg_store_tile_staged(const float* acc, typename 
   const bool vec = ((reinterpret_cast<u64>(C) | (u64)(ldc * ES)) & 15) == 0;
 #pragma unroll
   for (int ch = 0; ch < CHUNKS; ++ch) {
-    float col[CW / 8][2];   // the chunk's columns' epilogue parameters, loaded before its stores
+    typename Epi::Col col[CW / 8][2];   // the chunk's columns' epilogue parameters, loaded before its stores
     epi_columns<CW / 8, BN, Epi>(col, sh, ch * (CW / 8), lane);
     __syncwarp();   // the previous chunk's reads are done
 #pragma unroll
@@ -335,7 +341,8 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // loop); before the buffer is written again lane 0 waits until the TMA has read it.
 template <class Out, int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap* cmap, int m0, int n0, int lane,
-                                                  u32 buf, const Epi& epi, const EpiShare<BN>& sh) {
+                                                  u32 buf, const Epi& epi,
+                                                  const EpiShare<BN, typename Epi::Col>& sh) {
   typedef typename Traits<Out>::Bits Bits;
   constexpr int ES = (int)sizeof(Bits), BOXC = 128 / ES;   // bytes per element, columns per box
   constexpr int BOXES = BN / BOXC, PER_ROUND = BOXES < 2 ? BOXES : 2;
@@ -343,7 +350,7 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int b0 = 0; b0 < BOXES; b0 += PER_ROUND) {
-    float col[PER_ROUND * BOXC / 8][2];   // the round's columns' epilogue parameters, before its stores
+    typename Epi::Col col[PER_ROUND * BOXC / 8][2];   // the round's columns' epilogue parameters, before its stores
     epi_columns<PER_ROUND * BOXC / 8, BN, Epi>(col, sh, b0 * (BOXC / 8), lane);
     if (lane == 0) bulk_wait_read();   // the buffer's previous stores (this tile's or the last one's)
     __syncwarp();
@@ -352,7 +359,7 @@ __device__ __forceinline__ void wg_store_tile_tma(const float* acc, const TmaMap
 #pragma unroll
       for (int jl = 0; jl < BOXC / 8; ++jl) {
         const int j = (b0 + bi) * (BOXC / 8) + jl;
-        const float* cj = col[bi * (BOXC / 8) + jl];
+        const typename Epi::Col* cj = col[bi * (BOXC / 8) + jl];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = g + 8 * h, byte = (8 * jl + 2 * t) * ES;
@@ -442,7 +449,7 @@ __device__ __forceinline__ void warpgroup_sync(int c) {
 template <int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const TmaMap* cmap, int n0, int m0, int c,
                                                        int warp, int lane, u32 buf, const Epi& epi,
-                                                       const SwapRows& rows, const float (&rowp)[2]) {
+                                                       const SwapRows& rows, const typename Epi::Col (&rowp)[2]) {
   static_assert(BN % 64 == 0, "whole pairs of rounds (the buffers alternate; a tile leaves the first one next)");
   static_assert(WG_EPI_BYTES / 2 == 2 * 2 * WG_SWAP_BOX_BYTES, "two rounds' buffers per consumer warpgroup");
   const int t = lane & 3;
@@ -491,7 +498,7 @@ __device__ __forceinline__ void wg_store_tile_t(const float* acc, typename Trait
   for (int i = 0; i < 2; ++i) {
     const int n = n0 + rows.nloc[i];
     if (n >= kM) continue;
-    const float p = Epi::COLUMNS ? epi.column(n) : 0.f;
+    const typename Epi::Col p = Epi::COLUMNS ? epi.column(n) : typename Epi::Col();
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
@@ -804,11 +811,11 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
       }
       for (; kt < ktiles; ++kt) ktile(acc, kt, fr0);
       if constexpr (SWAP) {
-        float rowp[2];   // the epilogue parameters of this thread's two rows (C columns)
+        typename Epi::Col rowp[2];   // the epilogue parameters of this thread's two rows (C columns)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           const int n = m0 + c * 64 + rows.nloc[i];
-          rowp[i] = Epi::COLUMNS && n < M ? epi.column(n) : 0.f;
+          rowp[i] = Epi::COLUMNS && n < M ? epi.column(n) : typename Epi::Col();
         }
         wgmma_wait<0>();
         acc_fence<BN / 2>(acc);
@@ -817,7 +824,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
                                     rowp);
       } else {
         const u32 buf = epi_buf + (c * 4 + warp) * 4096;
-        EpiShare<BN> sh;   // loaded while the last k-tile's wgmmas run
+        EpiShare<BN, typename Epi::Col> sh;   // loaded while the last k-tile's wgmmas run
         epi_load<BN>(sh, epi, n0, N, lane);
         wgmma_wait<0>();
         acc_fence<BN / 2>(acc);

@@ -54,6 +54,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RESERVED = frozenset(
     {"x", "weight", "bias", "algo", "out", "epilogue", "reduce", "v", "m", "n", "M", "N", "a", "b", "dy", "dy_ld"}
     | {"T", "Acc", "Bits", "acc_t", "i64", "round_out", "column", "apply", "grad", "Epilogue", "EpiArgs"}
+    | {"Col", "Cols", "cols"}
 )
 _user: dict[str, Epilogue] = {}  # tag -> its declaration (the gradient's tag too)
 _SIGNATURE = r"\b{name}\s*\(([^()]*)\)\s*(?:const\s*)?\{{"
@@ -117,16 +118,28 @@ class Epilogue:
                     members.append(f"i64 {n}_ld;")
                     init.append(f"{n}_ld(a.ld[{slot[n]}])")
                     call.append(f"to_acc<T>({n}[m * {n}_ld + n])")
+                elif n in self.columns:  # read by column(n) with the bias: Col's value 1, 2, ...
+                    call.append(f"cols.v[{1 + self.columns.index(n)}]")
                 else:
-                    call.append(f"to_acc<T>({n}[{'n' if n in self.columns else 'm'}])")
+                    call.append(f"to_acc<T>({n}[m])")
         dy = len(self.pointers) + 1
         label = self.name.replace("\\", "/").replace('"', "'")
         derivative = (
             f'#line 1 "<epilogue {label}: derivative>"\n{self.derivative}\n' if self.derivative is not None else ""
         )
 
+        ncol = len(self.columns)
+        if ncol:  # the bias and the columns, read together (gemm_epilogue.cuh Cols)
+            col_type = f"Cols<Acc, {1 + ncol}>"
+            reads = "".join(f" cols.v[{1 + i}] = to_acc<T>({n}[n]);" for i, n in enumerate(self.columns))
+            column = f"{{ Col cols; cols.v[0] = linear_bias<T>(bias, n);{reads} return cols; }}"
+            bias = "cols.v[0]"
+        else:
+            col_type, column, bias = "Acc", "{ return linear_bias<T>(bias, n); }", "cols"
+
         def specialization(tag: str, body: str, extra_members=(), extra_init=(), reads=True) -> str:
-            # an epilogue that reads no tensor needs no bounds: values past C's edge are not stored
+            # what apply reads itself (rows, tensors) needs bounds; columns come in by column(n),
+            # for n < N only; values past C's edge are not stored
             guard = "if (m >= M || n >= N) return v;   // past C's edge, never stored: nothing to read" if reads else ""
             ms = "\n  ".join(list(members) + list(extra_members))
             ini = ", ".join(["bias(b)", *init, *extra_init, "M(a.M)", "N(a.N)"])
@@ -134,14 +147,15 @@ class Epilogue:
 template <class T> struct Epilogue<T, {tag}> {{
   typedef typename Traits<T>::Acc Acc;
   typedef typename Traits<T>::Bits Bits;
+  typedef {col_type} Col;
   static constexpr bool COLUMNS = true;
   const void* bias;
   {ms}
   i64 M, N;
   __device__ __forceinline__ Epilogue(const void* b, double s, const EpiArgs& a) : {ini} {{}}
-  __device__ __forceinline__ Acc column(i64 n) const {{ return linear_bias<T>(bias, n); }}
-  __device__ __forceinline__ Acc apply(Acc v, Acc b, i64 m, i64 n) const {{
-    v = linear_out<T>(v, b);
+  __device__ __forceinline__ Col column(i64 n) const {column}
+  __device__ __forceinline__ Acc apply(Acc v, const Col& cols, i64 m, i64 n) const {{
+    v = linear_out<T>(v, {bias});
     {guard}
     {body}
   }}
@@ -166,7 +180,7 @@ template <class T> struct {fn} {{
 {self.code}
 {derivative}#line 1 "<epilogue {label}: generated>"
 }};
-{specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.pointers))}
+{specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.rows or self.tensors))}
 """
         if self.derivative is not None:
             text += specialization(

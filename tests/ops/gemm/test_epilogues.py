@@ -2,6 +2,7 @@
 every GEMM kernel template compiled with a user epilogue (and its gradient) by NVRTC, and
 ``python -m cupy_ops compile FILE.py``."""
 
+import re
 import struct
 
 import pytest
@@ -135,6 +136,26 @@ def test_a_user_epilogue_compiles_into_every_gemm_kernel_template():
         assert {e.tag in r.expr for r in ran} == {True} and any(r.expr.endswith("_grad>") for r in ran)
 
 
+def test_columns_of_any_name_compile_into_the_hopper_kernels():
+    """Columns are read with the bias ahead of the store (gemm_epilogue.cuh Cols) under names of
+    the generated code's own: a user's column named ``c`` or ``s``, two of them with a row,
+    compile into every Hopper kernel template (``c`` once clashed with a local)."""
+    need_nvrtc()
+    e = cupy_ops.epilogue(
+        "__device__ acc_t apply(acc_t v, acc_t c, acc_t s, acc_t r) { return round_out(v + c) * s + r; }",
+        columns=("c", "s"),
+        rows=("r",),
+        name="two_columns",
+    )
+    kernels = [k for k in gemm.planner.epilogue_kernels(e) if k.name.startswith(("gemm_wgmma", "gemm_fp16x3"))]
+    assert kernels
+    results = [r for k in kernels for r in k.compile_offline("sm_90")]
+    assert all(r.ok for r in results), [r.log for r in results if not r.ok]
+    assert "Cols<Acc, 3>" in e.cuda() and "(m >= M || n >= N)" in e.cuda()  # rows: apply's own bound
+    alone = cupy_ops.epilogue("__device__ acc_t apply(acc_t v, acc_t c) { return v + c; }", columns=("c",), name="col")
+    assert "(m >= M || n >= N)" not in alone.cuda().split("_grad")[0]  # columns alone: read ahead, no bound
+
+
 def test_compile_a_file_of_epilogues(tmp_path, capsys):
     need_nvrtc()
     good = tmp_path / "good.py"
@@ -142,7 +163,8 @@ def test_compile_a_file_of_epilogues(tmp_path, capsys):
         "import cupy_ops\nE = cupy_ops.epilogue('__device__ acc_t apply(acc_t v) { return v * v; }', name='square')\n"
     )
     assert main(["compile", str(good), "--arch", "sm_80"]) == 0
-    assert "epilogue square" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "epilogue square" in out and re.search(r"gemm_simt<.*sm_80\s+ok\s+regs\s+\d+\s+spill st/ld \d+/\d+", out)
     bad = tmp_path / "bad.py"
     bad.write_text(
         "import cupy_ops\nE = cupy_ops.epilogue('__device__ acc_t apply(acc_t v) { return v * w; }', name='broken')\n"
