@@ -450,14 +450,18 @@ class Op(Registration, Rules):
             out.copy_(self.impl(*args))
             return
         # computed aside, then copied, where the launcher cannot write ``out`` itself: ``out`` in a
-        # layout it does not take, or over an input of a kernel that reads other elements than
-        # the one it writes (a GEMM's tiles; torch's mm out= over an input gives wrong values,
-        # pytorch#13892)
+        # layout it does not take; or, for a kernel that is not elementwise, ``out`` off 16 bytes
+        # (a GEMM's vector and TMA stores take a fresh tensor's alignment: a misaligned store
+        # faults) or over an input of a kernel that reads other elements than the one it writes
+        # (a GEMM's tiles; torch's mm out= over an input gives wrong values, pytorch#13892)
         aside = not (
             self.any_out_layout or (out.is_contiguous() and ref.is_contiguous()) or out.stride() == ref.stride()
         ) or (
             not self.elementwise
-            and any(isinstance(args[i], Tensor) and checks.shares_memory(out, args[i]) for i in self._tensor_idx)
+            and (
+                out.data_ptr() & 15
+                or any(isinstance(args[i], Tensor) and checks.shares_memory(out, args[i]) for i in self._tensor_idx)
+            )
         )
         if aside:
             out.copy_(self.impl(*args))

@@ -99,7 +99,7 @@ def relu_div(x: torch.Tensor, divisor, *, out: torch.Tensor | None = None) -> to
 def _tensor_divisor(x, d, out):
     """relu(x) / d for a divisor tensor: fused (true division by a GPU divisor, torch's
     reciprocal of a CPU one) where nothing is recorded, else torch's division of our relu."""
-    if _is_compiling() or not plain_eager((x, d)) or needs_grad((x, d, out)):
+    if _is_compiling() or not plain_eager((x, d, out)) or needs_grad((x, d, out)):
         return relu(x) / d if out is None else torch.div(relu(x), d, out=out)
     device = checks.cuda_tensor("x", x)
     checks.divisor(d, device)

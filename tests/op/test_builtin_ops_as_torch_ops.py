@@ -378,6 +378,16 @@ def test_tensors_with_the_negative_bit_give_what_torch_gives(dense, cuda):
     out = _negated_memory(torch.zeros_like(x), dense)
     assert cupy_ops.relu(neg[0], out=out) is out and out.is_neg()
     assert_bitwise_equal(out.resolve_neg(), torch.relu(x))
+    # a divisor tensor (its own fused path): negated itself, or dividing a negated x or out
+    two = torch.tensor(2.0, device=cuda)
+    for d in (_negated_memory(two.reshape(1), True).reshape(()), two, two.cpu()):
+        assert_bitwise_equal(cupy_ops.relu_div(neg[0], d), torch.relu(x) / d)
+        out = _negated_memory(torch.zeros_like(x), dense)
+        cupy_ops.relu_div(neg[0], d, out=out)
+        assert_bitwise_equal(out.resolve_neg(), torch.relu(x) / d)
+        y = _negated_memory(x.clone(), dense)
+        cupy_ops.relu_div_(y, d)
+        assert_bitwise_equal(y.resolve_neg(), torch.relu(x) / d)
 
     leaves = [t.clone().requires_grad_() for t in (x, w, b)]
     ours = cupy_ops.linear_relu_div(*[_negated_memory(t, dense) for t in leaves], 3.0)

@@ -584,3 +584,39 @@ def test_a_tensor_with_the_negative_bit_is_read_as_torch_reads_it():
     out = _negative_view(torch.zeros(33))
     raw_scale(_negative_view(values), 2.5, out=out)
     assert torch.equal(out, want)
+
+
+def _aligned_store(x: torch.Tensor, *, out: torch.Tensor) -> None:
+    # stands for a GEMM's vector and TMA stores, which fault on an address off 16 bytes
+    if out.data_ptr() % 16:
+        raise AssertionError(f"the launcher was given an out at {out.data_ptr() % 16} bytes past 16")
+    out.copy_(x + 1)
+
+
+aligned = cupy_ops.op("cputest::aligned", output=cupy_ops.like("x"), check_devices=False)(_aligned_store)
+
+
+def test_an_out_off_16_bytes_is_written_through_a_fresh_tensor_for_a_kernel_that_is_not_elementwise():
+    """``out=`` a view off 16 bytes (``buf[1:]``): a launcher that is not elementwise gets a
+    fresh (aligned) output and the result is copied in, through ``Op.__call__`` and
+    ``torch.ops``; an aligned ``out`` is written directly."""
+    x = torch.randn(64)
+    buf = torch.zeros(65)
+    out = buf[1:]
+    assert aligned(x, out=out) is out and torch.equal(out, x + 1)
+    out.zero_()
+    torch.ops.cputest.aligned_out(out, x)
+    assert torch.equal(out, x + 1)
+    direct = torch.zeros(64)
+    assert aligned(x, out=direct) is direct and torch.equal(direct, x + 1)
+
+
+def test_a_negated_tensor_is_not_plain_eager():
+    """``plain_eager`` answers whether a kernel may read a call's tensors as they are: not one
+    with torch's lazy negation (its memory holds the values negated)."""
+    from cupy_ops.op import plain_eager
+
+    t = torch.randn(4)
+    assert plain_eager((t, None, 2.0))
+    assert not plain_eager((t, torch._neg_view(t)))
+    assert plain_eager((torch._neg_view(t).resolve_neg(),))

@@ -8,7 +8,7 @@ import torch
 
 import cupy_ops
 
-from conftest import assert_bitwise_equal
+from conftest import HOPPER, assert_bitwise_equal
 
 pytestmark = pytest.mark.gpu
 PARTIAL = "some elements of the input tensor and the written-to tensor refer to a single memory location"
@@ -235,3 +235,28 @@ def test_out_and_in_place_under_autocast_compute_in_the_dtypes_given_as_torchs_d
     for t, w in ((x, want), (out, want), (m, matmul_want)):
         assert t.dtype == torch.float32
         assert_bitwise_equal(t, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_gemm_out_off_16_bytes_gets_what_a_fresh_output_gets(dtype, cuda):
+    """``out=`` a contiguous view off 16 bytes (``buf[1:]``) for every GEMM family: the values of
+    a fresh output, no misaligned store (a fault that would end the process's CUDA context)."""
+    matmul = cupy_ops.Op.declared("cupy_ops::matmul")
+    g = torch.Generator(device=cuda).manual_seed(2)
+    a, b = (torch.randn(*s, device=cuda, generator=g).to(dtype) for s in ((96, 64), (64, 128)))
+    algos = ["auto", "accurate", "naive"] + (["wgmma"] if HOPPER else [])
+    if dtype == torch.float32:
+        algos += ["simt"] + (["tf32x3", "fp16x3"] if HOPPER else [])
+    for algo in algos:
+        buf = torch.zeros(96 * 128 + 1, device=cuda, dtype=dtype)
+        out = buf[1:].view(96, 128)
+        assert out.data_ptr() % 16
+        assert matmul(a, b, algo, out=out) is out
+        torch.ops.cupy_ops.matmul_out(out, a, b, algo)
+        assert_bitwise_equal(out, cupy_ops.matmul(a, b, algo=algo))
+    w, bias = b.t().contiguous(), torch.randn(128, device=cuda, generator=g).to(dtype)
+    layer = cupy_ops.Op.declared("cupy_ops::linear_relu_div")
+    out = torch.zeros(96 * 128 + 1, device=cuda, dtype=dtype)[1:].view(96, 128)
+    assert layer(a, w, bias, 3.0, "auto", out=out) is out
+    assert_bitwise_equal(out, cupy_ops.linear_relu_div(a, w, bias, 3.0))
+    torch.cuda.synchronize()
