@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -266,7 +267,9 @@ class Autotuned:
     def tune(self, *args, force: bool = False) -> Choice:
         """Choose the configuration for ``args``' shape key: from the disk cache when an
         earlier process tuned it on this GPU, driver and NVRTC (unless ``force``), else by
-        pruning and timing (the kernel runs on ``args`` many times: outputs are overwritten).
+        pruning and timing (the kernel runs on ``args`` many times; the arrays at its pointers
+        to non-const, which it may write, are copied first and put back after, so the call
+        that tunes computes what any other does).
         Raises ``RuntimeError`` when every configuration was pruned or failed."""
         key, device = self.key(*args), _device_of(args)
         with self._lock:  # kept per device too: one process may hold two kinds of GPU
@@ -308,6 +311,16 @@ class Autotuned:
         return trials
 
     def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
+        # the arrays the kernel may write, as they were: tuning launches it many times on them
+        # (an accumulating kernel, y += x, would add each run), so they are put back after
+        saved = [(a, a.clone()) for a in writable(self.kernel(0), args)]
+        try:
+            return self._tune_trials(args, key, device, env)
+        finally:
+            for a, before in saved:
+                a.copy_(before)
+
+    def _tune_trials(self, args, key: str, device: int, env: Environment) -> Choice:
         vkey = self.kernel(0).variant_key(*args)
         show = _Progress(self.name, key, len(self.configs)) if self.progress else None
         if env.arch.startswith("sm_"):
@@ -351,6 +364,25 @@ class Autotuned:
 
     def __repr__(self) -> str:
         return f"cupy_ops.autotune({self.name!r}, {len(self.configs)} configurations)"
+
+
+def pointee_is_const(ctype: str) -> bool:
+    """Whether a pointer parameter's C type points at const data (``const float*``, ``float
+    const* __restrict__``; not ``float* const``, a const pointer to data it may write)."""
+    return "const" in re.findall(r"\w+", ctype.rsplit("*", 1)[0])
+
+
+def writable(kernel: Kernel, args) -> list[torch.Tensor]:
+    """The arrays among ``args`` that ``kernel`` may write (at pointers to non-const), each as a
+    torch tensor over its memory (another library's CUDA array viewed, not copied)."""
+    out = []
+    for p, a in zip(kernel._arg_plan(), args):
+        if p.kind != "ptr" or a is None or pointee_is_const(p.ctype):
+            continue
+        if not isinstance(a, torch.Tensor):
+            a = torch.from_dlpack(a) if hasattr(a, "__dlpack__") else torch.as_tensor(a)  # its own device
+        out.append(a)
+    return out
 
 
 def _first_launch(fn) -> None:

@@ -219,6 +219,29 @@ def test_spilling_and_oversized_configurations_are_pruned_before_timing(cache_di
     assert table.count("pruned: ") == 3
 
 
+def test_tuning_puts_back_the_arrays_the_kernel_may_write(cache_dir, fake_gpu, monkeypatch):
+    """Tuning launches the kernel many times on the call's own arrays, so an accumulating
+    kernel (y += x) would add once a run: the arrays at pointers to non-const (y) are copied
+    first and put back after, the const ones (x) not copied at all."""
+    x, y, s, n = args()
+    y.fill_(3.0)
+    before = y.clone()
+
+    def time_fns(fns, device, runs):  # the timed runs write y, as the kernel would
+        y.add_(1.0)
+        return {i: 5.0 for i in fns}
+
+    monkeypatch.setattr(tuner, "_time", time_fns)
+    t = cupy_ops.autotune(
+        SOURCE, "scale", [cupy_ops.Config(block=128, defines={"ITEMS": 1})], grid=grid, progress=False
+    )
+    assert t.tune(x, y, s, n).origin == "timed"
+    assert torch.equal(y, before)
+    assert [a is y for a in tuner.writable(t.kernel(0), (x, y, s, n))] == [True]
+    assert tuner.pointee_is_const("const float* __restrict__") and tuner.pointee_is_const("float const*")
+    assert not tuner.pointee_is_const("float* const") and not tuner.pointee_is_const("T* __restrict__")
+
+
 def test_every_configuration_pruned_is_an_error_naming_each_reason(cache_dir, fake_gpu):
     cs = [cupy_ops.Config(block=256, defines={"ITEMS": 1}, shared_mem=300_000)]
     t = cupy_ops.autotune(SOURCE, "scale", cs, grid=grid, progress=False)

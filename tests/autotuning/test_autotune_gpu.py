@@ -118,3 +118,31 @@ def test_the_estimate_prunes_what_the_driver_would_not_run(cuda, cache_dir):
     x = torch.randn(4096, device=cuda)
     choice = t.tune(x, torch.empty_like(x), 1.0, x.numel())
     assert choice.index == 1 and "shared memory" in choice.trials[0]["pruned"] and t.timings == 1
+
+
+ACCUMULATE = r"""
+extern "C" __global__ void accumulate(const float* x, float* y, int n) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * ITEMS;
+  for (int j = 0; j < ITEMS; ++j)
+    if (i + j < n) y[i + j] += x[i + j];
+}
+"""
+
+
+@pytest.mark.gpu
+def test_the_call_that_tunes_an_accumulating_kernel_adds_once(cuda, cache_dir):
+    """y += x, tuned on its first call's own arrays: every timed run adds to y, so tuning puts
+    y back before the call's launch, which then adds x once (the sum torch computes)."""
+    configs = [cupy_ops.Config(block=b, defines={"ITEMS": k}) for b in (128, 256) for k in (1, 4)]
+    t = cupy_ops.autotune(
+        ACCUMULATE, "accumulate", configs, grid=lambda cfg, x, y, n: cupy_ops.cdiv(n, cfg.threads * cfg["ITEMS"]),
+        runs=5, progress=False,
+    )  # fmt: skip
+    x = torch.randn(1 << 20, device=cuda)
+    y = torch.randn(1 << 20, device=cuda)
+    expected = y + x
+    t(x, y, x.numel())
+    assert t.timings == len(configs)  # it was tuned by this call
+    assert torch.equal(y, expected)
+    t(x, y, x.numel())  # tuned: one launch
+    assert torch.equal(y, expected + x)
