@@ -147,6 +147,7 @@ _lock = threading.RLock()
 _driver = None  # cupy_backends' driver binding, bound with the first handle
 _driver_launch = None
 _memset_async = None
+_memcpy_async = None
 _DriverError = Exception
 _several_devices = True  # with one GPU every tensor is on the current device: skip the check
 
@@ -177,7 +178,7 @@ def driver():
 
 
 def _bind_driver() -> None:
-    global _driver, _driver_launch, _memset_async, _DriverError, _several_devices
+    global _driver, _driver_launch, _memset_async, _memcpy_async, _DriverError, _several_devices
     if _driver is None:
         compiler.import_cupy()
         from cupy_backends.cuda.api import driver, runtime
@@ -186,6 +187,7 @@ def _bind_driver() -> None:
         _DriverError = driver.CUDADriverError
         _driver_launch = driver.launchKernel
         _memset_async = runtime.memsetAsync
+        _memcpy_async = lambda dst, src, n, stream: runtime.memcpyAsync(dst, src, n, runtime.memcpyDefault, stream)  # noqa: E731
         _driver = driver
 
 
@@ -349,6 +351,18 @@ def memset(device: int, ptr: int, nbytes: int) -> None:
             return memset(device, ptr, nbytes)
     if nbytes > 0:
         _memset_async(ptr, 0, nbytes, _raw_stream(device))
+
+
+def memcpy(device: int, dst: int, src: int, nbytes: int) -> None:
+    """Copy ``nbytes`` bytes from device address ``src`` to ``dst`` on torch's current stream of
+    ``device``: one cudaMemcpyAsync, no tensor (memory of another library's array alike)."""
+    if _memcpy_async is None:
+        _bind_driver()
+    if _several_devices and _get_device() != device:
+        with torch.cuda.device(device):
+            return memcpy(device, dst, src, nbytes)
+    if nbytes > 0:
+        _memcpy_async(dst, src, nbytes, _raw_stream(device))
 
 
 def _launch_params(h: KernelHandle, grid, block, params: int, shared_mem: int, stream: int, cluster, cooperative):

@@ -2,6 +2,7 @@
 alike."""
 
 import contextlib
+import ctypes
 
 import pytest
 import torch
@@ -75,3 +76,16 @@ def test_memset_zeroes_on_torchs_current_stream_of_the_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device", device)
     launch.memset(1, 8192, 4)
     assert devices == [1] and calls[-1] == (8192, 0, 4, 1001) and current == [0]
+
+
+def test_memcpy_copies_on_torchs_current_stream_of_the_device(monkeypatch):
+    """``launch.memcpy`` is one cudaMemcpyAsync (any direction) on torch's current stream of the
+    device, none for no bytes; the runtime stubbed, the copy done on host memory."""
+    monkeypatch.setattr(launch, "_memcpy_async", lambda dst, src, n, stream: ctypes.memmove(dst, src, n) and None)
+    streams = []
+    monkeypatch.setattr(launch, "_raw_stream", lambda device: streams.append(device) or 1000 + device)
+    monkeypatch.setattr(launch, "_several_devices", False)
+    src, dst = torch.arange(8, dtype=torch.uint8), torch.zeros(8, dtype=torch.uint8)
+    launch.memcpy(0, dst.data_ptr(), src.data_ptr(), 5)
+    launch.memcpy(0, dst.data_ptr(), src.data_ptr(), 0)
+    assert dst.tolist() == [0, 1, 2, 3, 4, 0, 0, 0] and streams == [0]

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import re
 import sys
 import threading
@@ -15,11 +16,11 @@ import weakref
 
 import torch
 
-from .. import compiler
+from .. import compiler, launch
 from ..compiler import cache
 from ..device import LIMITS, Limits, capability, device_limits
 from ..kernel import Kernel
-from ..kernel.arguments import pointer_device
+from ..kernel.arguments import ForeignArray, foreign, pointer_device
 from ..kernel.types import template_arg
 from .configs import Config, Trial, prune_reason, table
 
@@ -238,6 +239,8 @@ class Autotuned:
         choice = self._choices.get((self.key(*args), _device_of(args)))
         if choice is None:
             choice = self.tune(*args)
+            if stream is not None:  # tuning ran (and put the arrays back) on the current stream
+                torch.cuda.synchronize(_device_of(args))
         cfg = choice.config
         self.kernel(choice.index)(
             *args,
@@ -311,14 +314,19 @@ class Autotuned:
         return trials
 
     def _tune(self, args, key: str, device: int, env: Environment) -> Choice:
-        # the arrays the kernel may write, as they were: tuning launches it many times on them
-        # (an accumulating kernel, y += x, would add each run), so they are put back after
-        saved = [(a, a.clone()) for a in writable(self.kernel(0), args)]
+        # the memory the kernel may write, as it was: tuning launches it many times on it (an
+        # accumulating kernel, y += x, would add each run), so it is put back after, byte for
+        # byte (no tensor op: no autograd check or version bump on the caller's tensors)
+        saved = []
+        for dev, ptr, nbytes in writable(self.kernel(0), args):
+            copy = _scratch(dev, nbytes)
+            launch.memcpy(dev, copy.data_ptr(), ptr, nbytes)
+            saved.append((dev, ptr, copy))
         try:
             return self._tune_trials(args, key, device, env)
         finally:
-            for a, before in saved:
-                a.copy_(before)
+            for dev, ptr, copy in saved:
+                launch.memcpy(dev, ptr, copy.data_ptr(), copy.numel())
 
     def _tune_trials(self, args, key: str, device: int, env: Environment) -> Choice:
         vkey = self.kernel(0).variant_key(*args)
@@ -372,17 +380,30 @@ def pointee_is_const(ctype: str) -> bool:
     return "const" in re.findall(r"\w+", ctype.rsplit("*", 1)[0])
 
 
-def writable(kernel: Kernel, args) -> list[torch.Tensor]:
-    """The arrays among ``args`` that ``kernel`` may write (at pointers to non-const), each as a
-    torch tensor over its memory (another library's CUDA array viewed, not copied)."""
+def writable(kernel: Kernel, args) -> list[tuple[int, int, int]]:
+    """``(device, address, bytes)`` of each array among ``args`` that ``kernel`` may write (at
+    pointers to non-const), another library's viewed as a launch views it. An array a launch
+    would refuse (not contiguous) is left out: every configuration then fails on it."""
     out = []
     for p, a in zip(kernel._arg_plan(), args):
         if p.kind != "ptr" or a is None or pointee_is_const(p.ctype):
             continue
         if not isinstance(a, torch.Tensor):
-            a = torch.from_dlpack(a) if hasattr(a, "__dlpack__") else torch.as_tensor(a)  # its own device
-        out.append(a)
+            a = foreign(kernel.name, p.name, p.ctype, a)
+            if a is None:  # empty: no memory
+                continue
+            if isinstance(a, ForeignArray):
+                shape = a.owner.__cuda_array_interface__["shape"]
+                out.append((a.get_device(), a.data_ptr(), math.prod(shape) * a.element_size()))
+                continue
+        if a.is_cuda and a.is_contiguous() and a.numel():
+            out.append((a.get_device(), a.data_ptr(), a.numel() * a.element_size()))
     return out
+
+
+def _scratch(device: int, nbytes: int) -> torch.Tensor:
+    """``nbytes`` bytes of memory on CUDA device ``device``, from torch's allocator."""
+    return torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", device))
 
 
 def _first_launch(fn) -> None:

@@ -307,7 +307,7 @@ class Op(Registration, Rules):
         (differentiable: autograd sees ``resolve_neg``). A real tensor has no conjugate bit."""
         for i in self._tensor_idx:
             a = args[i]
-            if a is not None and a.is_neg():
+            if isinstance(a, Tensor) and a.is_neg():  # (anything else: the checks' typed errors)
                 args = args[:i] + (a.resolve_neg(),) + args[i + 1 :]
         return args
 

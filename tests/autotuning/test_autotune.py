@@ -4,6 +4,7 @@ and round trip (in this process and a new one, timed by a fake timer that record
 was asked to time), and ``python -m cupy_ops warm --tune``. The GPU half is in
 tests/test_autotune_gpu.py."""
 
+import ctypes
 import json
 import re
 import subprocess
@@ -16,7 +17,7 @@ import torch
 
 import cupy_ops
 from cupy_ops import autotuning as at
-from cupy_ops import device
+from cupy_ops import device, launch
 from cupy_ops.autotuning import tuner
 from cupy_ops.compiler import OfflineResult, cache
 
@@ -223,21 +224,29 @@ def test_tuning_puts_back_the_arrays_the_kernel_may_write(cache_dir, fake_gpu, m
     """Tuning launches the kernel many times on the call's own arrays, so an accumulating
     kernel (y += x) would add once a run: the arrays at pointers to non-const (y) are copied
     first and put back after, the const ones (x) not copied at all."""
-    x, y, s, n = args()
+    from conftest import on_device  # (here: a new process imports this module without tests/ on its path)
+
+    n = 1000
+    x, y = on_device(0, n), on_device(0, n)  # CPU memory that says it is on cuda:0
     y.fill_(3.0)
     before = y.clone()
+    y.requires_grad_()  # (a leaf that requires grad: put back by bytes, not by a tensor op)
 
     def time_fns(fns, device, runs):  # the timed runs write y, as the kernel would
-        y.add_(1.0)
+        with torch.no_grad():
+            y.add_(1.0)
         return {i: 5.0 for i in fns}
 
     monkeypatch.setattr(tuner, "_time", time_fns)
+    monkeypatch.setattr(tuner, "_scratch", lambda device, nbytes: torch.empty(nbytes, dtype=torch.uint8))
+    monkeypatch.setattr(launch, "memcpy", lambda device, dst, src, nbytes: ctypes.memmove(dst, src, nbytes))
     t = cupy_ops.autotune(
         SOURCE, "scale", [cupy_ops.Config(block=128, defines={"ITEMS": 1})], grid=grid, progress=False
     )
-    assert t.tune(x, y, s, n).origin == "timed"
-    assert torch.equal(y, before)
-    assert [a is y for a in tuner.writable(t.kernel(0), (x, y, s, n))] == [True]
+    version = y._version
+    assert t.tune(x, y, 2.0, n).origin == "timed"
+    assert torch.equal(y.detach(), before) and y._version == version + 1  # (the stand-in's one add)
+    assert tuner.writable(t.kernel(0), (x, y, 2.0, n)) == [(0, y.data_ptr(), 4 * n)]
     assert tuner.pointee_is_const("const float* __restrict__") and tuner.pointee_is_const("float const*")
     assert not tuner.pointee_is_const("float* const") and not tuner.pointee_is_const("T* __restrict__")
 

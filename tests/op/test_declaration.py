@@ -584,6 +584,8 @@ def test_a_tensor_with_the_negative_bit_is_read_as_torch_reads_it():
     out = _negative_view(torch.zeros(33))
     raw_scale(_negative_view(values), 2.5, out=out)
     assert torch.equal(out, want)
+    with pytest.raises(TypeError, match=r"b must be a torch\.Tensor, got list"):
+        mul_add(_negative_view(values), [1.0])  # resolved first, the other argument still named
 
 
 def _aligned_store(x: torch.Tensor, *, out: torch.Tensor) -> None:

@@ -27,12 +27,13 @@ MIX = cupy_ops.epilogue(
     scalars=("s",),
     name="mix",
 )
-TWO_COLUMNS = cupy_ops.epilogue(  # two columns: a Col of three values (the bias too) in every family
-    "__device__ acc_t apply(acc_t v, acc_t gain, acc_t row, acc_t shift) "
-    "{ return mul_exact(add_exact(mul_exact(v, gain), shift), row); }",
-    columns=("gain", "shift"),
+# three columns: two read ahead with the bias (epilogues.AHEAD_COLUMNS), one by apply
+THREE_COLUMNS = cupy_ops.epilogue(
+    "__device__ acc_t apply(acc_t v, acc_t gain, acc_t row, acc_t shift, acc_t tilt) "
+    "{ return mul_exact(add_exact(add_exact(mul_exact(v, gain), shift), tilt), row); }",
+    columns=("gain", "shift", "tilt"),
     rows=("row",),
-    name="two_columns",
+    name="three_columns",
 )
 LEAKY = cupy_ops.epilogue(
     "__device__ acc_t apply(acc_t v, acc_t slope) { return v > 0 ? v : v * slope; }",
@@ -69,9 +70,10 @@ def test_every_family_applies_columns_rows_tensors_and_scalars_as_torch(M, K, N,
     got = cupy_ops.linear(x, w, b, epilogue=MIX, algo=algo, s=-1.5, shift=shift, row=row, res=res)
     v = cupy_ops.linear(x, w, b, algo=algo)
     assert_bitwise_equal(got, _mix_in_torch(v, -1.5, shift, row, res))
-    gain, c = rnd(N), torch.float64 if dtype == torch.float64 else torch.float32
-    got = cupy_ops.linear(x, w, b, epilogue=TWO_COLUMNS, algo=algo, gain=gain, shift=shift, row=row)
-    assert_bitwise_equal(got, ((v.to(c) * gain.to(c) + shift.to(c)) * row.to(c)[..., None]).to(dtype))
+    gain, tilt, c = rnd(N), rnd(N), torch.float64 if dtype == torch.float64 else torch.float32
+    got = cupy_ops.linear(x, w, b, epilogue=THREE_COLUMNS, algo=algo, gain=gain, shift=shift, tilt=tilt, row=row)
+    want = (v.to(c) * gain.to(c) + shift.to(c) + tilt.to(c)) * row.to(c)[..., None]
+    assert_bitwise_equal(got, want.to(dtype))
     if roundoff(algo, dtype) <= TF32X3_ROUNDOFF:  # (TF32 products: the tolerance of tests/ops/test_matmul.py)
         assert_of_torchs_error_order(v, F.linear(x, w, b), F.linear(x.double(), w.double(), b.double()), "linear")
 

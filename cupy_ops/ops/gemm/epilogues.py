@@ -48,6 +48,10 @@ def builtin_args(bias: int, scale: float) -> tuple:
 # --- users' epilogues ---------------------------------------------------------------------------
 
 KINDS = ("columns", "rows", "tensors", "scalars")
+# NOTES: how many of an epilogue's columns are read with the bias ahead of the store
+# (gemm_epilogue.cuh Cols); apply reads the rest. Four carried through the store spilled 52-140
+# bytes in the Hopper kernels at BN = 256 (sm_90); two spilled none.
+AHEAD_COLUMNS = 2
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # names an epilogue's parameters may not take: linear's own arguments, and the names of the
 # generated specialization (gemm_epilogue.cuh's interface, its members and types)
@@ -104,6 +108,7 @@ class Epilogue:
         over the element type, and the two ``Epilogue`` specializations (forward, gradient)."""
         fn = f"{self.tag}_fn"
         slot = {n: i + 1 for i, n in enumerate(self.pointers)}
+        ahead = self.columns[:AHEAD_COLUMNS]
         scalar = {n: i for i, n in enumerate(self.scalars)}
         members, init, call = [], [], []
         for n in self.order:
@@ -118,20 +123,19 @@ class Epilogue:
                     members.append(f"i64 {n}_ld;")
                     init.append(f"{n}_ld(a.ld[{slot[n]}])")
                     call.append(f"to_acc<T>({n}[m * {n}_ld + n])")
-                elif n in self.columns:  # read by column(n) with the bias: Col's value 1, 2, ...
-                    call.append(f"cols.v[{1 + self.columns.index(n)}]")
+                elif n in ahead:  # read by column(n) with the bias: Col's value 1, 2, ...
+                    call.append(f"cols.v[{1 + ahead.index(n)}]")
                 else:
-                    call.append(f"to_acc<T>({n}[m])")
+                    call.append(f"to_acc<T>({n}[{'n' if n in self.columns else 'm'}])")
         dy = len(self.pointers) + 1
         label = self.name.replace("\\", "/").replace('"', "'")
         derivative = (
             f'#line 1 "<epilogue {label}: derivative>"\n{self.derivative}\n' if self.derivative is not None else ""
         )
 
-        ncol = len(self.columns)
-        if ncol:  # the bias and the columns, read together (gemm_epilogue.cuh Cols)
-            col_type = f"Cols<Acc, {1 + ncol}>"
-            reads = "".join(f" cols.v[{1 + i}] = to_acc<T>({n}[n]);" for i, n in enumerate(self.columns))
+        if ahead:  # the bias and the first columns, read together (gemm_epilogue.cuh Cols)
+            col_type = f"Cols<Acc, {1 + len(ahead)}>"
+            reads = "".join(f" cols.v[{1 + i}] = to_acc<T>({n}[n]);" for i, n in enumerate(ahead))
             column = f"{{ Col cols; cols.v[0] = linear_bias<T>(bias, n);{reads} return cols; }}"
             bias = "cols.v[0]"
         else:
@@ -180,7 +184,7 @@ template <class T> struct {fn} {{
 {self.code}
 {derivative}#line 1 "<epilogue {label}: generated>"
 }};
-{specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.rows or self.tensors))}
+{specialization(self.tag, f"return {fn}<T>().apply({args_});", reads=bool(self.pointers[len(ahead) :]))}
 """
         if self.derivative is not None:
             text += specialization(

@@ -147,13 +147,27 @@ def test_columns_of_any_name_compile_into_the_hopper_kernels():
         rows=("r",),
         name="two_columns",
     )
-    kernels = [k for k in gemm.planner.epilogue_kernels(e) if k.name.startswith(("gemm_wgmma", "gemm_fp16x3"))]
+    kernels = [
+        k for k in gemm.planner.epilogue_kernels(e) if k.name.startswith(("gemm_wgmma", "gemm_fp16x3", "gemm_tf32x3"))
+    ]
     assert kernels
     results = [r for k in kernels for r in k.compile_offline("sm_90")]
     assert all(r.ok for r in results), [r.log for r in results if not r.ok]
     assert "Cols<Acc, 3>" in e.cuda() and "(m >= M || n >= N)" in e.cuda()  # rows: apply's own bound
     alone = cupy_ops.epilogue("__device__ acc_t apply(acc_t v, acc_t c) { return v + c; }", columns=("c",), name="col")
-    assert "(m >= M || n >= N)" not in alone.cuda().split("_grad")[0]  # columns alone: read ahead, no bound
+    assert "(m >= M || n >= N)" not in alone.cuda()  # columns alone: read ahead, no bound
+    many = cupy_ops.epilogue(
+        "__device__ acc_t apply(acc_t v, acc_t c, acc_t d, acc_t e) { return v + c + d + e; }",
+        columns=("c", "d", "e"),
+        name="three_columns",
+    )
+    text = many.cuda()  # the first AHEAD_COLUMNS ahead; apply reads the others itself, bounded
+    assert epilogues.AHEAD_COLUMNS == 2 and f"Cols<Acc, {1 + epilogues.AHEAD_COLUMNS}>" in text
+    assert "(m >= M || n >= N)" in text and "to_acc<T>(e[n])" in text and "cols.v[2]" in text
+    results = [
+        r for k in gemm.planner.epilogue_kernels(many) if k.name == "gemm_wgmma" for r in k.compile_offline("sm_90")
+    ]
+    assert results and all(r.ok for r in results), [r.log for r in results if not r.ok]
 
 
 def test_compile_a_file_of_epilogues(tmp_path, capsys):
