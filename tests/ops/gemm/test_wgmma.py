@@ -529,9 +529,12 @@ def test_wgmma_every_tile_width_and_cluster(bn, cluster, persistent, dtype, cuda
     """Each compiled variant of the Hopper kernel, whatever the shape tables would pick: tails
     in M, N and K, row-major (N-major) and K-major b, the fused epilogue; an odd number of tile
     rows (a cluster's second CTA past M) and a single one; a persistent grid that walks
-    several tiles per cluster (4100 x 4100: 33 x 17 wide tiles for 132 SMs)."""
+    several tiles per cluster (4100 x 4100: 33 x 17 wide tiles for 132 SMs; 2100 x 4100: 17 x
+    17) whose tiles have one k-tile (K = 40: the ring's stages and phases step once a tile),
+    two or several (K = 130)."""
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
-    for _M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100)], dtype, cuda):
+    shapes = [(300, 200, 520), (129, 64, 256), (8, 1000, 24), (4100, 72, 4100), (2100, 40, 4100), (2100, 130, 4100)]
+    for _M, K, N, a, b in wgmma_cases(shapes, dtype, cuda):
         for bb in (b, b.t().contiguous().t()):
             got = matmul_planned(a, bb, **kw)
             assert_gemm_close(got, a, bb, operand_roundoff=roundoff("wgmma", dtype))
@@ -551,7 +554,8 @@ def test_wgmma_tma_stores_equal_the_threads_stores(bn, cluster, persistent, dtyp
     past the matrix (tails in both, a tile row past M, one row of 16-row boxes partly past M)
     are clipped, and the rows after C in the same allocation keep their sentinel."""
     kw = dict(algo="wgmma", tile_n=bn, split_k=False, cluster=cluster, persistent=persistent)
-    for M, K, N, a, b in wgmma_cases([(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104)], dtype, cuda):
+    shapes = [(300, 200, 520), (129, 64, 264), (8, 1000, 24), (1000, 72, 4104), (2100, 40, 4104)]
+    for M, K, N, a, b in wgmma_cases(shapes, dtype, cuda):
         bias = torch.randn(N, device=cuda).to(dtype)
         for epi, bb, extra in (("EpiNone", b, ()), ("EpiBiasReluScale", b.t().contiguous().t(), (bias, 0.5))):
             outs = []
