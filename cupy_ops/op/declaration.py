@@ -242,7 +242,7 @@ class Op(Registration, Rules):
                 return self._call_special(args, i)
             if t.requires_grad:
                 grad = True
-            if t.is_neg():
+            if t.is_neg() or t.is_conj():
                 return self.call(self._resolved(args))
         if dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or jit_tracing():
             return self._call_special(args, None)
@@ -302,13 +302,15 @@ class Op(Registration, Rules):
         return out
 
     def _resolved(self, args):
-        """``args`` with torch's lazy negation resolved (``z.conj().imag``: memory holding the
-        values before it, which a kernel would read as they are), as torch's own ops resolve it
-        (differentiable: autograd sees ``resolve_neg``). A real tensor has no conjugate bit."""
+        """``args`` with torch's lazy conjugation and negation resolved (``z.conj()``,
+        ``z.conj().imag``: memory holding the values before it, which a kernel would read as
+        they are), as torch's own ops resolve them (differentiable: autograd sees
+        ``resolve_conj`` / ``resolve_neg``)."""
         for i in self._tensor_idx:
             a = args[i]
-            if isinstance(a, Tensor) and a.is_neg():  # (anything else: the checks' typed errors)
-                args = args[:i] + (a.resolve_neg(),) + args[i + 1 :]
+            # (anything else: the checks' typed errors)
+            if isinstance(a, Tensor) and (a.is_neg() or a.is_conj()):
+                args = args[:i] + (a.resolve_conj().resolve_neg(),) + args[i + 1 :]
         return args
 
     def _contiguous(self, args):
@@ -445,8 +447,8 @@ class Op(Registration, Rules):
             self._check_devices(args)
         args = self._resolved(args)
         # a ``cast_out`` op's wider out (checks.out_dtype): cast on the copy; an ``out`` with the
-        # negative bit (a lazy view): copy_ writes through it, as torch's out= does
-        if out.dtype != ref.dtype or out.is_neg():
+        # negative or conjugate bit (a lazy view): copy_ writes through it, as torch's out= does
+        if out.dtype != ref.dtype or out.is_neg() or out.is_conj():
             out.copy_(self.impl(*args))
             return
         # computed aside, then copied, where the launcher cannot write ``out`` itself: ``out`` in a

@@ -30,11 +30,13 @@ def bump_version(t: torch.Tensor) -> None:
 
 def plain_eager(tensors) -> bool:
     """Whether a call on ``tensors`` (None and non-tensors allowed) can launch directly: plain
-    tensors (no subclass, no lazy negation: a kernel would read ``z.conj().imag`` negated), no
-    dispatch mode (fake tensors, tracing), no torch.func transform, no forward-AD level.
-    Autograd is the caller's question."""
+    tensors (no subclass, no lazy conjugation or negation: a kernel would read ``z.conj()`` or
+    ``z.conj().imag`` as their memory holds them), no dispatch mode (fake tensors, tracing), no
+    torch.func transform, no forward-AD level. Autograd is the caller's question."""
     for t in tensors:
-        if isinstance(t, Tensor) and ((type(t) is not Tensor and type(t) is not Parameter) or t.is_neg()):
+        if isinstance(t, Tensor) and (
+            (type(t) is not Tensor and type(t) is not Parameter) or t.is_neg() or t.is_conj()
+        ):
             return False
     return not (dispatch_modes() or functorch_active() or fwd_ad._current_level >= 0 or is_compiling() or jit_tracing())
 

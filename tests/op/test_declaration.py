@@ -588,6 +588,59 @@ def test_a_tensor_with_the_negative_bit_is_read_as_torch_reads_it():
         mul_add(_negative_view(values), [1.0])  # resolved first, the other argument still named
 
 
+def test_a_tensor_with_the_conjugate_bit_is_read_as_torch_reads_it():
+    """``z.conj()`` holds ``z``'s values in memory, unconjugated; the op layer resolves the bit
+    first, as torch's ops do: out of place, through ``torch.ops``, in place and ``out=`` (the bit
+    on ``x`` or ``out`` itself: written through it), under autograd, the bit with lazy negation
+    (``torch._neg_view(z.conj())``); such a call is no plain eager one."""
+    from cupy_ops.op import plain_eager
+
+    g = torch.Generator().manual_seed(5)
+    z = torch.complex(torch.randn(33, generator=g), torch.randn(33, generator=g))
+    want = z.conj() * 2.5
+    assert torch.equal(raw_scale(z.conj(), 2.5), want)
+    assert torch.equal(torch.ops.cputest.raw_scale(z.conj(), 2.5), want)
+    assert torch.equal(raw_scale(torch._neg_view(z.conj()), 2.5), -want)
+    assert torch.equal(raw_scale(z.conj()[::3], 2.5), want[::3])
+
+    x = z.clone().conj()
+    assert raw_scale.call_inplace((x, 2.5)) is x and x.is_conj() and torch.equal(x, want)
+    out = torch.zeros(33, dtype=z.dtype).conj()
+    assert raw_scale(z, 2.5, out=out) is out and out.is_conj() and torch.equal(out, z * 2.5)
+
+    leaf = z.clone().requires_grad_()
+    scale(leaf.conj(), 2.5).abs().sum().backward()  # (autograd through resolve_conj)
+    expected = z.clone().requires_grad_()
+    (expected.conj() * 2.5).abs().sum().backward()
+    torch.testing.assert_close(leaf.grad, expected.grad, rtol=0, atol=0)
+    assert not plain_eager((z, z.conj())) and plain_eager((z, z.conj().resolve_conj()))
+
+
+_CONJ_SCALE = r"""
+__global__ void cscale(const float2* __restrict__ z, float2* __restrict__ out, float s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = make_float2(z[i].x * s, z[i].y * s);
+}"""
+
+
+def test_a_users_kernel_op_on_a_conjugated_tensor_gives_what_torch_gives(cuda):
+    """A user's op over complex memory (``float2``) called with ``z.conj()``: torch's values, not
+    ``z``'s (the kernel reads memory; the op resolves the bit), and not the ``Kernel``'s refusal."""
+    kernel = cupy_ops.Kernel(_CONJ_SCALE, "cscale")
+
+    @cupy_ops.op("test_conj::cscale", output=cupy_ops.like("z"))
+    def cscale(z: torch.Tensor, s: float, *, out: torch.Tensor) -> None:
+        kernel(z, out, s, z.numel(), grid=cupy_ops.cdiv(z.numel(), 128), block=128)
+
+    g = torch.Generator(device=cuda).manual_seed(6)
+    z = torch.randn(1000, dtype=torch.complex64, device=cuda, generator=g)
+    for _ in range(2):
+        torch.testing.assert_close(cscale(z.conj(), 3.0), z.conj() * 3.0, rtol=0, atol=0)
+    out = torch.empty_like(z).conj()
+    cscale(z, 3.0, out=out)
+    torch.testing.assert_close(out, z * 3.0, rtol=0, atol=0)
+
+
 def _aligned_store(x: torch.Tensor, *, out: torch.Tensor) -> None:
     # stands for a GEMM's vector and TMA stores, which fault on an address off 16 bytes
     if out.data_ptr() % 16:
