@@ -33,8 +33,8 @@
 
 #if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
     !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS) || \
-    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_* (-D)"
+    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS) || !defined(X3H_RING_ROWS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_*, X3H_RING_ROWS (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
@@ -314,6 +314,74 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
   }
   __syncthreads();   // warp_max is read above
   x3h_split_row_exact(xr, K, tk, kneg, warp_max, ex + row, hr, lr);
+}
+
+// One bulk copy (the TMA without a tensor map) of `bytes` (a multiple of 16; both addresses
+// 16-byte aligned) from global memory to shared memory at `dst`, completing `bar`'s
+// transaction count.
+__device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(dst), "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(bar) : "memory");
+}
+
+// fp16x3_split's rows (same arguments, same results bit for bit) by a persistent grid: block b
+// takes rows b, b + G, ... (G = gridDim.x), each brought whole (its K / 4 float4; a scalar tail
+// read from memory) into a ring of X3H_RING_ROWS shared-memory buffers (dynamic: X3H_RING_ROWS
+// K / 4 x 16 bytes) by one bulk copy issued X3H_RING_ROWS - 1 rows ahead, so that a row's loads
+// run under the split of the rows before it. fp16x3_split's block of one row (its loads, a
+// barrier for the max, its stores) kept 28-59 % of DRAM bandwidth busy (Nsight Compute, H200).
+__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
+    fp16x3_split_ring(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi,
+                      u16* __restrict__ lo, i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk,
+                      int kneg) {
+  constexpr int T = X3H_SPLIT_THREADS, S = X3H_RING_ROWS;
+  extern __shared__ __align__(16) unsigned char ring_rows[];
+  __shared__ __align__(8) u64 full[S];
+  __shared__ int warp_max[T / 32];
+  const int tid = threadIdx.x, K4 = K / 4, kt = 4 * K4 + tid, kone = kneg ? -(1 << 23) : 1 << 23;
+  const u32 bytes = (u32)K4 * 16, ring = smem_addr(ring_rows), bars = smem_addr(full);
+  auto fetch = [&](i64 row, int s) {   // (thread 0)
+    mbar_expect_tx(bars + 8 * s, bytes);
+    bulk_load(ring + s * bytes, x + row * ld, bytes, bars + 8 * s);
+  };
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) mbar_init(bars + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < S; ++s) {
+      const i64 row = blockIdx.x + (i64)s * gridDim.x;
+      if (row < rows && bytes) fetch(row, s);
+    }
+  }
+  __syncthreads();
+  int s = 0;
+  u32 phase = 0;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    if (bytes) mbar_wait(bars + 8 * s, phase);
+    const float4* xv = reinterpret_cast<const float4*>(ring_rows + s * bytes);
+    const float* xs = x + row * ld;
+    int top = 0;
+#pragma unroll 4
+    for (int k = tid; k < K4; k += T) top = max(top, x3h_mag4(xv[k], x3h_kfactor4(tk, 4 * k, kone)));
+    if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
+    top = x3h_block_max(top, warp_max);
+    u16* hr = hi + row * ldo;
+    u16* lr = lo + row * ldo;
+    if (x3h_fast_row(top)) {   // block-uniform
+      const int e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
+      if (tid == 0) ex[row] = e;
+      const float fe = x3h_pow2(e);
+#pragma unroll 4
+      for (int k = tid; k < K4; k += T) x3h_split4<true>(xv[k], tk, 4 * k, kneg, e, fe, hr + 4 * k, lr + 4 * k);
+      if (tid < K - 4 * K4) x3h_split_scaled(xs[kt], x3h_scaled1<true>(xs[kt], tk, kt, kneg, e, fe), hr[kt], lr[kt]);
+    } else {
+      __syncthreads();   // warp_max is read above
+      x3h_split_row_exact(reinterpret_cast<const float4*>(xs), K, tk, kneg, warp_max, ex + row, hr, lr);
+    }
+    __syncthreads();   // buffer s (and warp_max) read by every thread: refilled S rows on
+    if (tid == 0 && bytes && row + (i64)S * gridDim.x < rows) fetch(row + (i64)S * gridDim.x, s);
+    if (++s == S) s = 0, phase ^= 1;
+  }
 }
 
 // t (x3h_t) of each row's largest finite magnitude into tk[row]: from a row-major B (K x N, rows

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ... import launch
+from ... import device, launch
 from ...kernel.types import template_arg
 from . import geometry, tma
 from .common import (
@@ -112,7 +112,7 @@ def variants() -> dict[str, list[str]]:
         exprs += [f"gemm_fp16x3_partial<{bn}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS]
     return {
         SM90A: exprs
-        + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]
+        + ["fp16x3_split", "fp16x3_split_ring", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]
         + [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]
     }
 
@@ -142,13 +142,13 @@ def split_rows(x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int
     device addresses ``hi`` / ``lo`` (fp16, rows ``ldo`` apart) and the rows' exponents at ``ex``
     (int32): its step."""
     rows, k = x.shape
-    return (
-        handle(KERNELS, "fp16x3_split", x.get_device()),
-        (rows, 1, 1),
-        (geometry.X3H_SPLIT_THREADS, 1, 1),
-        (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg),
-        0,
-    )
+    dev, args = x.get_device(), (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg)
+    if 4 <= k <= geometry.X3H_RING_MAX_K:  # whole rows in a shared-memory ring, a persistent grid
+        smem = geometry.X3H_RING_ROWS * (k // 4) * 16
+        per_sm = device.estimated_blocks_per_sm(64, geometry.X3H_SPLIT_THREADS, smem, device.LIMITS["sm_90"])
+        grid = min(rows, max(1, per_sm) * device_info(dev).sm_count)
+        return (handle(KERNELS, "fp16x3_split_ring", dev), (grid, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1), args, smem)
+    return (handle(KERNELS, "fp16x3_split", dev), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1), args, 0)
 
 
 def row_shifts(b: torch.Tensor, op: Operand, tk: int):

@@ -12,6 +12,7 @@ import torch
 import cupy_ops
 from cupy_ops.models import linear_relu_div, matmul
 from cupy_ops.ops import gemm
+from cupy_ops.ops.gemm.fp16x3 import split_rows
 
 import fp16x3_passes
 from conftest import HOPPER, require_algo
@@ -147,6 +148,31 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
                 f"{bad.nonzero()[0].tolist()}: {int(gb[bad][0]):#06x} instead of "
                 f"{int(want[bad][0]):#06x}"
             )
+
+
+@pytest.mark.parametrize("K", [4, 1027, gemm.geometry.X3H_RING_MAX_K - 3, gemm.geometry.X3H_RING_MAX_K])
+def test_a_split_block_walking_many_rows_gives_each_rows_pieces(K, cuda):
+    """Rows of at most X3H_RING_MAX_K values go through fp16x3_split_ring, a persistent grid
+    whose blocks take several rows each through a ring of shared-memory buffers (a buffer
+    refilled, the barriers' phases turning over): thousands of rows, more than three a block,
+    rows of the rare scale (huge, subnormal) among them, the scalar tail; the pieces and
+    exponents bit for bit as the definition."""
+    require_algo("fp16x3")
+    g = torch.Generator(device=cuda).manual_seed(K)
+    rows = 3 * 1056 + 517  # past three rows a block of the widest grid the host launches here
+    x = torch.randn(rows, K, device=cuda, generator=g)
+    x *= torch.exp2(torch.randint(-40, 41, (rows, 1), device=cuda, generator=g).float())
+    x[::97] *= 2.0**80
+    x[5::101] = 1e-41  # (subnormal rows: the split by the keys)
+    p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")
+    grid = split_rows(x, p.b, 0, 0, 0, 0)[1][0]
+    assert grid <= rows / 3, f"{grid} blocks for {rows} rows: fewer than three rows a block"
+    pieces, ex = fp16x3_passes.pieces(x, p.b)
+    hb, lb, e = split_reference(x, None)
+    assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten()[:10].tolist()}"
+    for name, got, want in (("hi", pieces[0, :, :K], hb), ("lo", pieces[1, :, :K], lb)):
+        bad = got.view(torch.int16) != want
+        assert not bad.any(), f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}"
 
 
 ROWCOL_N = 4 * max(gemm.geometry.X3H_ROWCOL_JS) * gemm.geometry.X3H_ROWCOL_THREADS  # widest row a block holds
