@@ -200,6 +200,7 @@ def _compile(args) -> int:
                     f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} {'ok':<6} {r.registers:>5} {spill:>12} "
                     f"{stack:>6} {r.shared_bytes or 0:>6}"
                 )
+                _print_perf(r)
             else:
                 failures += 1
                 print(f"{Path(r.source).name:<20} {r.expr:<48} {r.arch:<7} FAILED")
@@ -218,6 +219,12 @@ def _compile(args) -> int:
     if args.emit:
         failures += _emit(kernels, args.arch, args.emit, args.out)
     return 1 if failures else 0
+
+
+def _print_perf(r) -> None:
+    """ptxas's performance notes on a compiled kernel (wgmmas serialized, ...), under its row."""
+    for note in r.perf:
+        print(f"    ptxas {note}", flush=True)
 
 
 def _condensed(log: str) -> list[str]:
@@ -343,6 +350,7 @@ def _compile_epilogues(paths, archs) -> int:
                         spill = "?" if r.spill_stores is None else f"{r.spill_stores}/{r.spill_loads}"
                         line = f"  {r.expr:<72} {r.arch:<7} ok     regs {r.registers:>3}  spill st/ld {spill}"
                         print(line, flush=True)
+                        _print_perf(r)
                     else:
                         failures += 1
                         print(f"  {r.expr:<72} {r.arch:<7} FAILED", flush=True)

@@ -33,12 +33,17 @@ class OfflineResult:
     shared_bytes: int | None = None
     log: str = ""
     skipped: str = ""  # why this variant is not built for ``arch`` (an sm_90a-only source on sm_80)
+    # ptxas's "Potential Performance Loss" notes on this kernel ("C7514: wgmma.mma_async
+    # instructions are serialized due to ..."): info lines, no warning, that cost a Hopper GEMM
+    # several % (docs/epilogues.md#how-it-works)
+    perf: tuple = ()
 
 
 _PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)'")
 _PTXAS_REGS = re.compile(r"Used (\d+) registers")
 _PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+_PTXAS_PERF = re.compile(r"\((C\d+)\) Potential Performance Loss: (.*?) in the function '([^']+)'")
 
 
 def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult]:
@@ -79,8 +84,12 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
 
 def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -> list[OfflineResult]:
     results: dict[str, OfflineResult] = {}
+    perf: dict[str, list] = {}  # (ptxas names the function in the note, before or after its report)
     current = None
     for line in log.splitlines():
+        if m := _PTXAS_PERF.search(line):
+            perf.setdefault(m.group(3), []).append(f"{m.group(1)}: {m.group(2).strip()}")
+            continue
         m = _PTXAS_FUNC.search(line)
         if m:
             expr = by_lowered.get(m.group(1))
@@ -97,10 +106,11 @@ def _parse_ptxas(source: str, arch: str, log: str, by_lowered: dict[str, str]) -
             s = _PTXAS_SMEM.search(line)  # (no figure: none)
             current.shared_bytes = int(s.group(1)) if s else 0
     out = []
-    for expr in by_lowered.values():
+    for name, expr in by_lowered.items():
         r = results.get(expr)
         if r is None or r.registers is None:
             r = OfflineResult(source, expr, arch, False, log="no ptxas report for this kernel; NVRTC log:\n" + log)
+        r.perf = tuple(perf.get(name, ()))
         out.append(r)
     return out
 
