@@ -97,7 +97,7 @@ class KernelHandle:
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
         self.nbytes = sum(sizes)
         self._tls = threading.local()  # argument buffers are per thread: launches may race
-        self.smem_limit = SHARED_DEFAULT  # dynamic shared memory a launch may use without opt-in
+        self.smem_limit = SHARED_DEFAULT  # dynamic shared memory a launch may use without opt-in (_load: the driver's)
         self.pinned = False  # launched into a CUDA graph: never unloaded (see retire)
         self.resident: dict[tuple, int] = {}  # occupancy answers (resident_clusters, blocks_per_sm)
         self.non_portable = False  # clusters of more than 8 CTAs allowed (allow_non_portable_clusters)
@@ -261,7 +261,11 @@ def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHan
                 fn = _load_image(b, device)
             except _DriverError as exc2:
                 raise RuntimeError(f"loading {variant.expr} of {src.name} on cuda:{device} failed: {exc2}") from None
-        h = handles[(variant, device)] = KernelHandle(fn, device, signature, variant.expr)
+        h = KernelHandle(fn, device, signature, variant.expr)
+        # the dynamic shared memory a launch may have without opt-in: 48 KB less the
+        # kernel's static shared memory (the driver's default for this attribute)
+        h.smem_limit = _driver.funcGetAttribute(_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.ptr)
+        handles[(variant, device)] = h
         return h
 
 

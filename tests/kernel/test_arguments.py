@@ -428,6 +428,28 @@ def test_shared_memory_up_to_the_devices_limit(cuda):
         k(y, grid=1, block=256, shared_mem=limit + 1)
 
 
+STATIC_AND_DYNAMIC = r"""
+extern "C" __global__ void both(float* y) {
+  __shared__ float fixed[256];
+  extern __shared__ float dyn[];
+  const int t = threadIdx.x;
+  fixed[t] = t;
+  dyn[12287 - t] = 2.f * t;   // the last of 48 KB
+  __syncthreads();
+  y[t] = fixed[255 - t] + dyn[12287 - (255 - t)];
+}"""
+
+
+@pytest.mark.gpu
+def test_static_shared_memory_and_48_kb_of_dynamic_launch(cuda):
+    """A kernel with static shared memory takes 48 KB of dynamic on top (the device allows it
+    once opted in): the launch opts in from the kernel's own default, 48 KB less its static."""
+    k = cupy_ops.Kernel(STATIC_AND_DYNAMIC, "both")
+    y = torch.empty(256, device=cuda)
+    k(y, grid=1, block=256, shared_mem=48 * 1024)
+    assert torch.equal(y, 3 * torch.arange(255, -1, -1, dtype=torch.float32, device=cuda))
+
+
 @pytest.mark.gpu
 def test_options_defines_and_an_instantiation_on_the_gpu(cuda):
     code = (
