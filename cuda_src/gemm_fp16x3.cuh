@@ -33,8 +33,8 @@
 
 #if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
     !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS) || \
-    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS) || !defined(X3H_RING_ROWS)
-#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_*, X3H_RING_ROWS (-D)"
+    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS)
+#error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_* (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
 
@@ -176,14 +176,35 @@ __device__ __forceinline__ void x3h_split_scaled(float x, float xs, u16& hi, u16
 struct X3hPieces4 {
   uint2 hi, lo;
 };
+// Two values' pieces at once, x3h_split_scaled's rules on the pair (value 0 in the low half of
+// each word): one conversion a pair each way, the exceptions as masks of the halves. The split
+// passes issue an instruction every cycle or two; one value at a time took ~24 of them a value
+// for what this does in ~11.
+__device__ __forceinline__ void x3h_pieces2(float x0, float x1, float xs0, float xs1, u32& hi, u32& lo) {
+  float h0, h1, r0, r1;
+  asm("cvt.rz.f16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(xs1), "f"(xs0));
+  asm("{ .reg .f16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
+      : "=f"(h0), "=f"(h1) : "r"(hi));
+  asm("sub.rn.f32 %0, %1, %2;" : "=f"(r0) : "f"(xs0), "f"(h0));
+  asm("sub.rn.f32 %0, %1, %2;" : "=f"(r1) : "f"(xs1), "f"(h1));
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(r1), "f"(r0));
+  // 0xffff in each half where: hi is +-0, lo is +-0, |hi| is inf (x is: xs is below 2^15 else)
+  u32 hz, lz, inf;
+  asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(hz) : "r"(hi), "r"(0u));
+  asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(lz) : "r"(lo), "r"(0u));
+  asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(inf) : "r"((hi & 0x7fff7fffu) ^ 0x7c007c00u), "r"(0u));
+  const u32 u0 = __float_as_uint(x0), u1 = __float_as_uint(x1);
+  const u32 nonzero = ((u0 << 1) ? 0x0000ffffu : 0u) | ((u1 << 1) ? 0xffff0000u : 0u);
+  const u32 tiny = (__byte_perm(u0, u1, 0x7430) & 0x80008000u) | 0x00010001u;   // +-2^-24, x's signs
+  const u32 fix_hi = nonzero & hz, fix_lo = nonzero & (hz | lz | inf);
+  hi = (hi & ~fix_hi) | (tiny & fix_hi);
+  lo = (lo & ~fix_lo) | (tiny & fix_lo);
+}
 __device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, float4 xs) {   // xs: v's values scaled
-  u16 h0, h1, h2, h3, l0, l1, l2, l3;
-  x3h_split_scaled(v.x, xs.x, h0, l0);
-  x3h_split_scaled(v.y, xs.y, h1, l1);
-  x3h_split_scaled(v.z, xs.z, h2, l2);
-  x3h_split_scaled(v.w, xs.w, h3, l3);
-  return {make_uint2((u32)h0 | ((u32)h1 << 16), (u32)h2 | ((u32)h3 << 16)),
-          make_uint2((u32)l0 | ((u32)l1 << 16), (u32)l2 | ((u32)l3 << 16))};
+  X3hPieces4 p;
+  x3h_pieces2(v.x, v.y, xs.x, xs.y, p.hi.x, p.lo.x);
+  x3h_pieces2(v.z, v.w, xs.z, xs.w, p.hi.y, p.lo.y);
+  return p;
 }
 __device__ __forceinline__ X3hPieces4 x3h_pieces4(float4 v, int e0, int e1, int e2, int e3) {
   return x3h_pieces4(v, make_float4(x3h_scale_split(v.x, e0), x3h_scale_split(v.y, e1), x3h_scale_split(v.z, e2),
@@ -218,22 +239,22 @@ __device__ __forceinline__ void x3h_split4(float4 v, const signed char* __restri
   *reinterpret_cast<uint2*>(lr) = p.lo;
 }
 
-// The largest key of a block's row (each thread's `top`, X3H_SPLIT_THREADS threads).
+// The largest key of a block's row (each thread's `top`, T threads).
+template <int T>
 __device__ __forceinline__ int x3h_block_max(int top, int* warp_max) {
   top = __reduce_max_sync(0xffffffffu, top);
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = top;
   __syncthreads();
 #pragma unroll
-  for (int w = 0; w < X3H_SPLIT_THREADS / 32; ++w) top = max(top, warp_max[w]);
+  for (int w = 0; w < T / 32; ++w) top = max(top, warp_max[w]);
   return top;
 }
 
-// The split of one row (fp16x3_split): its float4 k < H held in v (k = r T + tid), the rest
-// read from xr.
-template <bool FAST, int H>
+// The split of one row by a block of T threads (fp16x3_split): its float4 k < H T held in v
+// (k = r T + tid), the rest read from xr.
+template <bool FAST, int H, int T>
 __device__ __forceinline__ void x3h_split_row(const float4 (&v)[X3H_SPLIT_VECS], const float4* __restrict__ xr, int K,
                                               int e, const signed char* __restrict__ tk, int kneg, u16* hr, u16* lr) {
-  constexpr int T = X3H_SPLIT_THREADS;
   const int tid = threadIdx.x, K4 = K / 4;
   const float fe = FAST ? x3h_pow2(e) : 0.f;
 #pragma unroll
@@ -252,20 +273,21 @@ __device__ __forceinline__ void x3h_split_row(const float4 (&v)[X3H_SPLIT_VECS],
   }
 }
 
-// The rare row (x3h_fast_row) by its keys and x3h_scale_split, read from memory again (L2): a
-// call of its own, so that its registers do not add to the common row's.
+// The rare row (x3h_fast_row) by its keys and x3h_scale_split, read from memory again (L2), by
+// a block of T threads: a call of its own, so that its registers do not add to the common row's.
+template <int T>
 __device__ __noinline__ void x3h_split_row_exact(const float4* __restrict__ xr, int K,
                                                  const signed char* __restrict__ tk, int kneg, int* warp_max,
                                                  int* __restrict__ ex, u16* hr, u16* lr) {
   const int tid = threadIdx.x, K4 = K / 4, kt = 4 * K4 + tid;
   const float* xs = reinterpret_cast<const float*>(xr);
   int top = 0;
-  for (int k = tid; k < K4; k += X3H_SPLIT_THREADS) top = max(top, x3h_key4(xr[k], x3h_kshift4(tk, 4 * k, kneg)));
+  for (int k = tid; k < K4; k += T) top = max(top, x3h_key4(xr[k], x3h_kshift4(tk, 4 * k, kneg)));
   if (tid < K - 4 * K4) top = max(top, x3h_key(xs[kt], x3h_kshift(tk, kt, kneg)));
-  const int e = x3h_exponent(x3h_block_max(top, warp_max));
+  const int e = x3h_exponent(x3h_block_max<T>(top, warp_max));
   if (tid == 0) *ex = e;
   const float4 none[X3H_SPLIT_VECS] = {};
-  x3h_split_row<false, 0>(none, xr, K, e, tk, kneg, hr, lr);
+  x3h_split_row<false, 0, T>(none, xr, K, e, tk, kneg, hr, lr);
 }
 
 // One block per row of x (rows x K fp32, K contiguous, rows ld apart, 16-byte aligned, ld a
@@ -303,17 +325,17 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
 #pragma unroll 4   // (as x3h_split_row's loop over the same values)
   for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_mag4(xr[k], x3h_kfactor4(tk, 4 * k, kone)));
   if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
-  top = x3h_block_max(top, warp_max);
+  top = x3h_block_max<T>(top, warp_max);
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
   if (x3h_fast_row(top)) {   // block-uniform
     const int e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
     if (tid == 0) ex[row] = e;
-    x3h_split_row<true, V>(v, xr, K, e, tk, kneg, hr, lr);
+    x3h_split_row<true, V, T>(v, xr, K, e, tk, kneg, hr, lr);
     return;
   }
   __syncthreads();   // warp_max is read above
-  x3h_split_row_exact(xr, K, tk, kneg, warp_max, ex + row, hr, lr);
+  x3h_split_row_exact<T>(xr, K, tk, kneg, warp_max, ex + row, hr, lr);
 }
 
 // One bulk copy (the TMA without a tensor map) of `bytes` (a multiple of 16; both addresses
@@ -324,17 +346,19 @@ __device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u
                ::"r"(dst), "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(bar) : "memory");
 }
 
-// fp16x3_split's rows (same arguments, same results bit for bit) by a persistent grid: block b
-// takes rows b, b + G, ... (G = gridDim.x), each brought whole (its K / 4 float4; a scalar tail
-// read from memory) into a ring of X3H_RING_ROWS shared-memory buffers (dynamic: X3H_RING_ROWS
-// K / 4 x 16 bytes) by one bulk copy issued X3H_RING_ROWS - 1 rows ahead, so that a row's loads
-// run under the split of the rows before it. fp16x3_split's block of one row (its loads, a
-// barrier for the max, its stores) kept 28-59 % of DRAM bandwidth busy (Nsight Compute, H200).
-__global__ void __launch_bounds__(X3H_SPLIT_THREADS)
+// fp16x3_split's rows (same arguments, same results bit for bit) by a persistent grid of
+// blocks of T threads: block b takes rows b, b + G, ... (G = gridDim.x), each brought whole (its
+// K / 4 float4; a scalar tail read from memory) into a ring of S shared-memory buffers (dynamic:
+// S K / 4 x 16 bytes) by one bulk copy issued S - 1 rows ahead, so that a row's loads run under
+// the split of the rows before it (S = 1: under the other blocks' splits). fp16x3_split's block
+// of one row (its loads, a barrier for the max, its stores) kept 28-59 % of DRAM bandwidth busy
+// (Nsight Compute, H200).
+template <int T, int S>
+__global__ void __launch_bounds__(T)
     fp16x3_split_ring(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi,
                       u16* __restrict__ lo, i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk,
                       int kneg) {
-  constexpr int T = X3H_SPLIT_THREADS, S = X3H_RING_ROWS;
+  static_assert(T % 32 == 0 && T <= 1024 && S >= 1, "fp16x3_split_ring: whole warps, one ring row at least");
   extern __shared__ __align__(16) unsigned char ring_rows[];
   __shared__ __align__(8) u64 full[S];
   __shared__ int warp_max[T / 32];
@@ -364,7 +388,7 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS)
 #pragma unroll 4
     for (int k = tid; k < K4; k += T) top = max(top, x3h_mag4(xv[k], x3h_kfactor4(tk, 4 * k, kone)));
     if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
-    top = x3h_block_max(top, warp_max);
+    top = x3h_block_max<T>(top, warp_max);
     u16* hr = hi + row * ldo;
     u16* lr = lo + row * ldo;
     if (x3h_fast_row(top)) {   // block-uniform
@@ -376,7 +400,7 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS)
       if (tid < K - 4 * K4) x3h_split_scaled(xs[kt], x3h_scaled1<true>(xs[kt], tk, kt, kneg, e, fe), hr[kt], lr[kt]);
     } else {
       __syncthreads();   // warp_max is read above
-      x3h_split_row_exact(reinterpret_cast<const float4*>(xs), K, tk, kneg, warp_max, ex + row, hr, lr);
+      x3h_split_row_exact<T>(reinterpret_cast<const float4*>(xs), K, tk, kneg, warp_max, ex + row, hr, lr);
     }
     __syncthreads();   // buffer s (and warp_max) read by every thread: refilled S rows on
     if (tid == 0 && bytes && row + (i64)S * gridDim.x < rows) fetch(row + (i64)S * gridDim.x, s);

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ... import device, launch
+from ... import launch, occupancy
 from ...kernel.types import template_arg
 from . import geometry, tma
 from .common import (
@@ -112,7 +112,8 @@ def variants() -> dict[str, list[str]]:
         exprs += [f"gemm_fp16x3_partial<{bn}, {template_arg(nm)}>" for bn in geometry.X3_TILE_NS]
     return {
         SM90A: exprs
-        + ["fp16x3_split", "fp16x3_split_ring", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]
+        + ["fp16x3_split", "fp16x3_rowmax", "fp16x3_colmax_n", "fp16x3_split_n"]
+        + [f"fp16x3_split_ring<{t}, {s}>" for _, t, s in geometry.X3H_RINGS]
         + [f"fp16x3_rowcolmax<{j}>" for j in geometry.X3H_ROWCOL_JS]
     }
 
@@ -143,12 +144,25 @@ def split_rows(x: torch.Tensor, op: Operand, hi: int, lo: int, ldo: int, ex: int
     (int32): its step."""
     rows, k = x.shape
     dev, args = x.get_device(), (x.data_ptr(), op.ld, rows, k, hi, lo, ldo, ex, tk, kneg)
-    if 4 <= k <= geometry.X3H_RING_MAX_K:  # whole rows in a shared-memory ring, a persistent grid
-        smem = geometry.X3H_RING_ROWS * (k // 4) * 16
-        per_sm = device.estimated_blocks_per_sm(64, geometry.X3H_SPLIT_THREADS, smem, device.LIMITS["sm_90"])
-        grid = min(rows, max(1, per_sm) * device_info(dev).sm_count)
-        return (handle(KERNELS, "fp16x3_split_ring", dev), (grid, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1), args, smem)
-    return (handle(KERNELS, "fp16x3_split", dev), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1), args, 0)
+    ring = split_ring(k, dev)
+    if ring is None:
+        return (handle(KERNELS, "fp16x3_split", dev), (rows, 1, 1), (geometry.X3H_SPLIT_THREADS, 1, 1), args, 0)
+    h, threads, smem, most = ring
+    return (h, (min(rows, most), 1, 1), (threads, 1, 1), args, smem)
+
+
+def split_ring(k: int, dev: int) -> tuple[launch.KernelHandle, int, int, int] | None:
+    """fp16x3_split_ring for rows of ``k`` values on device ``dev`` (``X3H_RINGS``' first entry
+    that holds them): its handle, threads, shared memory and most blocks (a persistent grid: as
+    many as the SMs hold at once). None: fp16x3_split (rows past the table, or under 4 values)."""
+    if k < 4:
+        return None
+    for max_k, threads, ring_rows in geometry.X3H_RINGS:
+        if k <= max_k:
+            h, smem = handle(KERNELS, f"fp16x3_split_ring<{threads}, {ring_rows}>", dev), ring_rows * (k // 4) * 16
+            per_sm = max(1, occupancy.blocks_per_sm(h, (threads, 1, 1), smem))
+            return h, threads, smem, per_sm * device_info(dev).sm_count
+    return None
 
 
 def row_shifts(b: torch.Tensor, op: Operand, tk: int):

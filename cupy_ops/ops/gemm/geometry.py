@@ -62,12 +62,12 @@ X3_TILE_NS = (128,)
 # holding 8192 (H200: 4096^2 49.4 against 51.9 us, the layer's 186.2 against 200.7; docs/gemm.md#fp16x3-split)
 X3H_SPLIT_THREADS = 128
 X3H_SPLIT_VECS = 8
-# fp16x3_split_ring (rows of at most X3H_RING_MAX_K values, a persistent grid): a ring of
-# X3H_RING_ROWS whole rows in shared memory a block, the next rows' bulk copies in flight under a
-# row's split. H200 against fp16x3_split: 4096^2 50.2 -> 43.1 us; 8192-wide rows (the level2/63
-# layer's weight, 64 KB a block: three blocks an SM) 177.0 -> 196.6 us (docs/gemm.md#fp16x3-split)
-X3H_RING_ROWS = 2
-X3H_RING_MAX_K = 4096
+# fp16x3_split_ring<threads, ring rows> (a persistent grid): rows of at most K values (the first
+# entry that holds them) in a ring of whole rows in shared memory a block, the next rows' bulk
+# copies in flight under a row's split; longer rows take fp16x3_split. H200 against
+# fp16x3_split: 4096^2 50.2 -> 43.1 us; 8192-wide rows (the level2/63 layer's weight) slower at
+# every <threads, rows> to <512, 2>: 160-164 against 151 us at 8192^2 (docs/gemm.md#fp16x3-split)
+X3H_RINGS = ((4096, 128, 2),)
 # fp16x3_colmax_n / fp16x3_split_n (a row-major b split N-major in place): blocks of
 # X3H_NSPLIT_THREADS threads, 4 columns each, over chunks of X3H_COLMAX_ROWS / X3H_NSPLIT_ROWS rows
 X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
@@ -118,7 +118,6 @@ SM90A_DEFINES = {
     "X3_SMEM_BYTES": X3_SMEM_BYTES,
     "X3H_SPLIT_THREADS": X3H_SPLIT_THREADS,
     "X3H_SPLIT_VECS": X3H_SPLIT_VECS,
-    "X3H_RING_ROWS": X3H_RING_ROWS,
     "X3H_NSPLIT_THREADS": X3H_NSPLIT_THREADS,
     "X3H_NSPLIT_ROWS": X3H_NSPLIT_ROWS,
     "X3H_COLMAX_ROWS": X3H_COLMAX_ROWS,

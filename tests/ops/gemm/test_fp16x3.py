@@ -12,7 +12,7 @@ import torch
 import cupy_ops
 from cupy_ops.models import linear_relu_div, matmul
 from cupy_ops.ops import gemm
-from cupy_ops.ops.gemm.fp16x3 import split_rows
+from cupy_ops.ops.gemm.fp16x3 import split_ring, split_rows
 
 import fp16x3_passes
 from conftest import HOPPER, require_algo
@@ -150,23 +150,26 @@ def test_split_pieces_are_bit_exact(K, layout, cuda):
             )
 
 
-@pytest.mark.parametrize("K", [4, 1027, gemm.geometry.X3H_RING_MAX_K - 3, gemm.geometry.X3H_RING_MAX_K])
+RING_KS = [4, 1027] + [k for max_k, _, _ in gemm.geometry.X3H_RINGS for k in (max_k - 3, max_k)]
+
+
+@pytest.mark.parametrize("K", RING_KS)
 def test_a_split_block_walking_many_rows_gives_each_rows_pieces(K, cuda):
-    """Rows of at most X3H_RING_MAX_K values go through fp16x3_split_ring, a persistent grid
-    whose blocks take several rows each through a ring of shared-memory buffers (a buffer
-    refilled, the barriers' phases turning over): thousands of rows, more than three a block,
-    rows of the rare scale (huge, subnormal) among them, the scalar tail; the pieces and
-    exponents bit for bit as the definition."""
+    """Rows within X3H_RINGS go through fp16x3_split_ring, a persistent grid whose blocks take
+    several rows each through a ring of shared-memory buffers (a buffer refilled, the barriers'
+    phases turning over): more than three rows a block of the widest grid, rows of the rare
+    scale (huge, subnormal) among them, the scalar tail; the pieces and exponents bit for bit as
+    the definition."""
     require_algo("fp16x3")
+    most = split_ring(K, torch.device(cuda).index or 0)[3]
     g = torch.Generator(device=cuda).manual_seed(K)
-    rows = 3 * 1056 + 517  # past three rows a block of the widest grid the host launches here
+    rows = 3 * most + 517
     x = torch.randn(rows, K, device=cuda, generator=g)
     x *= torch.exp2(torch.randint(-40, 41, (rows, 1), device=cuda, generator=g).float())
     x[::97] *= 2.0**80
     x[5::101] = 1e-41  # (subnormal rows: the split by the keys)
     p = gemm.plan_for(torch.ones(8, K, device=cuda), x.t(), "EpiNone", "fp16x3")
-    grid = split_rows(x, p.b, 0, 0, 0, 0)[1][0]
-    assert grid <= rows / 3, f"{grid} blocks for {rows} rows: fewer than three rows a block"
+    assert split_rows(x, p.b, 0, 0, 0, 0)[1][0] == most, "the ring's grid: as many blocks as the SMs hold"
     pieces, ex = fp16x3_passes.pieces(x, p.b)
     hb, lb, e = split_reference(x, None)
     assert torch.equal(ex, e), f"exponents differ in rows {(ex != e).nonzero().flatten()[:10].tolist()}"
@@ -511,7 +514,7 @@ def _stub_driver(monkeypatch):
     """fp16x3's kernels, tensor maps, memset and launches stubbed (CPU): ``(handles, events,
     maps)``, the handles by name (each with the argument sets it packed), every memset and
     launch in order, every tensor map's address."""
-    from cupy_ops import launch
+    from cupy_ops import launch, occupancy
     from cupy_ops.ops.gemm import fp16x3, runtime, tma
 
     handles, events, maps = {}, [], []
@@ -527,6 +530,7 @@ def _stub_driver(monkeypatch):
     monkeypatch.setattr(runtime, "handle", handle)
     monkeypatch.setattr(tma, "tensor_map_at", tensor_map_at)
     monkeypatch.setattr(fp16x3, "device_info", lambda d: H100)
+    monkeypatch.setattr(occupancy, "blocks_per_sm", lambda h, block, smem=0: 3)
     monkeypatch.setattr(launch, "memset", lambda dev, ptr, n: events.append(("memset", ptr, n)))
     monkeypatch.setattr(launch, "launch", lambda h, g, b, args, smem=0, cl=1: events.append((h.name, g, b, args, smem)))
     monkeypatch.setattr(
