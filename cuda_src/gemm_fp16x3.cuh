@@ -131,17 +131,22 @@ __device__ __forceinline__ float4 x3h_kfactor4(const signed char* __restrict__ t
 __device__ __forceinline__ float x3h_kfactor(const signed char* __restrict__ tk, i64 k, int kone) {
   return tk == nullptr ? 1.f : __int_as_float(0x3f800000 + tk[k] * kone);
 }
-// The magnitude of y = x 2^s as its bits where x is finite, else 0: their int max is the largest
-// |y| of a row (an infinite one where x 2^s overflowed; x3h_fast_row).
-__device__ __forceinline__ int x3h_mag(float x, float y) {
-  return (__float_as_uint(x) & 0x7fffffffu) < 0x7f800000u ? (int)(__float_as_uint(y) & 0x7fffffffu) : 0;
+// The magnitude of y = x 2^s as its bits: their int max is the largest |y| of a row (positive
+// floats order as ints); an infinite x or an x 2^s that overflowed (or a NaN) sends the row to
+// the keys (x3h_fast_row), which give the same pieces. x3h_mag4 by max.f32 of magnitudes (not
+// flushed; NaN: the other operand): 2 instructions a value where testing x's bits first took 5.
+__device__ __forceinline__ int x3h_mag(float y) { return (int)(__float_as_uint(y) & 0x7fffffffu); }
+__device__ __forceinline__ float x3h_absmax(float a, float b) {
+  float r;
+  asm("{ .reg .f32 a, b; abs.f32 a, %1; abs.f32 b, %2; max.f32 %0, a, b; }" : "=f"(r) : "f"(a), "f"(b));
+  return r;
 }
 __device__ __forceinline__ int x3h_mag4(float4 v, float4 p) {
-  return max(max(x3h_mag(v.x, mul_exact(v.x, p.x)), x3h_mag(v.y, mul_exact(v.y, p.y))),
-             max(x3h_mag(v.z, mul_exact(v.z, p.z)), x3h_mag(v.w, mul_exact(v.w, p.w))));
+  return __float_as_int(x3h_absmax(x3h_absmax(mul_exact(v.x, p.x), mul_exact(v.y, p.y)),
+                                   x3h_absmax(mul_exact(v.z, p.z), mul_exact(v.w, p.w))));
 }
 // A row whose largest |y| (x3h_mag) has its biased exponent in [X3H_FAST_MIN, 254] (finite: no
-// x 2^s overflowed) is scaled in two exact multiplies, (x 2^s) 2^e, e = 141 - that exponent in
+// x infinite, no x 2^s overflowed) is scaled in two exact multiplies, (x 2^s) 2^e, e = 141 - that exponent in
 // [-113, 101]: the same bits as the one rounding of x 2^(e+s) wherever they matter (a y that is
 // subnormal, rounded, ends below 2^(101 - 126) = 2^-25, where hi = lo = +-2^-24 either way).
 // Other rows (all-zero ones too) take the keys and x3h_scale_split.
@@ -301,8 +306,9 @@ __device__ __noinline__ void x3h_split_row_exact(const float4* __restrict__ xr, 
 // taken over the shifted values' bits (x3h_mag: two operations a value fewer than the keys,
 // and two multiplies in place of the exponent arithmetic in the split); a row outside
 // x3h_fast_row's range takes the keys after it, in a call of its own (inlined, its registers cut
-// the blocks an SM: at 512 threads 57 against 40, two blocks against three).
-__global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
+// the blocks an SM: at 512 threads 57 against 40, two blocks against three). Seven blocks an SM
+// asked of ptxas: 72 registers, no spills (left to itself, 78: six).
+__global__ void __launch_bounds__(X3H_SPLIT_THREADS, 7)
     fp16x3_split(const float* __restrict__ x, i64 ld, int rows, int K, u16* __restrict__ hi, u16* __restrict__ lo,
                  i64 ldo, int* __restrict__ ex, const signed char* __restrict__ tk, int kneg) {
   constexpr int T = X3H_SPLIT_THREADS, V = X3H_SPLIT_VECS;
@@ -324,7 +330,7 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 3)
   }
 #pragma unroll 4   // (as x3h_split_row's loop over the same values)
   for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_mag4(xr[k], x3h_kfactor4(tk, 4 * k, kone)));
-  if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
+  if (tid < K - 4 * K4) top = max(top, x3h_mag(mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
   top = x3h_block_max<T>(top, warp_max);
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
@@ -387,7 +393,7 @@ __global__ void __launch_bounds__(T)
     int top = 0;
 #pragma unroll 4
     for (int k = tid; k < K4; k += T) top = max(top, x3h_mag4(xv[k], x3h_kfactor4(tk, 4 * k, kone)));
-    if (tid < K - 4 * K4) top = max(top, x3h_mag(xs[kt], mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
+    if (tid < K - 4 * K4) top = max(top, x3h_mag(mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
     top = x3h_block_max<T>(top, warp_max);
     u16* hr = hi + row * ldo;
     u16* lr = lo + row * ldo;
