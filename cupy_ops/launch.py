@@ -262,11 +262,15 @@ def _load(variant: compiler.Variant, device: int, signature: tuple) -> KernelHan
             except _DriverError as exc2:
                 raise RuntimeError(f"loading {variant.expr} of {src.name} on cuda:{device} failed: {exc2}") from None
         h = KernelHandle(fn, device, signature, variant.expr)
-        # the dynamic shared memory a launch may have without opt-in: 48 KB less the
-        # kernel's static shared memory (the driver's default for this attribute)
-        h.smem_limit = _driver.funcGetAttribute(_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.ptr)
+        h.smem_limit = _smem_default(fn)
         handles[(variant, device)] = h
         return h
+
+
+def _smem_default(fn) -> int:
+    """The dynamic shared memory a launch of kernel function ``fn`` may have without opting in:
+    48 KB less its static shared memory (the driver's default for the attribute)."""
+    return _driver.funcGetAttribute(_driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.ptr)
 
 
 def _load_image(b: compiler.Binary, device: int):

@@ -176,6 +176,7 @@ def fake_device(monkeypatch):
     monkeypatch.setattr(launch, "_DriverError", FakeDriverError)
     monkeypatch.setattr(launch, "capability", lambda device: (9, 0))
     monkeypatch.setattr(launch, "device_arch", lambda device: "sm_90")
+    monkeypatch.setattr(launch, "_smem_default", lambda fn: 48 * 1024)  # (a fake function: no driver query)
     loads = []
 
     def loader(outcomes):
