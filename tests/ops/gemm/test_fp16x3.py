@@ -161,7 +161,7 @@ def test_a_split_block_walking_many_rows_gives_each_rows_pieces(K, cuda):
     scale (huge, subnormal) among them, the scalar tail; the pieces and exponents bit for bit as
     the definition."""
     require_algo("fp16x3")
-    most = split_ring(K, torch.device(cuda).index or 0)[3]
+    most = split_ring(K, cuda.index)[3]
     g = torch.Generator(device=cuda).manual_seed(K)
     rows = 3 * most + 517
     x = torch.randn(rows, K, device=cuda, generator=g)
