@@ -255,6 +255,21 @@ __device__ __forceinline__ int x3h_block_max(int top, int* warp_max) {
   return top;
 }
 
+// A row's largest |x 2^s| over the block (`top`: each thread's over its float4, the scalar tail
+// joined here); where the row is fast (x3h_fast_row, block-uniform), its exponent into e and ex.
+template <int T>
+__device__ __forceinline__ bool x3h_fast_exponent(int top, const float* __restrict__ xs, int K,
+                                                  const signed char* __restrict__ tk, int kone, int* warp_max,
+                                                  int* __restrict__ ex, int& e) {
+  const int tid = threadIdx.x, kt = K / 4 * 4 + tid;
+  if (tid < K % 4) top = max(top, x3h_mag(mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
+  top = x3h_block_max<T>(top, warp_max);
+  if (!x3h_fast_row(top)) return false;
+  e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
+  if (tid == 0) *ex = e;
+  return true;
+}
+
 // The split of one row by a block of T threads (fp16x3_split): its float4 k < H T held in v
 // (k = r T + tid), the rest read from xr.
 template <bool FAST, int H, int T>
@@ -318,7 +333,7 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 7)
   if (row >= rows) return;   // whole block: the barriers below are reached by all or none
   const float4* xr = reinterpret_cast<const float4*>(x + row * ld);
   const float* xs = x + row * ld;
-  const int K4 = K / 4, kt = 4 * K4 + tid, kone = kneg ? -(1 << 23) : 1 << 23;
+  const int K4 = K / 4, kone = kneg ? -(1 << 23) : 1 << 23;
   float4 v[V];
   int top = 0;
 #pragma unroll
@@ -330,13 +345,10 @@ __global__ void __launch_bounds__(X3H_SPLIT_THREADS, 7)
   }
 #pragma unroll 4   // (as x3h_split_row's loop over the same values)
   for (int k = V * T + tid; k < K4; k += T) top = max(top, x3h_mag4(xr[k], x3h_kfactor4(tk, 4 * k, kone)));
-  if (tid < K - 4 * K4) top = max(top, x3h_mag(mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
-  top = x3h_block_max<T>(top, warp_max);
   u16* hr = hi + row * ldo;
   u16* lr = lo + row * ldo;
-  if (x3h_fast_row(top)) {   // block-uniform
-    const int e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
-    if (tid == 0) ex[row] = e;
+  int e;
+  if (x3h_fast_exponent<T>(top, xs, K, tk, kone, warp_max, ex + row, e)) {
     x3h_split_row<true, V, T>(v, xr, K, e, tk, kneg, hr, lr);
     return;
   }
@@ -393,13 +405,10 @@ __global__ void __launch_bounds__(T)
     int top = 0;
 #pragma unroll 4
     for (int k = tid; k < K4; k += T) top = max(top, x3h_mag4(xv[k], x3h_kfactor4(tk, 4 * k, kone)));
-    if (tid < K - 4 * K4) top = max(top, x3h_mag(mul_exact(xs[kt], x3h_kfactor(tk, kt, kone))));
-    top = x3h_block_max<T>(top, warp_max);
     u16* hr = hi + row * ldo;
     u16* lr = lo + row * ldo;
-    if (x3h_fast_row(top)) {   // block-uniform
-      const int e = 141 - (top >> 23);   // 14 - floor(log2) of the largest
-      if (tid == 0) ex[row] = e;
+    int e;
+    if (x3h_fast_exponent<T>(top, xs, K, tk, kone, warp_max, ex + row, e)) {
       const float fe = x3h_pow2(e);
 #pragma unroll 4
       for (int k = tid; k < K4; k += T) x3h_split4<true>(xv[k], tk, 4 * k, kneg, e, fe, hr + 4 * k, lr + 4 * k);
