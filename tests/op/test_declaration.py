@@ -365,7 +365,9 @@ print(time.perf_counter() - t, "torch._dynamo" in sys.modules, "sympy" in sys.mo
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     seconds, dynamo, sympy = out.stdout.split()
     assert dynamo == "False" and sympy == "False", out.stdout
-    assert float(seconds) < 0.3, out.stdout
+    # the first call took 6 s while it imported them, 0.04 s since; 0.30 s beside the 16 busy
+    # workers of a parallel run (H200): a bound for the 6 s, not for the machine's load
+    assert float(seconds) < 1.0, out.stdout
 
 
 def _cuda_only(x: torch.Tensor, *, out: torch.Tensor) -> None:
