@@ -506,8 +506,9 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // instructions a value where the keys took ~12). The key of a largest magnitude is the largest
 // key, and v 2^-t is exact wherever it is a normal float (|v 2^-t| < 4: never overflows). A row
 // holding an inf (max.f32 takes it, the keys do not) takes its largest by the keys. A column
-// whose largest is subnormal or 0 (a product may have rounded up a binade, or to 0) or inf (an
-// inf in it) takes its keys again from the block's rows (L2), exactly as the definition.
+// whose largest is at most 2^-126 (a product below it may have rounded up a binade, to 2^-126
+// itself too, or to 0) or inf (an inf in it) takes its keys again from the block's rows (L2),
+// exactly as the definition.
 template <int J>
 __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, 2)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
@@ -578,12 +579,14 @@ __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, 2)
     }
   }
   __syncthreads();   // tk's bytes of the block's rows (thread 0's stores) visible to the block
-  bool exact = false;   // a column of this thread's whose largest is subnormal, 0 or inf (an inf in it)
+  // a column of this thread's whose largest is at most 2^-126 (a product below it may have rounded
+  // up to it, or to 0) or inf (an inf in it)
+  bool exact = false;
 #pragma unroll
   for (int j = 0; j < J; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      exact |= 4 * (tid + j * T) + i < N && __float_as_uint(cm[j][i]) - 0x00800000u >= 0x7f000000u;
+      exact |= 4 * (tid + j * T) + i < N && __float_as_uint(cm[j][i]) - 0x00800001u >= 0x7effffffu;
   int ck[J][4];
   if (exact) {   // the keys of the raw values less t (none stays none)
 #pragma unroll

@@ -188,8 +188,8 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     definition bit for bit, the pieces after it too: every J (float4 of a row a thread), blocks
     of one row to 32, their last step part-filled, rows 2^-60 .. 2^60 and columns 2^-20 .. 2^20
     apart, rows of zeros, -0.0, inf, subnormals, huge values and NaN, a row's largest in its
-    last column, a column whose values are subnormal once shifted (their keys not those of the
-    rounded products)."""
+    last column, columns whose values are subnormal once shifted (their keys not those of the
+    rounded products), one of them rounding up to 2^-126."""
     require_algo("fp16x3")
     g = torch.Generator(device=cuda).manual_seed(K + N)
     b = torch.empty(K, -(-N // 4) * 4, device=cuda)[:, :N]  # rows 16-byte aligned: split in place
@@ -204,11 +204,14 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     if K > 6:
         b[5, ::7] = float("nan")
         b[6, -1] = 1e4 * b[6].abs().max()
+    big = torch.where(b.isfinite(), b.abs(), 0).amax(1).double()
     if N > 2:  # column 2: (1 + u) 2^-148 once shifted, subnormal, half of them rounding up a binade
-        big = torch.where(b.isfinite(), b.abs(), 0).amax(1).double()
         u = torch.rand(K, device=cuda, generator=g, dtype=torch.float64)
         tiny = (1 + u) * torch.exp2(torch.frexp(big)[1] - 149.0)
         b[:, 2] = torch.where(big > 0, tiny.float(), b[:, 2])  # (rows of zeros or of infs kept)
+    if N > 3:  # column 3: (2 - 2^-23) 2^-127 once shifted, which rounds up to 2^-126, a normal float
+        edge = (2 - 2.0**-23) * torch.exp2(torch.frexp(big)[1] - 128.0)
+        b[:, 3] = torch.where(big >= 2, edge.float(), 0.0)
     b[:, 0] = 0.0
     p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")  # M >= N: t from b's rows
     assert p.b.prep == "n-major split", p
