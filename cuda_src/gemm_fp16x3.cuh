@@ -499,129 +499,58 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // (atomicMax'd into key, zeroed first) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
 // it twice, at 51-71 % of DRAM bandwidth. A block holds whole rows: thread i columns 4 (i + j T),
 // j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / J rows a step in
-// registers; each row's largest magnitude over the block (a barrier a step, the warps' maxima
-// double buffered) gives t, then its values times 2^-t join the columns' largest magnitudes over
-// the block's `rows` rows.
-// NOTES: magnitudes, not keys, in the loop (x3h_absmax, then a multiply and a max a value: ~3
-// instructions a value where the keys took ~12). The key of a largest magnitude is the largest
-// key, and v 2^-t is exact wherever it is a normal float (|v 2^-t| < 4: never overflows). A row
-// holding an inf (max.f32 takes it, the keys do not) takes its largest by the keys. A column
-// whose largest is at most 2^-126 (a product below it may have rounded up a binade, to 2^-126
-// itself too, or to 0) or inf (an inf in it) takes its keys again from the block's rows (L2),
-// exactly as the definition.
+// registers; each row's largest key over the block (a barrier a step, the warps' maxima double
+// buffered) gives t, then its keys less t join the columns' maxima over the block's `rows` rows.
 template <int J>
 __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, 2)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
                      int* __restrict__ key) {
-  constexpr int R = X3H_ROWCOL_VECS / J, W = X3H_ROWCOL_THREADS / 32;
+  constexpr int R = X3H_ROWCOL_VECS / J;
   static_assert(R >= 1 && R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: J divides X3H_ROWCOL_VECS");
-  __shared__ int warp_max[2][R][W], inf_max[W];
+  __shared__ int warp_max[2][R][X3H_ROWCOL_THREADS / 32];
   const int tid = threadIdx.x, T = blockDim.x, lane = tid & 31, warp = tid >> 5;
   const i64 k0 = (i64)blockIdx.x * rows, k1 = min((i64)K, k0 + rows);
-  const auto block_max = [&](int m, int* buf) {   // (block-uniform: every thread, a barrier after)
-    m = __reduce_max_sync(0xffffffffu, m);
-    if (lane == 0) buf[warp] = m;
-    __syncthreads();
-    return __reduce_max_sync(0xffffffffu, lane < T / 32 ? buf[lane] : 0);
-  };
-  const bool whole = 4 * (tid + (J - 1) * T) + 4 <= N;   // this thread's 4 J columns all in the row
-  float cm[J][4] = {};
+  int cm[J][4] = {};
   for (i64 k = k0, step = 0; k < k1; k += R, ++step) {   // block-uniform trip count
     float4 v[R][J];
-    if (whole && k + R <= k1) {   // (the common step: no tests a load)
-      const float* p = x + k * ld + 4 * tid;
 #pragma unroll
-      for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int j = 0; j < J; ++j) v[r][j] = *reinterpret_cast<const float4*>(p + r * ld + 4 * j * T);
-    } else {
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int j = 0; j < J; ++j) {
-          const int n = 4 * (tid + j * T);
-          v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    }
+      for (int j = 0; j < J; ++j) {
+        const int n = 4 * (tid + j * T);
+        v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    int raw[R][J][4], top[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      float m = 0.f;   // (never NaN: max.f32 takes the other operand of a NaN)
+      top[r] = 0;
 #pragma unroll
-      for (int j = 0; j < J; ++j)
-        m = x3h_absmax(m, x3h_absmax(x3h_absmax(v[r][j].x, v[r][j].y), x3h_absmax(v[r][j].z, v[r][j].w)));
-      const int mw = __reduce_max_sync(0xffffffffu, __float_as_int(m));   // (magnitudes order as ints)
-      if (lane == 0) warp_max[step & 1][r][warp] = mw;
+      for (int j = 0; j < J; ++j) {
+        raw[r][j][0] = x3h_key(v[r][j].x, 0), raw[r][j][1] = x3h_key(v[r][j].y, 0);
+        raw[r][j][2] = x3h_key(v[r][j].z, 0), raw[r][j][3] = x3h_key(v[r][j].w, 0);
+        top[r] = max(top[r], max(max(raw[r][j][0], raw[r][j][1]), max(raw[r][j][2], raw[r][j][3])));
+      }
+      top[r] = __reduce_max_sync(0xffffffffu, top[r]);
+      if (lane == 0) warp_max[step & 1][r][warp] = top[r];
     }
     __syncthreads();   // one a step: a buffer is written again two steps on, after the next barrier
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int top = __reduce_max_sync(0xffffffffu, lane < T / 32 ? warp_max[step & 1][r][lane] : 0);
-      int row_key;
-      if (top == 0x7f800000) {   // an inf in the row (block-uniform): the largest finite by the keys
-        int m = 0;
-#pragma unroll
-        for (int j = 0; j < J; ++j) m = max(m, x3h_key4(v[r][j], make_int4(0, 0, 0, 0)));
-        row_key = block_max(m, inf_max);
-        __syncthreads();   // inf_max read: free for the next such row
-      } else {
-        row_key = x3h_key(__int_as_float(top), 0);
-      }
-      const int t = x3h_t(row_key);
+      const int t = x3h_t(__reduce_max_sync(0xffffffffu, lane < T / 32 ? warp_max[step & 1][r][lane] : 0));
       if (tid == 0 && k + r < k1) tk[k + r] = (signed char)t;
-      const float f = x3h_pow2(-t);
 #pragma unroll
-      for (int j = 0; j < J; ++j) {
-        cm[j][0] = x3h_absmax(cm[j][0], mul_exact(v[r][j].x, f));
-        cm[j][1] = x3h_absmax(cm[j][1], mul_exact(v[r][j].y, f));
-        cm[j][2] = x3h_absmax(cm[j][2], mul_exact(v[r][j].z, f));
-        cm[j][3] = x3h_absmax(cm[j][3], mul_exact(v[r][j].w, f));
-      }
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)   // the key of v 2^-t: the raw key less t (none stays none)
+          if (raw[r][j][i] != 0) cm[j][i] = max(cm[j][i], raw[r][j][i] - t);
     }
-  }
-  __syncthreads();   // tk's bytes of the block's rows (thread 0's stores) visible to the block
-  // a column of this thread's whose largest is at most 2^-126 (a product below it may have rounded
-  // up to it, or to 0) or inf (an inf in it)
-  bool exact = false;
-#pragma unroll
-  for (int j = 0; j < J; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      exact |= 4 * (tid + j * T) + i < N && __float_as_uint(cm[j][i]) - 0x00800001u >= 0x7effffffu;
-  int ck[J][4];
-  if (exact) {   // the keys of the raw values less t (none stays none)
-#pragma unroll
-    for (int j = 0; j < J; ++j) ck[j][0] = ck[j][1] = ck[j][2] = ck[j][3] = 0;
-    const auto join = [&](float4 u, int j, int t) {
-      const int raw[4] = {x3h_key(u.x, 0), x3h_key(u.y, 0), x3h_key(u.z, 0), x3h_key(u.w, 0)};
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (raw[i] != 0) ck[j][i] = max(ck[j][i], raw[i] - t);
-    };
-    if (whole) {   // (unrolled loads in flight: a thread may take this alone, its warp waiting)
-#pragma unroll(J == 4 ? 1 : 8 / J)   // (J = 4: four loads a row already; more spilled)
-      for (i64 k = k0; k < k1; ++k)
-#pragma unroll
-        for (int j = 0; j < J; ++j) join(*reinterpret_cast<const float4*>(x + k * ld + 4 * (tid + j * T)), j, tk[k]);
-    } else {
-      for (i64 k = k0; k < k1; ++k)
-#pragma unroll
-        for (int j = 0; j < J; ++j) {
-          const int n = 4 * (tid + j * T);
-          if (n < N) join(x3h_load4(x + k * ld + n, N - n), j, tk[k]);
-        }
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ck[j][i] = x3h_key(cm[j][i], 0);
   }
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int n = 4 * (tid + j * T);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      if (n + i < N) x3h_key_max(key + n + i, ck[j][i]);
+      if (n + i < N) x3h_key_max(key + n + i, cm[j][i]);
   }
 }
 
