@@ -33,7 +33,7 @@
 
 #if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
     !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS) || \
-    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS)
+    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS) || !defined(X3H_ROWCOL_SOLO_J)
 #error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_* (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
@@ -139,6 +139,13 @@ __device__ __forceinline__ int x3h_mag(float y) { return (int)(__float_as_uint(y
 __device__ __forceinline__ float x3h_absmax(float a, float b) {
   float r;
   asm("{ .reg .f32 a, b; abs.f32 a, %1; abs.f32 b, %2; max.f32 %0, a, b; }" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// |v| p rounded up (p a power of two, not flushed): exact where normal, and never 0 for a nonzero
+// v, so a largest of 0 is a column of zeros, not of products that underflowed.
+__device__ __forceinline__ float x3h_mul_up(float v, float p) {
+  float r;
+  asm("{ .reg .f32 a; abs.f32 a, %1; mul.rp.f32 %0, a, %2; }" : "=f"(r) : "f"(v), "f"(p));
   return r;
 }
 __device__ __forceinline__ int x3h_mag4(float4 v, float4 p) {
@@ -499,58 +506,135 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // (atomicMax'd into key, zeroed first) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
 // it twice, at 51-71 % of DRAM bandwidth. A block holds whole rows: thread i columns 4 (i + j T),
 // j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / J rows a step in
-// registers; each row's largest key over the block (a barrier a step, the warps' maxima double
-// buffered) gives t, then its keys less t join the columns' maxima over the block's `rows` rows.
+// registers; each row's largest magnitude over the block (a barrier a step, the warps' maxima
+// double buffered) gives t, then its values times 2^-t join the columns' largest magnitudes over
+// the block's `rows` rows.
+// NOTES: magnitudes, not keys, in the loop (x3h_absmax, then a multiply and a max a value: ~3
+// instructions a value where the keys took ~12). The key of a largest magnitude is the largest
+// key, and v 2^-t is exact wherever it is a normal float (|v 2^-t| < 4: never overflows). A row
+// holding an inf (max.f32 takes it, the keys do not) takes its largest finite one again. A column
+// whose largest is in (0, 2^-126] (products rounded up, x3h_mul_up: a binade high, or to 2^-126
+// itself) or inf (an inf in it) takes its keys again from the block's rows (L2), exactly as the
+// definition; one of zeros does not. From J = X3H_ROWCOL_SOLO_J, one block an SM: capped at two
+// blocks' 64 registers, NVRTC 12.1 spilled it.
 template <int J>
-__global__ void __launch_bounds__(X3H_ROWCOL_THREADS, 2)
+__global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1 : 2)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
                      int* __restrict__ key) {
-  constexpr int R = X3H_ROWCOL_VECS / J;
+  constexpr int R = X3H_ROWCOL_VECS / J, W = X3H_ROWCOL_THREADS / 32;
   static_assert(R >= 1 && R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: J divides X3H_ROWCOL_VECS");
-  __shared__ int warp_max[2][R][X3H_ROWCOL_THREADS / 32];
+  __shared__ int warp_max[2][R][W], inf_max[W];
   const int tid = threadIdx.x, T = blockDim.x, lane = tid & 31, warp = tid >> 5;
   const i64 k0 = (i64)blockIdx.x * rows, k1 = min((i64)K, k0 + rows);
-  int cm[J][4] = {};
+  const auto block_max = [&](int m, int* buf) {   // (block-uniform: every thread, a barrier after)
+    m = __reduce_max_sync(0xffffffffu, m);
+    if (lane == 0) buf[warp] = m;
+    __syncthreads();
+    return __reduce_max_sync(0xffffffffu, lane < T / 32 ? buf[lane] : 0);
+  };
+  const bool whole = 4 * (tid + (J - 1) * T) + 4 <= N;   // this thread's 4 J columns all in the row
+  float cm[J][4] = {};
   for (i64 k = k0, step = 0; k < k1; k += R, ++step) {   // block-uniform trip count
     float4 v[R][J];
+    if (whole && k + R <= k1) {   // (the common step: no tests a load)
+      const float* p = x + k * ld + 4 * tid;
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const int n = 4 * (tid + j * T);
-        v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    int raw[R][J][4], top[R];
+        for (int j = 0; j < J; ++j) v[r][j] = *reinterpret_cast<const float4*>(p + r * ld + 4 * j * T);
+    } else {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          const int n = 4 * (tid + j * T);
+          v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      top[r] = 0;
+      float m = 0.f;   // (never NaN: max.f32 takes the other operand of a NaN)
 #pragma unroll
-      for (int j = 0; j < J; ++j) {
-        raw[r][j][0] = x3h_key(v[r][j].x, 0), raw[r][j][1] = x3h_key(v[r][j].y, 0);
-        raw[r][j][2] = x3h_key(v[r][j].z, 0), raw[r][j][3] = x3h_key(v[r][j].w, 0);
-        top[r] = max(top[r], max(max(raw[r][j][0], raw[r][j][1]), max(raw[r][j][2], raw[r][j][3])));
-      }
-      top[r] = __reduce_max_sync(0xffffffffu, top[r]);
-      if (lane == 0) warp_max[step & 1][r][warp] = top[r];
+      for (int j = 0; j < J; ++j)
+        m = x3h_absmax(m, x3h_absmax(x3h_absmax(v[r][j].x, v[r][j].y), x3h_absmax(v[r][j].z, v[r][j].w)));
+      const int mw = __reduce_max_sync(0xffffffffu, __float_as_int(m));   // (magnitudes order as ints)
+      if (lane == 0) warp_max[step & 1][r][warp] = mw;
     }
     __syncthreads();   // one a step: a buffer is written again two steps on, after the next barrier
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int t = x3h_t(__reduce_max_sync(0xffffffffu, lane < T / 32 ? warp_max[step & 1][r][lane] : 0));
+      const int top = __reduce_max_sync(0xffffffffu, lane < T / 32 ? warp_max[step & 1][r][lane] : 0);
+      int row_key;
+      if (top == 0x7f800000) {   // an inf in the row (block-uniform): its largest finite magnitude
+        const auto fin = [](float a) { return (__float_as_uint(a) & 0x7fffffffu) < 0x7f800000u ? a : 0.f; };   // (NaN: 0)
+        float m = 0.f;
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          m = x3h_absmax(m, x3h_absmax(x3h_absmax(fin(v[r][j].x), fin(v[r][j].y)),
+                                       x3h_absmax(fin(v[r][j].z), fin(v[r][j].w))));
+        row_key = x3h_key(__int_as_float(block_max(__float_as_int(m), inf_max)), 0);
+        __syncthreads();   // inf_max read: free for the next such row
+      } else {
+        row_key = x3h_key(__int_as_float(top), 0);
+      }
+      const int t = x3h_t(row_key);
       if (tid == 0 && k + r < k1) tk[k + r] = (signed char)t;
+      const float f = x3h_pow2(-t);
 #pragma unroll
-      for (int j = 0; j < J; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)   // the key of v 2^-t: the raw key less t (none stays none)
-          if (raw[r][j][i] != 0) cm[j][i] = max(cm[j][i], raw[r][j][i] - t);
+      for (int j = 0; j < J; ++j) {
+        cm[j][0] = x3h_absmax(cm[j][0], x3h_mul_up(v[r][j].x, f));
+        cm[j][1] = x3h_absmax(cm[j][1], x3h_mul_up(v[r][j].y, f));
+        cm[j][2] = x3h_absmax(cm[j][2], x3h_mul_up(v[r][j].z, f));
+        cm[j][3] = x3h_absmax(cm[j][3], x3h_mul_up(v[r][j].w, f));
+      }
     }
+  }
+  __syncthreads();   // tk's bytes of the block's rows (thread 0's stores) visible to the block
+  // a column of this thread's whose largest is in (0, 2^-126] (a product below it may have
+  // rounded up to it) or inf (an inf in it); 0 is a column of zeros (and NaN): none
+  bool exact = false;
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const u32 b = __float_as_uint(cm[j][i]);
+      exact |= 4 * (tid + j * T) + i < N && (b - 1u < 0x00800000u || b == 0x7f800000u);
+    }
+  int ck[J][4];
+  if (exact) {   // the keys of the raw values less t (none stays none)
+#pragma unroll
+    for (int j = 0; j < J; ++j) ck[j][0] = ck[j][1] = ck[j][2] = ck[j][3] = 0;
+    const auto join = [&](float4 u, int j, int t) {
+      const int raw[4] = {x3h_key(u.x, 0), x3h_key(u.y, 0), x3h_key(u.z, 0), x3h_key(u.w, 0)};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (raw[i] != 0) ck[j][i] = max(ck[j][i], raw[i] - t);
+    };
+    if (whole) {   // (unrolled loads in flight: a thread may take this alone, its warp waiting)
+#pragma unroll(J == 4 ? 1 : 8 / J)   // (J = 4: four loads a row already; more spilled)
+      for (i64 k = k0; k < k1; ++k)
+#pragma unroll
+        for (int j = 0; j < J; ++j) join(*reinterpret_cast<const float4*>(x + k * ld + 4 * (tid + j * T)), j, tk[k]);
+    } else {
+      for (i64 k = k0; k < k1; ++k)
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          const int n = 4 * (tid + j * T);
+          if (n < N) join(x3h_load4(x + k * ld + n, N - n), j, tk[k]);
+        }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ck[j][i] = x3h_key(cm[j][i], 0);
   }
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int n = 4 * (tid + j * T);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      if (n + i < N) x3h_key_max(key + n + i, cm[j][i]);
+      if (n + i < N) x3h_key_max(key + n + i, ck[j][i]);
   }
 }
 

@@ -186,10 +186,10 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     """fp16x3_rowcolmax (a row-major b's t and its columns' keys over the shifted rows, one read,
     as matmul takes them; fp16x3_rowmax + fp16x3_colmax_n past ROWCOL_N columns) against the
     definition bit for bit, the pieces after it too: every J (float4 of a row a thread), blocks
-    of one row to 32, their last step part-filled, rows 2^-60 .. 2^60 and columns 2^-20 .. 2^20
+    of one row to 64, their last step part-filled, rows 2^-60 .. 2^60 and columns 2^-20 .. 2^20
     apart, rows of zeros, -0.0, inf, subnormals, huge values and NaN, a row's largest in its
     last column, columns whose values are subnormal once shifted (their keys not those of the
-    rounded products), one of them rounding up to 2^-126."""
+    rounded products), one of them rounding up to 2^-126, one to 0."""
     require_algo("fp16x3")
     g = torch.Generator(device=cuda).manual_seed(K + N)
     b = torch.empty(K, -(-N // 4) * 4, device=cuda)[:, :N]  # rows 16-byte aligned: split in place
@@ -212,6 +212,9 @@ def test_one_pass_over_b_gives_the_two_passes_t_and_column_scales(K, N, cuda):
     if N > 3:  # column 3: (2 - 2^-23) 2^-127 once shifted, which rounds up to 2^-126, a normal float
         edge = (2 - 2.0**-23) * torch.exp2(torch.frexp(big)[1] - 128.0)
         b[:, 3] = torch.where(big >= 2, edge.float(), 0.0)
+    if N > 4:  # column 4: (1 + u) 2^-151 once shifted, which rounds to 0 (to nearest), in rows that hold it
+        dust = (1 + u) * torch.exp2(torch.frexp(big)[1] - 152.0)
+        b[:, 4] = torch.where(big >= 2.0**4, dust.float(), 0.0)
     b[:, 0] = 0.0
     p = gemm.plan_for(torch.empty(N, K, device=cuda), b, "EpiNone", "fp16x3")  # M >= N: t from b's rows
     assert p.b.prep == "n-major split", p
