@@ -33,7 +33,8 @@
 
 #if !defined(X3_SMEM_BYTES) || !defined(X3H_SPLIT_THREADS) || !defined(X3H_SPLIT_VECS) || \
     !defined(X3H_NSPLIT_THREADS) || !defined(X3H_NSPLIT_ROWS) || !defined(X3H_COLMAX_ROWS) || \
-    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS) || !defined(X3H_ROWCOL_SOLO_J)
+    !defined(X3H_ROWCOL_THREADS) || !defined(X3H_ROWCOL_VECS) || !defined(X3H_ROWCOL_SOLO_J) || \
+    !defined(X3H_ROWCOL_BLOCKS)
 #error "gemm_fp16x3.cuh: the host passes X3_SMEM_BYTES, X3H_SPLIT_*, X3H_NSPLIT_*, X3H_COLMAX_ROWS, X3H_ROWCOL_* (-D)"
 #endif
 static_assert(X3H_SPLIT_THREADS % 32 == 0 && X3H_SPLIT_THREADS <= 1024, "fp16x3_split: whole warps, one block");
@@ -515,10 +516,10 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // holding an inf (max.f32 takes it, the keys do not) takes its largest finite one again. A column
 // whose largest is in (0, 2^-126] (products rounded up, x3h_mul_up: a binade high, or to 2^-126
 // itself) or inf (an inf in it) takes its keys again from the block's rows (L2), exactly as the
-// definition; one of zeros does not. From J = X3H_ROWCOL_SOLO_J, one block an SM: capped at two
-// blocks' 64 registers, NVRTC 12.1 spilled it.
+// definition; one of zeros does not. From J = X3H_ROWCOL_SOLO_J, one block an SM: capped at
+// X3H_ROWCOL_BLOCKS blocks' 64 registers, NVRTC 12.1 spilled it.
 template <int J>
-__global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1 : 2)
+__global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1 : X3H_ROWCOL_BLOCKS)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
                      int* __restrict__ key) {
   constexpr int R = X3H_ROWCOL_VECS / J, W = X3H_ROWCOL_THREADS / 32;

@@ -74,12 +74,12 @@ X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 # fp16x3_rowcolmax<J> (t of a row-major b's rows and its columns' keys in one read): a block of
 # up to X3H_ROWCOL_THREADS holds whole rows, J float4 of a row a thread, X3H_ROWCOL_VECS float4 a
 # step; rows of up to 4 max(X3H_ROWCOL_JS) X3H_ROWCOL_THREADS values (wider: the two passes).
-# Two blocks an SM, one from J = X3H_ROWCOL_SOLO_J (its registers past 64: NVRTC 12.1 spilled it
-# capped there); rows a block from X3H_ROWCOL_STEPS steps to X3H_ROWCOL_SM_ROWS an SM at a time
-# (H200, b 8192^2 at J = 4: 32 rows 82.8 us, 64 rows 78.7; 4096^2 at J = 2: 16 rows 28.3, 32
-# rows 31.3)
+# X3H_ROWCOL_BLOCKS blocks an SM, one from J = X3H_ROWCOL_SOLO_J (its registers past two
+# blocks' 64: NVRTC 12.1 spilled it capped there); rows a block from X3H_ROWCOL_STEPS steps to
+# X3H_ROWCOL_SM_ROWS an SM at a time (H200, b 8192^2 at J = 4: 32 rows 82.8 us, 64 rows 78.7;
+# 4096^2 at J = 2: 16 rows 28.3, 32 rows 31.3)
 X3H_ROWCOL_THREADS, X3H_ROWCOL_VECS, X3H_ROWCOL_JS, X3H_ROWCOL_SOLO_J = 512, 8, (1, 2, 4), 4
-X3H_ROWCOL_STEPS, X3H_ROWCOL_SM_ROWS = 2, 64
+X3H_ROWCOL_BLOCKS, X3H_ROWCOL_STEPS, X3H_ROWCOL_SM_ROWS = 2, 2, 64
 
 # --- shared kernels --------------------------------------------------------------------------
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8  # transpose.cu: tile, block 32 x 8
@@ -127,5 +127,6 @@ SM90A_DEFINES = {
     "X3H_ROWCOL_THREADS": X3H_ROWCOL_THREADS,
     "X3H_ROWCOL_VECS": X3H_ROWCOL_VECS,
     "X3H_ROWCOL_SOLO_J": X3H_ROWCOL_SOLO_J,
+    "X3H_ROWCOL_BLOCKS": X3H_ROWCOL_BLOCKS,
 }
 TRANSPOSE_DEFINES = {"TR_TILE": TRANSPOSE_TILE, "TR_ROWS": TRANSPOSE_ROWS}

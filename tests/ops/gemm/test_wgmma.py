@@ -22,7 +22,7 @@ SM90A = next(s for s in compiler.sources() if s.name == "gemm_sm90a.cu")
 def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     v = SM90A.variant("gemm_wgmma<bf16, true, 256, 2, EpiNone>")
-    assert SM90A.options("sm_90a")[-20:] == (
+    assert SM90A.options("sm_90a")[-21:] == (
         "-arch=sm_90a",
         "-DEPI_ARGS_BYTES=208",
         "-DEPI_PTRS=8",
@@ -37,6 +37,7 @@ def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
         "-DX3H_COLMAX_ROWS=32",
         "-DX3H_NSPLIT_ROWS=8",
         "-DX3H_NSPLIT_THREADS=256",
+        "-DX3H_ROWCOL_BLOCKS=2",
         "-DX3H_ROWCOL_SOLO_J=4",
         "-DX3H_ROWCOL_THREADS=512",
         "-DX3H_ROWCOL_VECS=8",
