@@ -456,7 +456,7 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // over chunks of rows (grid (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension
 // striding over the rest)): fp16x3_colmax_n each column's largest key over X3H_COLMAX_ROWS
 // rows into key (zeroed first) by atomicMax (also t from A's columns or a K-major B's rows,
-// columns of B^T, with no tk, into tout); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows
+// columns of B^T, with no tk, into tout, key left zero again); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows
 // (K x ldn fp16, ldn a multiple of 8) and ex[n].
 // A column's largest key: atomicMax into *key only where m is larger than what it holds (read
 // from L2; a stale value only costs the atomic): keys are exponents, so most chunks of rows
@@ -492,19 +492,25 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
     if (n + 3 < N) x3h_key_max(key + n + 3, m3);
   }
   if (tout == nullptr) return;
-  // t's bytes (tout): the last block to finish turns the keys into them (`done` zeroed first;
-  // a fence orders each block's atomics before its count)
+  // t's bytes (tout): the last block to finish turns the keys into them (key and `done` zero
+  // first; a fence orders each block's atomics before its count)
   __shared__ bool last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
   __syncthreads();
-  if (last)
-    for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) tout[i] = x3h_t(__ldcg(key + i));
+  if (last) {   // (and key and done zero again: a caller may keep them zero at rest)
+    for (int i = threadIdx.x; i < N; i += X3H_NSPLIT_THREADS) {
+      tout[i] = x3h_t(__ldcg(key + i));
+      key[i] = 0;
+    }
+    if (threadIdx.x == 0) *done = 0u;
+  }
 }
 
 // t of a row-major B's rows (into tk) and its columns' keys over the rows shifted by 2^-t[k]
-// (atomicMax'd into key, zeroed first) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
+// (into keys; atomicMax'd into key, its count in done, both zero first and left zero: the last
+// block to finish moves the keys) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
 // it twice, at 51-71 % of DRAM bandwidth. A block holds whole rows: thread i columns 4 (i + j T),
 // j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / J rows a step in
 // registers; each row's largest magnitude over the block (a barrier a step, the warps' maxima
@@ -521,7 +527,7 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 template <int J>
 __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1 : X3H_ROWCOL_BLOCKS)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
-                     int* __restrict__ key) {
+                     int* __restrict__ key, u32* __restrict__ done, int* __restrict__ keys) {
   constexpr int R = X3H_ROWCOL_VECS / J, W = X3H_ROWCOL_THREADS / 32;
   static_assert(R >= 1 && R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: J divides X3H_ROWCOL_VECS");
   __shared__ int warp_max[2][R][W], inf_max[W];
@@ -636,6 +642,20 @@ __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       if (n + i < N) x3h_key_max(key + n + i, ck[j][i]);
+  }
+  // NOTES: accumulators zero at rest (key, done: a call's first kernel needs no memset before
+  // it); the last block to count (a fence orders each block's atomics before it) moves them
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (last) {
+    for (int i = tid; i < N; i += T) {
+      keys[i] = __ldcg(key + i);
+      key[i] = 0;
+    }
+    if (tid == 0) *done = 0u;
   }
 }
 

@@ -361,6 +361,64 @@ def memset(device: int, ptr: int, nbytes: int) -> None:
         _memset_async(ptr, 0, nbytes, _raw_stream(device))
 
 
+# NOTES: a call's first kernel may accumulate (atomicMax, a count) in memory that must start at
+# zero; a memset before it is host time while the GPU waits (docs/design.md#host-cost). Kernels
+# that accumulate here leave it zero again (fp16x3's t pass: its last block), so it is zeroed
+# once, when made. One buffer a (device, stream): the kernels of every call there run one after
+# another, each finding it zero (torch's pooled streams live as long as the process; an external
+# stream destroyed with kernels queued, its handle taken by a new one, would share it). Made by
+# another thread: this one may be inside a CUDA graph pool's allocation context (torch.compile's
+# cudagraph warm-up), a pool that must hold nothing past the call. Never freed (a launch may
+# still use one outgrown).
+_accumulators: dict[tuple[int, int], torch.Tensor] = {}
+_outgrown: list[torch.Tensor] = []
+_ACCUMULATOR_STREAMS = 64  # past this many (device, stream) pairs, callers zero their own
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
+
+
+def accumulators(device: int, nbytes: int) -> int | None:
+    """The address of ``nbytes`` (or more) of zeros on CUDA device ``device`` for a kernel on
+    torch's current stream there to accumulate in (atomics, counters) and leave zero again,
+    shared by every call on that stream. None where the caller zeroes its own: while the stream
+    captures a CUDA graph (its replays may run beside another stream's calls), with another
+    device current, past ``_ACCUMULATOR_STREAMS`` streams."""
+    if (_several_devices and _get_device() != device) or _capturing():
+        return None
+    key = (device, _raw_stream(device))
+    buf = _accumulators.get(key)
+    if buf is None or buf.shape[0] < nbytes:
+        with _lock:  # (one buffer a stream, whichever threads ask at once)
+            buf = _accumulators.get(key)
+            if buf is None and len(_accumulators) >= _ACCUMULATOR_STREAMS:
+                return None
+            if buf is None or buf.shape[0] < nbytes:
+                made = _allocated_elsewhere(device, max(nbytes, 4096, 0 if buf is None else 2 * buf.shape[0]))
+                memset(device, made.data_ptr(), made.shape[0])  # on this stream, before any kernel of it
+                if buf is not None:
+                    _outgrown.append(buf)
+                buf = _accumulators[key] = made
+    return buf.data_ptr()
+
+
+def _allocated_elsewhere(device: int, nbytes: int) -> torch.Tensor:
+    """``torch.empty`` of ``nbytes`` bytes on CUDA device ``device``, allocated by a thread of its
+    own (outside any graph pool this thread allocates to)."""
+    made: list = []
+
+    def allocate():
+        try:
+            made.append(torch.empty((nbytes,), dtype=torch.uint8, device=torch.device("cuda", device)))
+        except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
+            made.append(exc)
+
+    worker = threading.Thread(target=allocate, name="cupy_ops accumulators")
+    worker.start()
+    worker.join()
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]
+
+
 def memcpy(device: int, dst: int, src: int, nbytes: int) -> None:
     """Copy ``nbytes`` bytes from device address ``src`` to ``dst`` on torch's current stream of
     ``device``: one cudaMemcpyAsync, no tensor (memory of another library's array alike)."""

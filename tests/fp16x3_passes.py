@@ -50,7 +50,8 @@ def pieces_n(
     key = torch.zeros((n,), dtype=torch.int32, device=b.device)
     if isinstance(tk, str):
         tk = torch.empty((k,), dtype=torch.int8, device=b.device)
-        steps = row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr())
+        acc = torch.zeros((n + 1,), dtype=torch.int32, device=b.device)  # the count, then the keys accumulated
+        steps = row_and_column_keys(b, op, tk.data_ptr(), key.data_ptr(), acc.data_ptr(), acc.data_ptr() + 4)
     else:
         steps = [column_keys(b, op.ld, key.data_ptr(), 0 if tk is None else tk.data_ptr(), kneg=True)]
     steps.append(

@@ -78,6 +78,51 @@ def test_memset_zeroes_on_torchs_current_stream_of_the_device(monkeypatch):
     assert devices == [1] and calls[-1] == (8192, 0, 4, 1001) and current == [0]
 
 
+def test_accumulators_are_one_zeroed_buffer_a_stream_made_by_another_thread(monkeypatch):
+    """``launch.accumulators``: zeroed memory, one buffer a (device, stream) that every call on
+    the stream shares, allocated by a thread of its own (outside any CUDA graph pool the caller
+    allocates to) and zeroed on the stream before it is handed out; outgrown, a larger one (the
+    old one kept: a launch may still use it); None while capturing and past the streams kept;
+    an allocation's error raised in the caller. CPU: streams, memset and allocation stubbed."""
+    import threading
+
+    stream, capturing, zeroed, allocating = [7], [False], [], []
+    monkeypatch.setattr(launch, "_raw_stream", lambda device: stream[0])
+    monkeypatch.setattr(launch, "_several_devices", False)
+    monkeypatch.setattr(launch, "_capturing", lambda: capturing[0])
+    monkeypatch.setattr(launch, "_accumulators", {})
+    monkeypatch.setattr(launch, "_outgrown", [])
+    monkeypatch.setattr(launch, "_ACCUMULATOR_STREAMS", 2)
+    monkeypatch.setattr(launch, "memset", lambda device, ptr, n: zeroed.append((stream[0], ptr, n)))
+    real_empty = torch.empty
+
+    def empty(shape, dtype, device):
+        allocating.append((threading.current_thread() is threading.main_thread(), device, shape))
+        if shape[0] > 1 << 30:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (stub)")
+        return real_empty(shape, dtype=dtype)
+
+    monkeypatch.setattr(torch, "empty", empty)
+    a = launch.accumulators(0, 100)
+    assert allocating == [(False, torch.device("cuda", 0), (4096,))] and zeroed == [(7, a, 4096)]
+    assert launch.accumulators(0, 4096) == a and len(allocating) == 1  # fits: the same, nothing made
+    stream[0] = 8
+    b = launch.accumulators(0, 100)
+    assert b != a and zeroed[-1] == (8, b, 4096)
+    stream[0] = 7
+    grown = launch.accumulators(0, 5000)  # outgrown: twice the old size at least, zeroed, the old kept
+    assert grown not in (a, b) and zeroed[-1] == (7, grown, 8192) and [t.data_ptr() for t in launch._outgrown] == [a]
+    assert launch.accumulators(0, 100) == grown
+    capturing[0] = True
+    assert launch.accumulators(0, 100) is None
+    capturing[0], stream[0] = False, 9
+    assert launch.accumulators(0, 100) is None and len(launch._accumulators) == 2  # past the streams kept
+    stream[0] = 8
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        launch.accumulators(0, 1 << 31)
+    assert launch.accumulators(0, 100) == b
+
+
 def test_memcpy_copies_on_torchs_current_stream_of_the_device(monkeypatch):
     """``launch.memcpy`` is one cudaMemcpyAsync (any direction) on torch's current stream of the
     device, none for no bytes; the runtime stubbed, the copy done on host memory."""

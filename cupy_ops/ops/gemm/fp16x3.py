@@ -187,15 +187,16 @@ def rowcol(n: int) -> tuple[int, int] | None:
     return None
 
 
-def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> list:
+def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, keys: int, done: int, acc: int) -> list:
     """t of a row-major ``b`` (K, N) fp32's rows (``op.ld`` apart, 16-byte aligned) into ``tk``
-    (int8, K) and its columns' keys over the rows times 2^-t[k] into ``key`` (int32, N: zeroed
-    first): fp16x3_rowcolmax, one read of ``b``, where a block holds a row (``rowcol``), else
-    fp16x3_rowmax, then fp16x3_colmax_n. Its steps (none for K = 0)."""
+    (int8, K) and its columns' keys over the rows times 2^-t[k] into ``keys`` (int32, N): where
+    a block holds a row (``rowcol``), fp16x3_rowcolmax, one read of ``b``, accumulating in
+    ``acc`` (int32, N) and counting in ``done`` (uint32), both zero and left zero; else
+    fp16x3_rowmax, then fp16x3_colmax_n into ``keys``, zeroed first. Its steps (none for K = 0)."""
     k, n = b.shape
     fused = rowcol(n)
     if fused is None:
-        return [row_shifts(b, op, tk), column_keys(b, op.ld, key, tk, kneg=True)]
+        return [row_shifts(b, op, tk), column_keys(b, op.ld, keys, tk, kneg=True)]
     if k == 0:
         return []
     (j, threads), dev = fused, b.get_device()
@@ -211,7 +212,7 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> list
             handle(KERNELS, f"fp16x3_rowcolmax<{j}>", dev),
             (cdiv(k, rows), 1, 1),
             (threads, 1, 1),
-            (b.data_ptr(), op.ld, k, n, rows, tk, key),
+            (b.data_ptr(), op.ld, k, n, rows, tk, acc, done, keys),
             0,
         )
     ]
@@ -220,8 +221,8 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, key: int) -> list
 def column_keys(x: torch.Tensor, ld: int, key: int, tk: int = 0, kneg: bool = False, tout: int = 0, done: int = 0):
     """fp16x3_colmax_n: the keys of the columns of ``x`` (rows, cols) fp32 (rows ``ld`` apart,
     16-byte aligned), row r shifted by ``tk``'s, atomicMax'd into ``key`` (int32, cols: zeroed
-    first); with ``tout`` also t of the columns there (int8, cols; ``done``: a zeroed uint32).
-    Its step."""
+    first); with ``tout`` t of the columns there instead (int8, cols; ``done``: a zeroed
+    uint32), ``key`` and ``done`` left zero. Its step."""
     rows, cols = x.shape
     return (
         handle(KERNELS, "fp16x3_colmax_n", x.get_device()),
@@ -266,47 +267,87 @@ def carve(sizes: list[int]) -> tuple[list[int], int]:
     return offsets, end
 
 
+# How a call makes t (its first kernel) and B's columns' keys, by ``route``: "a": t from A's
+# columns (fp16x3_colmax_n); "rowcol": t of B's rows and its columns' keys in one read
+# (fp16x3_rowcolmax); "rows": t of B's rows (fp16x3_rowmax); "b": t from B's K-slices, columns of
+# its K-major form (fp16x3_colmax_n). A row-major B's columns' keys (its N-major split) come
+# from fp16x3_rowcolmax or, on "a" and "rows", from fp16x3_colmax_n, accumulated after it.
+
+
+def route(p: GemmPlan, M: int, N: int) -> str:
+    """How plan ``p`` of an M x N output makes t (above)."""
+    if k_source(M, N) == "a":
+        return "a"
+    if p.b.prep != "n-major split":
+        return "b"
+    return "rowcol" if rowcol(N) else "rows"
+
+
 def layout(p: GemmPlan, M: int, N: int, K: int) -> tuple[list[int], int]:
     """A call's one workspace (``carve``): A's pieces hi, lo and rows' exponents, B's the same,
-    B's columns' keys (N-major), t's keys, their count, t's bytes (the three before it zeroed a
-    call), split-K's partial sums."""
+    split-K's partial sums, t's bytes, B's columns' keys (N-major split), and last what the
+    first kernel accumulates in, zero (``_DONE`` on: its count, then its keys), where no
+    ``launch.accumulators`` are at hand."""
     n_major = p.b.prep == "n-major split"
     lda, ldb = piece_ld(K), piece_ld(N if n_major else K)  # pieces' rows: A's of K values, B's of N or K
     a_piece, b_piece = M * lda * 2, (K if n_major else N) * ldb * 2
     part = 4 * p.slices * M * N if p.slices > 1 else 0
-    return carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, 4 * N if n_major else 0, 4 * K, 4, K, part])
+    keys = 4 * N if n_major else 0
+    return carve([a_piece, a_piece, 4 * M, b_piece, b_piece, 4 * N, part, K, keys, *accumulated(N, K)])
 
 
-def _steps(p: GemmPlan, K: int, a2, bt, c, base: int, offsets: list[int], epi: tuple) -> list:
-    """Every launch of a call in order, over the workspace at ``base`` (``layout``): t, the
-    operands' splits, their tensor maps' GEMM and, for split-K, the reduction. ``a2`` is A as
-    planned (rows padded past ``K`` where copied), ``bt`` B row-major (K, N) as is or (N, K)
-    K-major."""
+def accumulated(N: int, K: int) -> list[int]:
+    """The sizes of what t's kernel accumulates in, zero and left zero: its count (uint32, on
+    256 bytes: ``launch.accumulators`` is shared by every shape) and its keys (int32, N or K)."""
+    return [4, 4 * max(N, K)]
+
+
+_TK, _KEYS, _DONE = 7, 8, 9  # layout's parts: t's bytes, B's columns' keys, the accumulators
+
+
+def _accumulates_keys(way: str, n_major: bool) -> bool:
+    """Whether a call accumulates B's columns' keys in the workspace (fp16x3_colmax_n after the
+    first kernel: zeroed first)."""
+    return n_major and way in ("a", "rows")
+
+
+def _first(p: GemmPlan, way: str, a2, bt, tk: int, keys: int, z: int):
+    """The call's first kernel, t's (``route`` ``way``) into ``tk``, and for "rowcol" B's
+    columns' keys into ``keys``, accumulating at ``z`` (``accumulated``'s parts on 256 bytes, zero
+    and left zero). ``a2`` is A as planned, ``bt`` B row-major (K, N) or (N, K) K-major."""
+    done, acc = z, z + 256
+    if way == "a":
+        return column_keys(a2, p.a.ld, acc, tout=tk, done=done)
+    if way == "b":
+        return column_keys(bt, p.b.ld, acc, tout=tk, done=done)
+    if way == "rowcol":
+        return row_and_column_keys(bt, p.b, tk, keys, done, acc)[0]
+    return row_shifts(bt, p.b, tk)
+
+
+def _rest(p: GemmPlan, way: str, K: int, a2, bt, c, base: int, offsets: list[int], epi: tuple) -> list:
+    """Every launch of a call after ``_first``'s, in order, over the workspace at ``base``
+    (``layout``; B's columns' keys zeroed where ``_accumulates_keys``): the operands' splits,
+    their tensor maps' GEMM and, for split-K, the reduction."""
     M, N = c.shape
     n_major = p.b.prep == "n-major split"
     lda, ldb = piece_ld(K), piece_ld(N if n_major else K)
-    ahi, alo, ea, bhi, blo, eb, key, tkey, done, tk, part = (base + o for o in offsets)
+    ahi, alo, ea, bhi, blo, eb, part, tk, keys = (base + o for o in offsets[:9])
     steps = []
-    from_a = k_source(M, N) == "a"
-    if from_a or not n_major:  # A's columns, or B's rows as B^T's columns
-        src, op = (a2, p.a) if from_a else (bt, p.b)
-        steps.append(column_keys(src, op.ld, tkey, tout=tk, done=done))
-    else:  # t of B's rows, and its columns' keys over the rows shifted, in one read
-        steps += row_and_column_keys(bt, p.b, tk, key)
     # the operand t came from split first: L2 still holds part of it (B's N-major split
     # 43 against 49 us at 4096^2, H100)
-    if from_a:
+    if way == "a":
         steps.append(split_rows(a2, p.a, ahi, alo, lda, ea, tk, True))
     if n_major:  # each column's scale over the shifted rows
-        if from_a:
-            steps.append(column_keys(bt, p.b.ld, key, tk, kneg=False))
-        steps.append(split_columns(bt, p.b, key, bhi, blo, ldb, eb, tk, not from_a))
+        if _accumulates_keys(way, n_major):
+            steps.append(column_keys(bt, p.b.ld, keys, tk, kneg=way != "a"))
+        steps.append(split_columns(bt, p.b, keys, bhi, blo, ldb, eb, tk, way != "a"))
         # boxes of 64 columns (128 bytes) x bk rows of K
         bmaps = tuple(tma.tensor_map_at(o, torch.float16, N, K, ldb, 64, p.bk) for o in (bhi, blo))
     else:
-        steps.append(split_rows(bt, p.b, bhi, blo, ldb, eb, tk, not from_a))
+        steps.append(split_rows(bt, p.b, bhi, blo, ldb, eb, tk, way != "a"))
         bmaps = tuple(tma.tensor_map_at(o, torch.float16, K, N, ldb, p.bk, p.tile[1]) for o in (bhi, blo))
-    if not from_a:
+    if way != "a":
         steps.append(split_rows(a2, p.a, ahi, alo, lda, ea, tk, False))
     maps = tuple(tma.tensor_map_at(o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo)) + bmaps
     return steps + _gemm(p, c, K, maps, ea, eb, epi, part)
@@ -314,60 +355,84 @@ def _steps(p: GemmPlan, K: int, a2, bt, c, base: int, offsets: list[int], epi: t
 
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """The operands' pieces (A's rows, B's columns) in one workspace allocation (one instead of
-    five cut a call's host time by about a third: docs/gemm.md#fp16x3-workspace), their tensor
-    maps, the GEMM and, for split-K, the reduction."""
+    five cut a call's host time by about a third: docs/gemm.md#fp16x3-workspace), its keys and
+    accumulators zeroed, their tensor maps, the GEMM and, for split-K, the reduction."""
     (M, K), N = a.shape, b.shape[1]
     a2 = prepare(a, p.a)
     bt = b if p.b.prep == "n-major split" else prepare(b.t(), p.b)  # row-major (K, N) as is, or (N, K) K-major
+    way = route(p, M, N)
     offsets, total = layout(p, M, N, K)
     ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
-    steps = _steps(p, K, a2, bt, c, base, offsets, epi)
-    launch.memset(c.get_device(), base + offsets[_ZEROED], offsets[_ZEROED_END] - offsets[_ZEROED])
-    for step in steps:
+    launch.memset(c.get_device(), base + offsets[_KEYS], total - offsets[_KEYS])
+    first = _first(p, way, a2, bt, base + offsets[_TK], base + offsets[_KEYS], base + offsets[_DONE])
+    for step in [first] + _rest(p, way, K, a2, bt, c, base, offsets, epi):
         launch.launch(*step)
     del ws, a2, bt  # launched: the stream orders any reuse of this memory after the kernel
 
 
-_ZEROED, _ZEROED_END = 6, 9  # layout's parts zeroed a call: B's columns' keys, t's keys, their count
-
-
 def launcher(p: GemmPlan, device: int):
     """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``): where both operands
-    are read as they are (A K-major, B N-major or a Linear's ``weight.T``), the layout is
-    worked out once and every step of a call, the tensor maps among them, packed once per
-    address set (A, B, C, the workspace, the epilogue's arguments): a call allocates the
-    workspace, zeroes its counters and launches (docs/design.md#host-cost). Other plans run
-    ``run`` as it is."""
+    are read as they are (A K-major, B N-major or a Linear's ``weight.T``), the layout is worked
+    out once and every step of a call, the tensor maps among them, packed once per address set
+    (A, B, C, the workspace, the accumulators, the epilogue's arguments). Its ``start(a, b)``
+    allocates the workspace and launches t's kernel over the stream's ``launch.accumulators``
+    (no memset before it) and returns ``finish(c, epi)``, which launches the rest: a caller
+    allocates C in between, while the GPU works (docs/design.md#host-cost). ``fn(a, b, c, epi)``
+    is the two in one. Other plans run ``run`` as it is."""
     if p.a.prep != "as is" or p.b.prep not in ("n-major split", "as is"):
         return lambda a, b, c, epi: run(p, a, b, c, epi)
-    by_address: dict[tuple, list] = {}
-    lay = None  # the layout, worked out on the first call (a launcher is one shape's)
+    firsts: dict[tuple, tuple] = {}
+    rests: dict[tuple, list] = {}
+    lay = None  # the route, layout and bytes accumulated, worked out on the first call (one shape's)
     n_major = p.b.prep == "n-major split"
     uint8 = torch.uint8
 
-    def go(a, b, c, epi):
+    def start(a, b):
         nonlocal lay
         if lay is None:  # (threads racing here each work it out: one assignment, no append)
-            lay = layout(p, a.shape[0], b.shape[1], a.shape[1])
-        offsets, total = lay
-        ws = torch.empty((total,), dtype=uint8, device=c.device)
+            M, N, K = a.shape[0], b.shape[1], a.shape[1]
+            way = route(p, M, N)
+            lay = (way, *layout(p, M, N, K), carve(accumulated(N, K))[1], _accumulates_keys(way, n_major))
+        way, offsets, total, nacc, zero_keys = lay
+        bt = b if n_major else b.t()
+        ws = torch.empty((total,), dtype=uint8, device=a.device)
         base = ws.data_ptr()
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), base, epi[2])
-        steps = by_address.get(key)
-        if steps is None:
-            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
-                by_address.clear()
-            bt = b if n_major else b.t()
-            steps = by_address[key] = [
-                (h, grid, block, h.packed(*args), smem)
-                for h, grid, block, args, smem in _steps(p, a.shape[1], a, bt, c, base, offsets, epi)
-            ]
-        launch.memset(device, base + offsets[_ZEROED], offsets[_ZEROED_END] - offsets[_ZEROED])
-        for h, grid, block, packed, smem in steps:
-            launch.launch_packed(h, grid, block, packed, smem)
-        del ws  # launched: the stream orders any reuse of this memory after the kernels
+        z = launch.accumulators(device, nacc)
+        if z is None:  # (capturing a graph) the workspace's, zeroed, as run's
+            launch.memset(device, base + offsets[_KEYS], total - offsets[_KEYS])
+            z = base + offsets[_DONE]
+        key = (a.data_ptr(), b.data_ptr(), base, z)
+        first = firsts.get(key)
+        if first is None:
+            if len(firsts) >= PACKED_SETS_PER_LAUNCHER:
+                firsts.clear()
+            h, grid, block, args, smem = _first(p, way, a, bt, base + offsets[_TK], base + offsets[_KEYS], z)
+            first = firsts[key] = (h, grid, block, h.packed(*args), smem)
+        launch.launch_packed(*first)
+        if zero_keys and z != base + offsets[_DONE]:
+            launch.memset(device, base + offsets[_KEYS], offsets[_DONE] - offsets[_KEYS])
 
+        def finish(c, epi):
+            key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), ws.data_ptr(), epi[2])  # (ws held till here)
+            steps = rests.get(key)
+            if steps is None:
+                if len(rests) >= PACKED_SETS_PER_LAUNCHER:
+                    rests.clear()
+                steps = rests[key] = [
+                    (h, grid, block, h.packed(*args), smem)
+                    for h, grid, block, args, smem in _rest(p, way, a.shape[1], a, bt, c, base, offsets, epi)
+                ]
+            for h, grid, block, packed, smem in steps:
+                launch.launch_packed(h, grid, block, packed, smem)
+            # launched: the stream orders any reuse of ws's memory after the kernels
+
+        return finish
+
+    def go(a, b, c, epi):
+        start(a, b)(c, epi)
+
+    go.start = start
     return go
 
 

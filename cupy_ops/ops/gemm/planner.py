@@ -263,7 +263,7 @@ def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", al
 
 
 # 2-D products by signature: everything the checks and the plan read -> the output's shape and
-# device, and the launcher. A call seen before allocates and launches: its checks passed for
+# device, the launcher and its start (or None). A call seen before allocates and launches: its checks passed for
 # this signature, its plan is bound (docs/design.md#host-cost).
 _products: dict[tuple, tuple] = {}
 _FLOAT32 = torch.float32
@@ -298,9 +298,16 @@ def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor 
             return None
         if len(_products) >= _PLAN_CACHE_LIMIT:
             _products.clear()
-        entry = _products[key] = (shape, a.device, launcher_for(a, b, "EpiNone", algo))
-    out = torch.empty(entry[0], dtype=dtype, device=entry[1])
-    entry[2](a, b, out, NO_ARGS)
+        fn = launcher_for(a, b, "EpiNone", algo)
+        entry = _products[key] = (shape, a.device, fn, getattr(fn, "start", None))
+    shape, device, fn, start = entry
+    if start is None:
+        out = torch.empty(shape, dtype=dtype, device=device)
+        fn(a, b, out, NO_ARGS)
+    else:  # the first kernel issued before the output's allocation (fp16x3.launcher)
+        finish = start(a, b)
+        out = torch.empty(shape, dtype=dtype, device=device)
+        finish(out, NO_ARGS)
     return out
 
 
@@ -315,9 +322,10 @@ def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extr
     dtypes, devices, 16-byte alignment of x and weight, the epilogue, algo, the TF32 switch,
     ``extra``: the signature of whatever else ``check`` reads). A signature not seen before is
     checked first: ``check()`` returns ``(output shape, part)`` or raises, ``part`` being the
-    caller's (None: not this path). The entry is ``(shape, device, M, fold, launcher, part)``:
-    ``launcher(x2, weight.T, out2, epi)`` runs the GEMM of ``x2`` = x's M rows (``fold``: a view
-    ``x.view(M, K)``, else x itself) into the output folded alike. None where the general path
+    caller's (None: not this path). The entry is ``(shape, device, M, fold, launcher, part,
+    start)``: ``launcher(x2, weight.T, out2, epi)`` runs the GEMM of ``x2`` = x's M rows
+    (``fold``: a view ``x.view(M, K)``, else x itself) into the output folded alike (``start``:
+    the launcher's own, or None). None where the general path
     takes the call: an unhashable algo, an empty output or K = 0, rows that are no view of x, a
     bias with a stride, a prepacked weight (docs/prepack.md), a tensor without strides."""
     if type(algo) is not str:
@@ -359,7 +367,8 @@ def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extr
             except RuntimeError:  # x's rows are no view: the general path copies them
                 x2 = None
             if x2 is not None:
-                entry = (shape, x.device, M, fold, launcher_for(x2, weight.t(), epilogue, algo), part)
+                fn = launcher_for(x2, weight.t(), epilogue, algo)
+                entry = (shape, x.device, M, fold, fn, part, getattr(fn, "start", None))
         if len(_layers) >= _PLAN_CACHE_LIMIT:
             _layers.clear()
         _layers[key] = entry
@@ -369,12 +378,15 @@ def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extr
 def run_layer(entry: tuple, x: torch.Tensor, weight: torch.Tensor, epi: tuple) -> torch.Tensor:
     """The output of a ``layer`` entry's call: allocated, and its GEMM launched with the
     epilogue's packed arguments ``epi`` (``epilogues.args``)."""
-    shape, device, M, fold, run, _ = entry
-    out = torch.empty(shape, dtype=x.dtype, device=device)
-    if fold:
-        run(x.view(M, x.shape[-1]), weight.t(), out.view(M, shape[-1]), epi)
-    else:
-        run(x, weight.t(), out, epi)
+    shape, device, M, fold, run, _, start = entry
+    x2 = x.view(M, x.shape[-1]) if fold else x
+    if start is None:
+        out = torch.empty(shape, dtype=x.dtype, device=device)
+        run(x2, weight.t(), out.view(M, shape[-1]) if fold else out, epi)
+    else:  # the first kernel issued before the output's allocation (fp16x3.launcher)
+        finish = start(x2, weight.t())
+        out = torch.empty(shape, dtype=x.dtype, device=device)
+        finish(out.view(M, shape[-1]) if fold else out, epi)
     return out
 
 

@@ -263,6 +263,48 @@ def test_split_rows_at_the_ends_of_the_two_multiply_range_match_their_definition
         assert not bad.any(), f"{name}: {int(bad.sum())} pieces differ, first at {bad.nonzero()[0].tolist()}"
 
 
+# (M, N, K, b's layout, fp16x3.route): each way of making t (matmul's b row-major, a Linear's
+# weight.T K-major)
+ROUTES = [
+    (512, 256, 384, "row-major", "rowcol"),
+    (256, 512, 384, "row-major", "a"),
+    (8320, 8320, 64, "row-major", "rows"),  # rows too wide for a block
+    (256, 512, 384, "k-major", "a"),
+    (512, 256, 384, "k-major", "b"),
+]
+
+
+@pytest.mark.parametrize("M, N, K, b_layout, way", ROUTES)
+def test_accumulators_are_left_zero_and_each_call_equals_runs(M, N, K, b_layout, way, cuda):
+    """t's kernel accumulates in the stream's ``launch.accumulators``, shared by every shape,
+    and leaves them zero: after other shapes' calls, calls on large, then small, then large
+    values give what ``run`` gives (its workspace zeroed a call) bit for bit, and the
+    accumulators are zero after each. Maxima or a count left there would scale the next call's columns wrongly."""
+    require_algo("fp16x3")
+    from cupy_ops import launch
+    from cupy_ops.ops.gemm import fp16x3
+
+    g = torch.Generator(device=cuda).manual_seed(M + N)
+    a = torch.randn(M, K, device=cuda, generator=g)
+    bs = [torch.randn(K, N, device=cuda, generator=g) * s for s in (2.0**40, 2.0**-40, 2.0**20)]
+    if b_layout == "k-major":
+        bs = [b.t().contiguous().t() for b in bs]
+    p = gemm.plan_for(a, bs[0], "EpiNone", "fp16x3")
+    assert fp16x3.route(p, M, N) == way, p
+    for shape in SHAPES_BEFORE:  # other shapes' calls first: the same accumulators, other sizes
+        cupy_ops.matmul(torch.randn(*shape[:2], device=cuda), torch.randn(*shape[1:], device=cuda), algo="fp16x3")
+    for b in bs:
+        got = cupy_ops.matmul(a, b, algo="fp16x3")
+        want = torch.empty_like(got)
+        fp16x3.run(p, a, b, want, gemm.epilogues.NO_ARGS)
+        assert torch.equal(got, want), f"{way}: {(got != want).sum().item()} values differ from run's"
+        acc = launch._accumulators[(cuda.index, torch.cuda.current_stream(cuda).cuda_stream)]
+        assert not acc.any(), f"{way}: accumulators left nonzero at bytes {acc.nonzero().flatten()[:8].tolist()}"
+
+
+SHAPES_BEFORE = [(300, 700, 200), (200, 500, 900)]  # (M, K, N): t from b's rows, then from a's columns
+
+
 @pytest.mark.parametrize("M, N", [(1024, 1024), (1024, 2048)], ids=["t from b's rows", "t from a's columns"])
 @pytest.mark.parametrize("b_layout", ["row-major", "k-major"])
 def test_scaling_along_k_changes_nothing(b_layout, M, N, cuda):
@@ -522,10 +564,14 @@ class _Handle:
         return (args, 0)
 
 
-def _stub_driver(monkeypatch):
-    """fp16x3's kernels, tensor maps, memset and launches stubbed (CPU): ``(handles, events,
-    maps)``, the handles by name (each with the argument sets it packed), every memset and
-    launch in order, every tensor map's address."""
+ACCUMULATORS = torch.zeros((1 << 16,), dtype=torch.uint8)  # _stub_driver's launch.accumulators
+
+
+def _stub_driver(monkeypatch, capturing=False):
+    """fp16x3's kernels, tensor maps, memset, launches and the stream's accumulators (None
+    while ``capturing``) stubbed (CPU):
+    ``(handles, events, maps)``, the handles by name (each with the argument sets it packed),
+    every memset and launch in order, every tensor map's address."""
     from cupy_ops import launch, occupancy
     from cupy_ops.ops.gemm import fp16x3, runtime, tma
 
@@ -544,6 +590,8 @@ def _stub_driver(monkeypatch):
     monkeypatch.setattr(fp16x3, "device_info", lambda d: H100)
     monkeypatch.setattr(occupancy, "blocks_per_sm", lambda h, block, smem=0: 3)
     monkeypatch.setattr(launch, "memset", lambda dev, ptr, n: events.append(("memset", ptr, n)))
+    # the stream's accumulators: one buffer (None: capturing a graph, as ``accumulators`` answers)
+    monkeypatch.setattr(launch, "accumulators", lambda dev, n: None if capturing else ACCUMULATORS.data_ptr())
     monkeypatch.setattr(launch, "launch", lambda h, g, b, args, smem=0, cl=1: events.append((h.name, g, b, args, smem)))
     monkeypatch.setattr(
         launch, "launch_packed", lambda h, g, b, packed, smem=0, cl=1: events.append((h.name, g, b, packed[0], smem))
@@ -551,79 +599,136 @@ def _stub_driver(monkeypatch):
     return handles, events, maps
 
 
-@pytest.mark.parametrize(
-    "M, N, K, b_layout",
-    [
-        (256, 512, 384, "row-major"),
-        (512, 256, 384, "row-major"),
-        (256, 512, 384, "k-major"),
-        (256, 256, 8192, "k-major"),
-    ],
-    ids=["t from a, n-major split", "t from b's rows", "weight.T as is", "split-K"],
-)
-def test_the_launcher_launches_what_run_does_packed_once_per_address_set(M, N, K, b_layout, monkeypatch):
-    """fp16x3.launcher: a call zeroes the bytes ``run`` zeroes and launches the steps it
-    launches (kernels, grids, blocks, shared memory, arguments: workspace addresses taken
-    from its base); the arguments, four tensor maps among them, are packed once per address
-    set (A, B, C, the workspace, the epilogue's) and again when one changes. CPU, the driver
-    stubbed: the plan's real steps."""
+def _workspace(monkeypatch, total: int) -> torch.Tensor:
+    """One workspace for every call (the caching allocator hands a freed block back alike):
+    ``torch.empty`` of ``total`` bytes answers it."""
+    ws = torch.empty((total,), dtype=torch.uint8)
+    real_empty = torch.empty
+
+    def empty(*s, **kw):
+        return ws if s == ((total,),) and kw.get("dtype") is torch.uint8 else real_empty(*s, **kw)
+
+    monkeypatch.setattr(torch, "empty", empty)
+    return ws
+
+
+@pytest.mark.parametrize("M, N, K, b_layout, way", ROUTES + [(256, 256, 8192, "k-major", "b")])  # (split-K)
+@pytest.mark.parametrize("capturing", [False, True], ids=["eager", "capturing"])
+def test_the_launcher_launches_what_run_does_packed_once_per_address_set(
+    M, N, K, b_layout, way, capturing, monkeypatch
+):
+    """fp16x3.launcher: a call launches the steps ``run`` launches (kernels, grids, blocks,
+    shared memory, arguments: workspace addresses taken from its base) and zeroes what they
+    accumulate in. Eagerly t's kernel accumulates in the stream's ``launch.accumulators`` (zero
+    at rest: no memset before it), the workspace's keys zeroed after it where a later kernel
+    accumulates them; while capturing a graph it is ``run``: the workspace's keys and
+    accumulators zeroed first. The arguments, four tensor maps among them, are packed once per
+    address set (A, B, C, the workspace, the accumulators, the epilogue's) and again when one
+    changes. CPU, the driver stubbed: the plan's real steps."""
     from cupy_ops.ops.gemm import fp16x3
 
-    handles, events, maps = _stub_driver(monkeypatch)
+    handles, events, maps = _stub_driver(monkeypatch, capturing)
     a = torch.randn(M, K)
     b = torch.randn(K, N) if b_layout == "row-major" else torch.randn(N, K).t()
     c = torch.empty(M, N)
     epi = gemm.epilogues.NO_ARGS
     p = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(b), "EpiNone", H100, algo="fp16x3")
     assert p.family == "fp16x3" and p.a.prep == "as is" and p.b.prep in ("n-major split", "as is")
-    assert (p.slices > 1) == (K == 8192) and (fp16x3.k_source(M, N) == "a") == (M < N)
+    assert (p.slices > 1) == (K == 8192) and fp16x3.route(p, M, N) == way
     offsets, total = fp16x3.layout(p, M, N, K)
-    # one workspace for every call (the caching allocator hands a freed block back alike)
-    ws = torch.empty((total,), dtype=torch.uint8)
-    real_empty = torch.empty
-    monkeypatch.setattr(
-        torch,
-        "empty",
-        lambda *s, **kw: ws if s == ((total,),) and kw.get("dtype") is torch.uint8 else real_empty(*s, **kw),
-    )
-    base = ws.data_ptr()
+    base = _workspace(monkeypatch, total).data_ptr()
+    done = offsets[fp16x3._DONE]  # the workspace's accumulators: its count, then its keys
 
-    def relative(calls):
+    def relative(calls, acc):  # addresses as (part, offset): the workspace's, the accumulators'
         def rel(v):
             if isinstance(v, tuple):
                 return tuple(rel(x) for x in v)
-            return ("ws", v - base) if isinstance(v, int) and base <= v < base + total else v
+            if isinstance(v, int) and acc <= v < acc + total - done:
+                return ("acc", v - acc)
+            if isinstance(v, int) and base <= v < base + total:
+                return ("ws", v - base)
+            return v
 
         return [rel(e) for e in calls]
 
     fp16x3.run(p, a, b, c, epi)
-    want = relative(events)
-    assert want[0] == ("memset", ("ws", offsets[6]), offsets[9] - offsets[6])
-    assert len(want) == 1 + len(fp16x3._steps(p, K, a, b if b_layout == "row-major" else b.t(), c, base, offsets, epi))
+    want = relative(events, base + done)
+    keys = done - offsets[fp16x3._KEYS]  # B's columns' keys (0: a K-major b)
+    assert (keys > 0) == (b_layout == "row-major")
+    zeroed_from = ("ws", offsets[fp16x3._KEYS]) if keys else ("acc", 0)  # B's keys, then the accumulators
+    assert want[0] == ("memset", zeroed_from, total - offsets[fp16x3._KEYS])
+    first = want[1]
+    names = {"a": "fp16x3_colmax_n", "b": "fp16x3_colmax_n", "rows": "fp16x3_rowmax", "rowcol": "fp16x3_rowcolmax<1>"}
+    assert first[0] == names[way]
+    if capturing:
+        expect = want
+    else:  # B's keys zeroed where fp16x3_colmax_n accumulates them after t's kernel
+        zero_keys = way in ("a", "rows") and keys > 0
+        expect = [first] + ([("memset", ("ws", offsets[fp16x3._KEYS]), keys)] if zero_keys else []) + want[2:]
     events.clear()
     go = fp16x3.launcher(p, -1)
 
     def packed():  # argument sets packed and tensor maps encoded so far
         return sum(len(h.packs) for h in handles.values()), len(maps)
 
+    acc = base + done if capturing else ACCUMULATORS.data_ptr()
     before = packed()
     go(a, b, c, epi)
-    assert relative(events) == want
+    assert relative(events, acc) == expect
     after = packed()
     per_set = (after[0] - before[0], after[1] - before[1])
     assert per_set == (len(want) - 1, 4), per_set  # each step once; A's and B's hi and lo maps
     for _ in range(2):  # the same addresses: nothing packed or encoded again
         events.clear()
         go(a, b, c, epi)
-        assert relative(events) == want and packed() == after
-    for new in ("c", "epi"):  # a new output or epilogue scale: packed again, the new values launched
+        assert relative(events, acc) == expect and packed() == after
+    for new in ("c", "epi"):  # a new output or epilogue scale: packed again (t's kernel not), the new values launched
         c2, epi2 = (torch.empty(M, N), epi) if new == "c" else (c, gemm.epilogues.builtin_args(0, 0.5))
         events.clear()
         go(a, b, c2, epi2)
-        assert packed() == (after[0] + per_set[0], after[1] + per_set[1]), new
+        assert packed() == (after[0] + per_set[0] - 1, after[1] + per_set[1]), new
         after = packed()
         last = events[-1][3]  # the GEMM's arguments, or split-K's reduction's
         assert c2.data_ptr() in last and epi2[2] in last and (new == "c" or epi[2] not in last), new
+
+
+def test_the_output_is_allocated_after_the_first_kernel(monkeypatch):
+    """matmul's and a Linear layer's signature paths allocate fp16x3's workspace, issue its
+    first kernel (t's, no memset before it) and only then allocate the output, so the GPU starts
+    while the host allocates (docs/design.md#host-cost). CPU, the driver stubbed."""
+    from cupy_ops.ops.gemm import fp16x3, planner
+
+    events = _stub_driver(monkeypatch)[1]
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *s, **kw: events.append(("empty", s)) or real_empty(*s, **kw))
+    M, N, K = 512, 256, 384
+    a, b = torch.randn(M, K), torch.randn(K, N)
+    p = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(b), "EpiNone", H100, algo="fp16x3")
+    go = fp16x3.launcher(p, -1)
+    monkeypatch.setattr(planner, "_products", _Always(((M, N), a.device, go, go.start)))
+    out = planner.product(a, b, "fp16x3", None)
+    names = [e[0] for e in events]
+    assert names[:3] == ["empty", "fp16x3_rowcolmax<1>", "empty"] and events[2][1] == ((M, N),), names
+    assert out.shape == (M, N) and names[-1] == p.kernel and "memset" not in names
+    events.clear()
+    w = torch.randn(N, K)  # a Linear's weight: x @ w.T
+    pw = gemm.plan(M, N, K, torch.float32, gemm.Matrix.of(a), gemm.Matrix.of(w.t()), "EpiNone", H100, algo="fp16x3")
+    go = fp16x3.launcher(pw, -1)
+    out = planner.run_layer(((M, N), a.device, M, False, go, None, go.start), a, w, gemm.epilogues.NO_ARGS)
+    names = [e[0] for e in events]
+    assert names[:3] == ["empty", "fp16x3_colmax_n", "empty"] and events[2][1] == ((M, N),), names
+    assert out.shape == (M, N) and names[-1] == pw.kernel and "memset" not in names
+
+
+class _Always(dict):
+    """A signature cache that holds ``entry`` for every key."""
+
+    def __init__(self, entry):
+        super().__init__()
+        self.entry = entry
+
+    def get(self, key, default=None):
+        return self.entry
 
 
 def test_a_copied_operand_is_split_and_multiplied_over_k_not_its_padded_rows(monkeypatch):
@@ -675,6 +780,8 @@ def test_threads_making_a_launchers_first_call_together_leave_it_working(monkeyp
     assert not errors, errors
     events.clear()
     go(a, b, c, gemm.epilogues.NO_ARGS)
-    assert [e[0] for e in events] == ["memset"] + [
-        s[0].name for s in fp16x3._steps(p, K, a, b, c, 0, [0] * 11, gemm.epilogues.NO_ARGS)
+    way = fp16x3.route(p, M, N)
+    rest = fp16x3._rest(p, way, K, a, b, c, 0, [0] * 11, gemm.epilogues.NO_ARGS)
+    assert [e[0] for e in events] == [fp16x3._first(p, way, a, b, 0, 0, 0)[0].name, "memset"] + [
+        s[0].name for s in rest
     ]
