@@ -305,6 +305,49 @@ def test_accumulators_are_left_zero_and_each_call_equals_runs(M, N, K, b_layout,
 SHAPES_BEFORE = [(300, 700, 200), (200, 500, 900)]  # (M, K, N): t from b's rows, then from a's columns
 
 
+def test_threads_and_streams_at_once_each_get_runs_values(cuda):
+    """Three threads calling at once, two on the default stream (sharing its accumulators, their
+    kernels interleaved there) and one on a side stream (its own), each of a shape that makes t
+    another way: every output equals ``run``'s (its workspace zeroed a call) bit for bit."""
+    require_algo("fp16x3")
+    import threading
+
+    from cupy_ops.ops.gemm import fp16x3
+
+    g = torch.Generator(device=cuda).manual_seed(5)
+    cases = []
+    for M, K, N in [(512, 384, 256), (256, 384, 512), (640, 200, 328)]:
+        a, b = torch.randn(M, K, device=cuda, generator=g), torch.randn(K, N, device=cuda, generator=g) * 2.0**30
+        want = torch.empty(M, N, device=cuda)
+        fp16x3.run(gemm.plan_for(a, b, "EpiNone", "fp16x3"), a, b, want, gemm.epilogues.NO_ARGS)
+        cupy_ops.matmul(a, b, algo="fp16x3")  # planned and packed before the threads
+        cases.append((a, b, want))
+    side = torch.cuda.Stream(cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    outs, start, errors = [[], [], []], threading.Barrier(3), []
+
+    def call(i, stream):
+        try:
+            start.wait()
+            with torch.cuda.stream(stream):
+                for _ in range(30):
+                    outs[i].append(cupy_ops.matmul(cases[i][0], cases[i][1], algo="fp16x3"))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    default = torch.cuda.current_stream(cuda)
+    threads = [threading.Thread(target=call, args=(i, s)) for i, s in enumerate((default, default, side))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize(cuda)
+    assert not errors, errors
+    for i, (_, _, want) in enumerate(cases):
+        bad = [j for j, o in enumerate(outs[i]) if not torch.equal(o, want)]
+        assert len(outs[i]) == 30 and not bad, f"case {i}: calls {bad} differ from run's"
+
+
 @pytest.mark.parametrize("M, N", [(1024, 1024), (1024, 2048)], ids=["t from b's rows", "t from a's columns"])
 @pytest.mark.parametrize("b_layout", ["row-major", "k-major"])
 def test_scaling_along_k_changes_nothing(b_layout, M, N, cuda):
