@@ -297,8 +297,9 @@ def layout(p: GemmPlan, M: int, N: int, K: int) -> tuple[list[int], int]:
 
 
 def accumulated(N: int, K: int) -> list[int]:
-    """The sizes of what t's kernel accumulates in, zero and left zero: its count (uint32, on
-    256 bytes: ``launch.accumulators`` is shared by every shape) and its keys (int32, N or K)."""
+    """The sizes of what t's kernel accumulates in, zero and left zero: its count (uint32, first:
+    at the same place for every shape, as ``launch.accumulators`` is shared) and its keys
+    (int32, N or K)."""
     return [4, 4 * max(N, K)]
 
 
@@ -313,9 +314,9 @@ def _accumulates_keys(way: str, n_major: bool) -> bool:
 
 def _first(p: GemmPlan, way: str, a2, bt, tk: int, keys: int, z: int):
     """The call's first kernel, t's (``route`` ``way``) into ``tk``, and for "rowcol" B's
-    columns' keys into ``keys``, accumulating at ``z`` (``accumulated``'s parts on 256 bytes, zero
+    columns' keys into ``keys``, accumulating at ``z`` (``accumulated``'s parts, ``carve``d: zero
     and left zero). ``a2`` is A as planned, ``bt`` B row-major (K, N) or (N, K) K-major."""
-    done, acc = z, z + 256
+    done, acc = (z + o for o in carve(accumulated(0, 0))[0])  # (the keys' offset: any shape's)
     if way == "a":
         return column_keys(a2, p.a.ld, acc, tout=tk, done=done)
     if way == "b":
