@@ -456,8 +456,8 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // over chunks of rows (grid (cdiv(N, 4 X3H_NSPLIT_THREADS), <= 65535 chunks, the y dimension
 // striding over the rest)): fp16x3_colmax_n each column's largest key over X3H_COLMAX_ROWS
 // rows into key (zeroed first) by atomicMax (also t from A's columns or a K-major B's rows,
-// columns of B^T, with no tk, into tout, key left zero again); fp16x3_split_n the pieces of X3H_NSPLIT_ROWS rows
-// (K x ldn fp16, ldn a multiple of 8) and ex[n].
+// columns of B^T, with no tk, into tout, key left zero again); fp16x3_split_n the pieces of
+// X3H_NSPLIT_ROWS rows (K x ldn fp16, ldn a multiple of 8) and ex[n].
 // A column's largest key: atomicMax into *key only where m is larger than what it holds (read
 // from L2; a stale value only costs the atomic): keys are exponents, so most chunks of rows
 // tie with the column's largest. fp16x3_rowcolmax at 4096^2 38.6 -> 29.5 us (H200).

@@ -373,6 +373,7 @@ def memset(device: int, ptr: int, nbytes: int) -> None:
 _accumulators: dict[tuple[int, int], torch.Tensor] = {}
 _outgrown: list[torch.Tensor] = []
 _ACCUMULATOR_STREAMS = 64  # past this many (device, stream) pairs, callers zero their own
+_ACCUMULATOR_BYTES = 1 << 22  # a buffer held for the process's life: past 4 MiB, callers zero their own
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 
 
@@ -381,8 +382,8 @@ def accumulators(device: int, nbytes: int) -> int | None:
     torch's current stream there to accumulate in (atomics, counters) and leave zero again,
     shared by every call on that stream. None where the caller zeroes its own: while the stream
     captures a CUDA graph (its replays may run beside another stream's calls), with another
-    device current, past ``_ACCUMULATOR_STREAMS`` streams."""
-    if (_several_devices and _get_device() != device) or _capturing():
+    device current, past ``_ACCUMULATOR_STREAMS`` streams or ``_ACCUMULATOR_BYTES`` bytes."""
+    if nbytes > _ACCUMULATOR_BYTES or (_several_devices and _get_device() != device) or _capturing():
         return None
     key = (device, _raw_stream(device))
     buf = _accumulators.get(key)
@@ -392,7 +393,8 @@ def accumulators(device: int, nbytes: int) -> int | None:
             if buf is None and len(_accumulators) >= _ACCUMULATOR_STREAMS:
                 return None
             if buf is None or buf.shape[0] < nbytes:
-                made = _allocated_elsewhere(device, max(nbytes, 4096, 0 if buf is None else 2 * buf.shape[0]))
+                size = min(max(nbytes, 4096, 0 if buf is None else 2 * buf.shape[0]), _ACCUMULATOR_BYTES)
+                made = _allocated_elsewhere(device, size)
                 memset(device, made.data_ptr(), made.shape[0])  # on this stream, before any kernel of it
                 if buf is not None:
                     _outgrown.append(buf)

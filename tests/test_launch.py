@@ -82,7 +82,7 @@ def test_accumulators_are_one_zeroed_buffer_a_stream_made_by_another_thread(monk
     """``launch.accumulators``: zeroed memory, one buffer a (device, stream) that every call on
     the stream shares, allocated by a thread of its own (outside any CUDA graph pool the caller
     allocates to) and zeroed on the stream before it is handed out; outgrown, a larger one (the
-    old one kept: a launch may still use it); None while capturing and past the streams kept;
+    old one kept: a launch may still use it); None while capturing and past the streams or bytes kept;
     an allocation's error raised in the caller. CPU: streams, memset and allocation stubbed."""
     import threading
 
@@ -98,7 +98,7 @@ def test_accumulators_are_one_zeroed_buffer_a_stream_made_by_another_thread(monk
 
     def empty(shape, dtype, device):
         allocating.append((threading.current_thread() is threading.main_thread(), device, shape))
-        if shape[0] > 1 << 30:
+        if shape[0] > 1 << 20:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (stub)")
         return real_empty(shape, dtype=dtype)
 
@@ -113,13 +113,14 @@ def test_accumulators_are_one_zeroed_buffer_a_stream_made_by_another_thread(monk
     grown = launch.accumulators(0, 5000)  # outgrown: twice the old size at least, zeroed, the old kept
     assert grown not in (a, b) and zeroed[-1] == (7, grown, 8192) and [t.data_ptr() for t in launch._outgrown] == [a]
     assert launch.accumulators(0, 100) == grown
+    assert launch.accumulators(0, launch._ACCUMULATOR_BYTES + 1) is None  # past the bytes kept: the caller's
     capturing[0] = True
     assert launch.accumulators(0, 100) is None
     capturing[0], stream[0] = False, 9
     assert launch.accumulators(0, 100) is None and len(launch._accumulators) == 2  # past the streams kept
     stream[0] = 8
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        launch.accumulators(0, 1 << 31)
+        launch.accumulators(0, 1 << 21)
     assert launch.accumulators(0, 100) == b
 
 

@@ -263,8 +263,8 @@ def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", al
 
 
 # 2-D products by signature: everything the checks and the plan read -> the output's shape and
-# device, the launcher and its start (or None). A call seen before allocates and launches: its checks passed for
-# this signature, its plan is bound (docs/design.md#host-cost).
+# device, the launcher and its start (or None). A call seen before allocates and launches: its
+# checks passed for this signature, its plan is bound (docs/design.md#host-cost).
 _products: dict[tuple, tuple] = {}
 _FLOAT32 = torch.float32
 
@@ -300,14 +300,20 @@ def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor 
             _products.clear()
         fn = launcher_for(a, b, "EpiNone", algo)
         entry = _products[key] = (shape, a.device, fn, getattr(fn, "start", None))
-    shape, device, fn, start = entry
-    if start is None:
-        out = torch.empty(shape, dtype=dtype, device=device)
-        fn(a, b, out, NO_ARGS)
-    else:  # the first kernel issued before the output's allocation (fp16x3.launcher)
-        finish = start(a, b)
-        out = torch.empty(shape, dtype=dtype, device=device)
-        finish(out, NO_ARGS)
+    return _into(entry[2], entry[3], a, b, entry[0], dtype, entry[1], NO_ARGS)
+
+
+def _into(fn, start, a, b, shape, dtype, device, epi: tuple, rows: int | None = None) -> torch.Tensor:
+    """A new output of ``shape``, ``fn(a, b, c, epi)`` run into it (``c`` the output, or its
+    view of ``rows`` rows): where the launcher has a ``start`` (fp16x3.launcher), its first
+    kernel is issued before the output is allocated, while the GPU works."""
+    finish = None if start is None else start(a, b)
+    out = torch.empty(shape, dtype=dtype, device=device)
+    c = out if rows is None else out.view(rows, shape[-1])
+    if finish is None:
+        fn(a, b, c, epi)
+    else:
+        finish(c, epi)
     return out
 
 
@@ -379,15 +385,9 @@ def run_layer(entry: tuple, x: torch.Tensor, weight: torch.Tensor, epi: tuple) -
     """The output of a ``layer`` entry's call: allocated, and its GEMM launched with the
     epilogue's packed arguments ``epi`` (``epilogues.args``)."""
     shape, device, M, fold, run, _, start = entry
-    x2 = x.view(M, x.shape[-1]) if fold else x
-    if start is None:
-        out = torch.empty(shape, dtype=x.dtype, device=device)
-        run(x2, weight.t(), out.view(M, shape[-1]) if fold else out, epi)
-    else:  # the first kernel issued before the output's allocation (fp16x3.launcher)
-        finish = start(x2, weight.t())
-        out = torch.empty(shape, dtype=x.dtype, device=device)
-        finish(out.view(M, shape[-1]) if fold else out, epi)
-    return out
+    if fold:
+        return _into(run, start, x.view(M, x.shape[-1]), weight.t(), shape, x.dtype, device, epi, M)
+    return _into(run, start, x, weight.t(), shape, x.dtype, device, epi)
 
 
 def clear() -> None:

@@ -232,3 +232,32 @@ def test_a_layer_signature_is_checked_once_and_anything_it_reads_makes_a_new_one
     assert layer(x, w, b, algo="auto") is not None  # (no algo that plans fp16x3 reads the pieces)
     assert layer(x.double(), w.double(), b.double(), algo="accurate") is not None  # (pieces: float32 only)
     planner.clear()
+
+
+@pytest.mark.parametrize("with_start", [False, True], ids=["launcher", "start, then finish"])
+@pytest.mark.parametrize("fold", [False, True], ids=["2-D x", "3-D x folded"])
+def test_a_layers_entry_runs_into_a_new_output(fold, with_start):
+    """``run_layer``: the entry's launcher runs on x's rows (a view of (M, K) where folded),
+    ``weight.T`` and the new output (its view of M rows), with the epilogue's arguments; a
+    launcher with a ``start`` (fp16x3's) gets it before the output is allocated, then
+    ``finish``. CPU, the launcher a recorder."""
+    from cupy_ops.ops.gemm import planner
+
+    events = []
+    x = torch.randn(2, 3, 4) if fold else torch.randn(6, 4)
+    w = torch.randn(5, 4)
+
+    def fn(a, b, c, epi):
+        events.append(("run", a.shape, b.shape, c.shape, c.data_ptr(), epi))
+
+    def start(a, b):
+        events.append(("start", a.shape, b.shape))
+        return lambda c, epi: events.append(("finish", c.shape, c.data_ptr(), epi))
+
+    shape = (*x.shape[:-1], 5)
+    out = planner.run_layer((shape, x.device, 6, fold, fn, None, start if with_start else None), x, w, ("e",))
+    assert out.shape == shape and out.dtype == x.dtype
+    if with_start:
+        assert events == [("start", (6, 4), (4, 5)), ("finish", (6, 5), out.data_ptr(), ("e",))]
+    else:
+        assert events == [("run", (6, 4), (4, 5), (6, 5), out.data_ptr(), ("e",))]
