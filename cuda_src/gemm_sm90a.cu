@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3(const __grid_consta
                                                              const __grid_constant__ TmaMap b_map, u32* c, i64 ldc,
                                                              int M, int N, int K, const void* epi_bias, double epi_scale,
     const __grid_constant__ EpiArgs epi_args) {
-  gemm_tf32x3_block<BN, float>(&a_map, &b_map, c, ldc, M, N, 0, K, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
+  gemm_tf32x3_block<BN, float>(&a_map, nullptr, &b_map, c, ldc, M, N, 0, K, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
 // Its split-K partial products, as gemm_wgmma_partial.
@@ -108,8 +108,37 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
                                                                      const __grid_constant__ TmaMap b_map, float* ws,
                                                                      int M, int N, int K, int kslice) {
   const int k0 = blockIdx.z * kslice;
-  gemm_tf32x3_block<BN, float>(&a_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
+  gemm_tf32x3_block<BN, float>(&a_map, nullptr, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
                                min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
+}
+
+// The same with A split by a pass first (tf32x3_split_a; gemm_tf32x3_block PRE): ahi_map and
+// alo_map cover its hi and lo (M, K) as a_map covers A; b_map as gemm_tf32x3's.
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre(const __grid_constant__ TmaMap ahi_map,
+                                                                 const __grid_constant__ TmaMap alo_map,
+                                                                 const __grid_constant__ TmaMap b_map, u32* c, i64 ldc,
+                                                                 int M, int N, int K, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, false, true>(&ahi_map, &alo_map, &b_map, c, ldc, M, N, 0, K,
+                                                                  Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
+}
+
+// Its split-K partial products, as gemm_tf32x3_partial.
+template <int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre_partial(const __grid_constant__ TmaMap ahi_map,
+                                                                         const __grid_constant__ TmaMap alo_map,
+                                                                         const __grid_constant__ TmaMap b_map, float* ws,
+                                                                         int M, int N, int K, int kslice) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, false, true>(
+      &ahi_map, &alo_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
+      min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
+}
+
+// gemm_tf32x3_pre's pass: A's hi and lo (gemm_tf32x3.cuh tf32x3_split_rows).
+__global__ void tf32x3_split_a(const u32* a, i64 lda, u32* hi, u32* lo, i64 ldw, int M, int K) {
+  tf32x3_split_rows(a, lda, hi, lo, ldw, M, K);
 }
 
 // fp32 C = epilogue(A @ B) in three TF32 products for a row-major B (K, N), as C^T = B^T A^T
@@ -120,7 +149,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap(const __grid_c
                                                                   const __grid_constant__ TmaMap a_map, u32* c,
                                                                   i64 ldc, int M, int N, int K, const void* epi_bias, double epi_scale,
     const __grid_constant__ EpiArgs epi_args) {
-  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true>(&b_map, &a_map, c, ldc, N, M, 0, K,
+  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true>(&b_map, nullptr, &a_map, c, ldc, N, M, 0, K,
                                                            Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
@@ -131,7 +160,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_partial(const 
                                                                           float* ws, int M, int N, int K, int kslice) {
   const int k0 = blockIdx.z * kslice;
   gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true>(
-      &b_map, &a_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0, min(kslice, K - k0),
+      &b_map, nullptr, &a_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0, min(kslice, K - k0),
       Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 

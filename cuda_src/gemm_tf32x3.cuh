@@ -30,6 +30,12 @@
 // registers (hi and lo of 4 k-steps: the current k-tile's, live until its wgmmas are waited
 // for, and the next one's); setmaxnreg moves registers from warpgroup 0 (which needs few) to
 // the consumers. Hence BN = 128 only.
+//
+// PRE (gemm_tf32x3_pre): A's hi and lo come split by a pass (tf32x3_split_a, same rule, same
+// bits) as two tiles of each stage, and the consumers' wgmmas read them from shared memory.
+// NOTES: every column tile's CTAs split the same A rows again, so where the output has many
+// column tiles the pass costs less than the repeated split (at M = 128, K = N = 32768 it is the
+// kernel's whole A side: 2.69 -> ~2.43 ms; the host's cost model decides, tf32x3.py).
 #pragma once
 #include "gemm_wgmma.cuh"
 
@@ -47,8 +53,9 @@
 // Ring geometry per tile width: stages of A (16 KB) + B (BN x 128 bytes), and LO slots of
 // b_lo (BN x 128 bytes), in the host's budget X3_SMEM_BYTES after up to 1 KB aligning the
 // rings to 1024 bytes (the swizzle atom) and 16 bytes of mbarriers per stage and per slot.
-template <int BN> struct X3Ring {
-  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = WG_A_BYTES + B_BYTES, LO = X3_LO;
+template <int BN, bool PRE = false> struct X3Ring {
+  static constexpr int A_BYTES = (PRE ? 2 : 1) * WG_A_BYTES;   // PRE: A's hi, then its lo
+  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES, LO = X3_LO;
   static constexpr int STAGES = (X3_SMEM_BYTES - 1024 - LO * (B_BYTES + 16)) / (STAGE_BYTES + 16);
   static_assert(STAGES >= 2, "gemm_tf32x3.cuh: X3_SMEM_BYTES holds fewer than 2 stages");
 };
@@ -133,6 +140,30 @@ __device__ __forceinline__ void x3_split_b(u32 b, u32 l, int rank) {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// x = hi + lo for R x 4 values (the rule above): the common path for all, then, if any is
+// special, tf32_fix for those (one branch for the lot: special values are rare).
+template <int R>
+__device__ __forceinline__ void tf32_split(const u32 (&x)[R][4], u32 (&hi)[R][4], u32 (&lo)[R][4]) {
+  bool special = false;
+#pragma unroll
+  for (int kk = 0; kk < R; ++kk) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      hi[kk][q] = x[kk][q] & 0xffffe000u;
+      const float r = tf32_rem(x[kk][q], hi[kk][q]);
+      special |= tf32_special(r);
+      lo[kk][q] = tf32_round(__float_as_uint(r));
+    }
+  }
+  if (special) {
+#pragma unroll
+    for (int kk = 0; kk < R; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (tf32_special(__uint_as_float(lo[kk][q]))) tf32_fix(x[kk][q], hi[kk][q], lo[kk][q]);
+  }
+}
+
 // A consumer thread's A fragments of one k-tile (BK / 8 k-steps), split in registers. The
 // fragments come from the stage's A tile at `a`: K-major (the tile's rows 16 warp + g and + 8
 // at a = the tile + row (16 warp + g) x 128 + 4 t; k-step kk takes columns 8 kk + t (16-byte
@@ -155,24 +186,7 @@ __device__ __forceinline__ void x3_load_a(u32 a, int g, const SwapRows& rows, u3
       asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[kk][3]) : "r"(p1 + 8 * 128) : "memory");
     }
   }
-  bool special = false;
-#pragma unroll
-  for (int kk = 0; kk < BK / 8; ++kk) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      hi[kk][q] = x[kk][q] & 0xffffe000u;
-      const float r = tf32_rem(x[kk][q], hi[kk][q]);
-      special |= tf32_special(r);
-      lo[kk][q] = tf32_round(__float_as_uint(r));
-    }
-  }
-  if (special) {
-#pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk)
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        if (tf32_special(__uint_as_float(lo[kk][q]))) tf32_fix(x[kk][q], hi[kk][q], lo[kk][q]);
-  }
+  tf32_split<BK / 8>(x, hi, lo);
 }
 
 // A consumer's share of k-tile kt's b_lo (B tile at b), once slot kt % LO is free.
@@ -188,31 +202,41 @@ __device__ __forceinline__ void x3_split_share(int kt, u32 b, u32 lo_ring, u32 l
 // One consumer k-tile: this thread's share of k-tile kt + 1's b_lo; the 3 BK / 8 wgmmas of
 // k-tile kt from (hi, lo) into part, and meanwhile kt + 1's A fragments into (nhi, nlo); then
 // the stage and b_lo slot released and, every X3_PROMOTE_EVERY k-tiles, part added to acc.
-template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int B_BYTES, bool SWAP>
+// PRE: A's hi and lo are the stage's tiles (a_row: this warpgroup's rows in them), read by the
+// wgmmas from shared memory; the register sets are not used.
+template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int A_BYTES, int B_BYTES, bool SWAP, bool PRE>
 __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g,
                                          const SwapRows& rows, u32 full, u32 empty,
                                          u32 lo_full, u32 lo_empty, int rank, int lane, const u32 (&hi)[BK / 8][4],
                                          const u32 (&lo)[BK / 8][4], u32 (&nhi)[BK / 8][4], u32 (&nlo)[BK / 8][4],
                                          float* acc, float* part) {
   const int s = kt % STAGES, j = kt % LO;
-  const u32 b_tile = ring + s * STAGE_BYTES + WG_A_BYTES, l_tile = lo_ring + j * B_BYTES;
+  const u32 b_tile = ring + s * STAGE_BYTES + A_BYTES, l_tile = lo_ring + j * B_BYTES;
   const bool fresh = kt % X3_PROMOTE_EVERY == 0;   // part starts over at this k-tile
   if (kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;
     mbar_wait(full + 8 * s1, ((kt + 1) / STAGES) & 1);
-    x3_split_share<B_BYTES, LO>(kt + 1, ring + s1 * STAGE_BYTES + WG_A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+    x3_split_share<B_BYTES, LO>(kt + 1, ring + s1 * STAGE_BYTES + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
   mbar_wait(lo_full + 8 * j, (kt / LO) & 1);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BK / 8; ++kk) {
     const u64 dh = wg_desc(b_tile + kk * 32, 16, 1024), dl = wg_desc(l_tile + kk * 32, 16, 1024);
-    wgmma_tile_ra<BN>(part, lo[kk], dh, kk > 0 || !fresh);   // a fresh part: the product (no zeroing)
-    wgmma_tile_ra<BN>(part, hi[kk], dl, 1);
-    wgmma_tile_ra<BN>(part, hi[kk], dh, 1);
+    if constexpr (PRE) {
+      const u32 a_hi = ring + s * STAGE_BYTES + a_row + kk * 32;
+      const u64 dah = wg_desc(a_hi, 16, 1024), dal = wg_desc(a_hi + WG_A_BYTES, 16, 1024);
+      wgmma_tile_ss<BN>(part, dal, dh, kk > 0 || !fresh);
+      wgmma_tile_ss<BN>(part, dah, dl, 1);
+      wgmma_tile_ss<BN>(part, dah, dh, 1);
+    } else {
+      wgmma_tile_ra<BN>(part, lo[kk], dh, kk > 0 || !fresh);   // a fresh part: the product (no zeroing)
+      wgmma_tile_ra<BN>(part, hi[kk], dl, 1);
+      wgmma_tile_ra<BN>(part, hi[kk], dh, 1);
+    }
   }
   wgmma_commit();
-  if (kt + 1 < ktiles) {
+  if (!PRE && kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;   // loaded: waited for above
     x3_load_a<BK, SWAP>(ring + s1 * STAGE_BYTES + a_row, g, rows, nhi, nlo);
   }
@@ -230,13 +254,16 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
 // SWAP: C^T = B^T A^T for a row-major B (as gemm_wgmma.cuh's SWAP): M and N are C^T's, amap
 // covers B (K, N) row-major in 32 x 32 boxes, bmap A as the K-major B side (whose lo the
 // splitters make), C / ldc are C's; the epilogue stores transposed (wg_store_tile_t).
-template <int BN, class Out, class Epi, bool SWAP = false>
-__device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* bmap,
+// PRE (not with SWAP): amap covers A's hi and alo_map its lo, as tf32x3_split_a wrote them.
+template <int BN, class Out, class Epi, bool SWAP = false, bool PRE = false>
+__device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* alo_map, const TmaMap* bmap,
                                                   typename Traits<Out>::Bits* __restrict__ C, i64 ldc, int M, int N,
                                                   int k0, int K, const Epi& epi) {
   constexpr int BK = 32;   // fp32 values of K per k-tile: one 128-byte swizzled row
-  constexpr int STAGES = X3Ring<BN>::STAGES, LO = X3Ring<BN>::LO;
-  constexpr int STAGE_BYTES = X3Ring<BN>::STAGE_BYTES, B_BYTES = X3Ring<BN>::B_BYTES;
+  static_assert(!(SWAP && PRE), "gemm_tf32x3.cuh: A split by a pass is the K-major A's");
+  using Ring = X3Ring<BN, PRE>;
+  constexpr int STAGES = Ring::STAGES, LO = Ring::LO;
+  constexpr int STAGE_BYTES = Ring::STAGE_BYTES, A_BYTES = Ring::A_BYTES, B_BYTES = Ring::B_BYTES;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const u32 lo_ring = ring + STAGES * STAGE_BYTES;
@@ -249,6 +276,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
 
   if (tid == 0) {
     tma_prefetch_map(amap);
+    if constexpr (PRE) tma_prefetch_map(alo_map);
     tma_prefetch_map(bmap);
     mbar_pairs_init<STAGES>(full, 1, empty, 8);
     mbar_pairs_init<LO>(lo_full, X3_SPLITTERS / 32, lo_empty, 8);   // b_lo's slots: the splitter warps fill them
@@ -272,8 +300,9 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
               tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full + 8 * s);
           } else {
             tma_load_2d(a_dst, amap, k, m0, full + 8 * s);
+            if constexpr (PRE) tma_load_2d(a_dst + WG_A_BYTES, alo_map, k, m0, full + 8 * s);
           }
-          tma_load_2d(a_dst + WG_A_BYTES, bmap, k, n0, full + 8 * s);
+          tma_load_2d(a_dst + A_BYTES, bmap, k, n0, full + 8 * s);
         }
       }
       return;
@@ -283,7 +312,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
       const int s = kt % STAGES, j = kt % LO;
       mbar_wait(full + 8 * s, (kt / STAGES) & 1);
       if (kt >= LO) mbar_wait(lo_empty + 8 * j, ((kt / LO) - 1) & 1);
-      x3_split_b<B_BYTES>(ring + s * STAGE_BYTES + WG_A_BYTES, lo_ring + j * B_BYTES, tid - 32);
+      x3_split_b<B_BYTES>(ring + s * STAGE_BYTES + A_BYTES, lo_ring + j * B_BYTES, tid - 32);
       __syncwarp();
       if (lane == 0) mbar_arrive(lo_full + 8 * j);
     }
@@ -297,24 +326,50 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
   const SwapRows rows(c, warp, lane);   // (SWAP only)
-  const u32 a_row = SWAP ? rows.base : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
+  // the fragments' place in the A tile; PRE: the warpgroup's first row (the wgmmas' descriptor)
+  const u32 a_row = SWAP ? rows.base : PRE ? (u32)(c * 64 * 128) : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
   // Two sets of A registers: k-tile kt + 1's are loaded and split while kt's wgmmas run.
   u32 hi0[BK / 8][4], lo0[BK / 8][4], hi1[BK / 8][4], lo1[BK / 8][4];
   const int rank = tid - 32;   // in the b_lo split
   if (ktiles > 0) {
     mbar_wait(full, 0);
-    x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
-    x3_split_share<B_BYTES, LO>(0, ring + WG_A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+    if constexpr (!PRE) x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
+    x3_split_share<B_BYTES, LO>(0, ring + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
   for (int kt = 0; kt < ktiles; kt += 2) {
-    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES, SWAP>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
+    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
                                                             lo_full, lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc,
                                                             part);
     if (kt + 1 < ktiles)
-      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, B_BYTES, SWAP>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
+      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
                                                               empty, lo_full, lo_empty, rank, lane, hi1, lo1, hi0,
                                                               lo0, acc, part);
   }
   if constexpr (SWAP) wg_store_tile_t<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, lane, rows, epi);
   else wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+}
+
+// tf32x3's split of A (M, K) by a pass, for gemm_tf32x3_pre: hi and lo of every value
+// (tf32_split: the bits x3_load_a makes) into hi / lo, (M, K) rows ldw apart (ldw a multiple of
+// 4, the columns past K zero). A's rows lda apart from a 16-byte aligned start (its TMA map's
+// rule), lda a multiple of 4. A thread a 16-byte group: blockIdx.x the groups of a row,
+// blockIdx.y and the loop its rows.
+__device__ __forceinline__ void tf32x3_split_rows(const u32* __restrict__ a, i64 lda, u32* __restrict__ hi,
+                                                  u32* __restrict__ lo, i64 ldw, int M, int K) {
+  const int k = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= K) return;
+  for (int m = blockIdx.y; m < M; m += gridDim.y) {
+    const u32* row = a + m * lda + k;
+    u32 x[1][4], h[1][4], l[1][4];
+    if (k + 4 <= K) {
+      const uint4 v = *reinterpret_cast<const uint4*>(row);
+      x[0][0] = v.x, x[0][1] = v.y, x[0][2] = v.z, x[0][3] = v.w;
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) x[0][q] = k + q < K ? row[q] : 0u;
+    }
+    tf32_split<1>(x, h, l);
+    *reinterpret_cast<uint4*>(hi + m * ldw + k) = make_uint4(h[0][0], h[0][1], h[0][2], h[0][3]);
+    *reinterpret_cast<uint4*>(lo + m * ldw + k) = make_uint4(l[0][0], l[0][1], l[0][2], l[0][3]);
+  }
 }

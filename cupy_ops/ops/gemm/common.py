@@ -75,7 +75,8 @@ class Overrides:
     ``ksplit`` (True: 64 x 128 tiles, the consumer warpgroups over halves of K; False: never)
     and ``single`` (True: 16-bit, one 128 x 64 tile per CTA, its epilogue staged in the ring;
     False: never); ``b_packed`` (True: B's fp16x3 pieces are a prepacked weight's,
-    docs/prepack.md: "accurate" weighs fp16x3 without B's split, and fp16x3's plan reads them).
+    docs/prepack.md: "accurate" weighs fp16x3 without B's split, and fp16x3's plan reads them);
+    ``presplit`` (tf32x3: True splits A by a pass first, False never; None: the cost model).
     Raises ``ValueError`` for a value out of range.
     """
 
@@ -89,6 +90,7 @@ class Overrides:
     ksplit: bool | None = None
     single: bool | None = None
     b_packed: bool = False
+    presplit: bool | None = None
 
     def __post_init__(self):
         if self.tile_n is not None and self.tile_n not in geometry.WG_TILE_NS:
@@ -155,6 +157,7 @@ class GemmPlan:
     ksplit: bool = False  # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
     single: bool = False  # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
     batch: int = 0  # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
+    presplit: bool = False  # tf32x3: A split into TF32 hi and lo by a pass, read from shared memory
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -168,6 +171,8 @@ class GemmPlan:
             )
         if self.batch:
             split += f", batch of {self.batch} in the grid"
+        if self.presplit:
+            split += ", A split by a pass first"
         return (
             f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
             f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes)

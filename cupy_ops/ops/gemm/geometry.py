@@ -56,6 +56,8 @@ X3_SMEM_BYTES = 227 * 1024
 # the one tile width: each consumer holds the running and the k-tile's partial sums (promotion),
 # 2 x BN / 2 registers, which leaves no room for 256
 X3_TILE_NS = (128,)
+# tf32x3_split_a (A split by a pass, gemm_tf32x3_pre): a thread a 16-byte group of a row
+X3_PRESPLIT_THREADS = 256
 # fp16x3_split: one block of X3H_SPLIT_THREADS per operand row, each thread holding
 # X3H_SPLIT_VECS float4 of it in registers: rows up to 4096 wide read once, the rest of a longer
 # row again from L2; seven blocks an SM keep more of the rows in flight than three of 512 threads

@@ -51,11 +51,18 @@ def maps(p: GemmPlan, a, b):
             tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact),
             (a2, b),
         )
-    a_map = tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact)
+    b_map, bt = b_side(p, b)
+    return tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact), b_map, (a2, bt)
+
+
+def b_side(p: GemmPlan, b):
+    """``(b_map, b2)``: B's TMA map where the kernel's B is B (not swapped) and the operand it
+    points into, which the caller holds until the kernel is launched (as ``maps``)."""
+    K, N = b.shape
     if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
-        return a_map, tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), (a2, b)
+        return tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), b
     bt = prepare(b.t(), p.b)
-    return a_map, tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, bt)
+    return tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=p.family == "tf32x3"), bt
 
 
 NO_MAP = bytes(128)  # the c_map argument when the kernel stores C with its threads (not read)

@@ -220,6 +220,48 @@ def test_row_major_b_is_swapped_and_agrees_with_the_transpose_path(M, K, N, cuda
     assert ((lin.double() - ref).abs() <= tol).all()
 
 
+@pytest.mark.parametrize(
+    "M, K, N", [(128, 4096, 2048), (130, 1001, 300), (16, 1000, 24), (257, 64, 520), (200, 3000, 136)], ids=str
+)
+def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cuda):
+    """presplit (A's hi and lo made by tf32x3_split_a, read by the wgmmas from shared memory)
+    against the split in the consumers' registers: the same bits, special values included (NaN
+    with a payload only in the dropped bits, +-inf, +-0, subnormals, TF32-exact values, large
+    magnitudes), for a K-major weight (the fused epilogue too), an A whose rows are copied first
+    (K = 1001: rows off 16 bytes; a transposed view), split-K (200 x 3000 x 136) and a partial
+    last row tile."""
+    require_algo("tf32x3")
+    torch.manual_seed(0)
+    # finite specials anywhere; non-finite ones in A's first rows and the weight's first rows
+    # only, so most outputs stay finite and are compared as numbers
+    finite = torch.tensor([0.0, -0.0, 1.0, -1.0, 1e-40, -1e-40, 2.0**-126, 1e15, 3.0], device=cuda)
+    nonfinite = torch.tensor([float("inf"), float("-inf"), float("nan")], device=cuda)
+    low_nan = torch.tensor([0x7F800001], dtype=torch.int32, device=cuda).view(torch.float32)
+    a, w = torch.randn(M, K, device=cuda), torch.randn(N, K, device=cuda)
+    for t in (a, w):
+        idx = torch.randint(0, t.numel(), (max(t.numel() // 20, 1),), device=cuda)
+        t.view(-1)[idx] = finite[torch.randint(0, len(finite), idx.shape, device=cuda)]
+        t[: min(3, len(t) - 1), torch.randint(0, K, (3,))] = nonfinite
+    a[M // 2, K // 3] = low_nan
+    a[-1] = 1e-40  # a row of subnormals
+    bias = torch.randn(N, device=cuda)
+
+    def bits(t):  # NaN's bits too
+        return t.view(torch.int32)
+
+    for aa in (a, a.t().contiguous().t()):
+        plans = {pre: gemm.plan_for(aa, w.t(), "EpiNone", "tf32x3", presplit=pre) for pre in (True, False)}
+        assert plans[True].presplit and plans[True].kernel.startswith("gemm_tf32x3_pre"), plans[True]
+        assert not plans[False].presplit and plans[True].slices == plans[False].slices
+        got = {pre: matmul_planned(aa, w.t(), algo="tf32x3", presplit=pre) for pre in (True, False)}
+        assert torch.equal(bits(got[True]), bits(got[False])), (
+            f"presplit differs from the split in registers ({plans[True]})"
+        )
+        lin = {pre: linear_planned(aa, w, bias, 2.0, algo="tf32x3", presplit=pre) for pre in (True, False)}
+        assert torch.equal(bits(lin[True]), bits(lin[False])), "the fused epilogue's presplit result differs"
+    assert got[True].isfinite().float().mean() > 0.5 and got[True].isnan().any()  # numbers and NaNs compared
+
+
 @pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
 def test_split_k_and_tall_shapes(algo, cuda):
     """Small outputs with long K (split-K: slices summed in order, fp16x3's scaled back first,
@@ -294,8 +336,10 @@ def test_tf32x3_plan():
     )
     assert p.smem == gemm.geometry.X3_SMEM_BYTES and (p.a.prep, p.b.prep) == ("as is", "n-major") and p.bk == 32
     assert p.swap  # row-major b: C^T = B^T A^T
-    p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3")
+    p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=False)
     assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
+    p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=True)  # A split by a pass
+    assert p.presplit and p.kernel == "gemm_tf32x3_pre<128, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "as is")
     p = gplan(300, 200, 130, algo="tf32x3")  # b's rows off 16 bytes: transposed
     assert not p.swap and p.b.prep == "transpose"
     p = gplan(300, 200, 128, algo="tf32x3", swap=False)
@@ -303,8 +347,9 @@ def test_tf32x3_plan():
     p = gplan(256, 1024, 1024, algo="tf32x3")  # C^T: 8 x 2 tiles, split K in 4
     assert p.swap and p.kernel == "gemm_tf32x3_swap_partial<128>" and p.grid == (2, 8, 4)
     w = rowmajor(8192, 8192)
-    p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")
-    assert p.kernel == "gemm_tf32x3<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
+    p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")  # 64 column tiles: A split first
+    assert p.kernel == "gemm_tf32x3_pre<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
+    assert gplan(128, 8192, 8192, b=w.T, algo="tf32x3").kernel == "gemm_tf32x3_pre_partial<128>"
     p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")  # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_swap_partial<128>")
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
