@@ -113,7 +113,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
 }
 
 // The same with A split by a pass first (tf32x3_split_a; gemm_tf32x3_block PRE): ahi_map and
-// alo_map cover its hi and lo (M, K) as a_map covers A; b_map as gemm_tf32x3's.
+// alo_map cover its hi and lo (M, K) as a_map covers A; b_map as gemm_tf32x3's. (_swap_pre:
+// the same for gemm_tf32x3_swap.)
 template <int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre(const __grid_constant__ TmaMap ahi_map,
                                                                  const __grid_constant__ TmaMap alo_map,
@@ -133,6 +134,27 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre_partial(const _
   const int k0 = blockIdx.z * kslice;
   gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, false, true>(
       &ahi_map, &alo_map, &b_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, M, N, k0,
+      min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
+}
+
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_pre(const __grid_constant__ TmaMap b_map,
+                                                                      const __grid_constant__ TmaMap ahi_map,
+                                                                      const __grid_constant__ TmaMap alo_map, u32* c,
+                                                                      i64 ldc, int M, int N, int K, const void* epi_bias,
+                                                                      double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true, true>(&b_map, &alo_map, &ahi_map, c, ldc, N, M, 0, K,
+                                                                 Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
+}
+
+template <int BN>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_tf32x3_swap_pre_partial(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap ahi_map,
+                                 const __grid_constant__ TmaMap alo_map, float* ws, int M, int N, int K, int kslice) {
+  const int k0 = blockIdx.z * kslice;
+  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true, true>(
+      &b_map, &alo_map, &ahi_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0,
       min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 

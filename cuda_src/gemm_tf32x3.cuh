@@ -31,11 +31,12 @@
 // for, and the next one's); setmaxnreg moves registers from warpgroup 0 (which needs few) to
 // the consumers. Hence BN = 128 only.
 //
-// PRE (gemm_tf32x3_pre): A's hi and lo come split by a pass (tf32x3_split_a, same rule, same
-// bits) as two tiles of each stage, and the consumers' wgmmas read them from shared memory.
-// NOTES: every column tile's CTAs split the same A rows again, so where the output has many
-// column tiles the pass costs less than the repeated split (at M = 128, K = N = 32768 it is the
-// kernel's whole A side: 2.69 -> ~2.43 ms; the host's cost model decides, tf32x3.py).
+// PRE (gemm_tf32x3_pre, _swap_pre): C's A split by a pass (tf32x3_split_a, the same rule and
+// bits), its hi and lo two tiles of each stage: the kernel's A, read by the wgmmas from shared
+// memory (PRE_A), or with SWAP its B, whose b_lo then needs no split (PRE_B: no lo slots).
+// NOTES: every CTA of a column of C's tiles splits the same A rows again, so where C has many
+// columns of tiles the pass costs less than the repeated split (the host's cost model decides,
+// tf32x3.py; H200 kernel times in docs/gemm.md#tf32x3).
 #pragma once
 #include "gemm_wgmma.cuh"
 
@@ -53,9 +54,10 @@
 // Ring geometry per tile width: stages of A (16 KB) + B (BN x 128 bytes), and LO slots of
 // b_lo (BN x 128 bytes), in the host's budget X3_SMEM_BYTES after up to 1 KB aligning the
 // rings to 1024 bytes (the swizzle atom) and 16 bytes of mbarriers per stage and per slot.
-template <int BN, bool PRE = false> struct X3Ring {
-  static constexpr int A_BYTES = (PRE ? 2 : 1) * WG_A_BYTES;   // PRE: A's hi, then its lo
-  static constexpr int B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES, LO = X3_LO;
+template <int BN, bool PRE_A = false, bool PRE_B = false> struct X3Ring {
+  static constexpr int A_BYTES = (PRE_A ? 2 : 1) * WG_A_BYTES;   // PRE_A: A's hi, then its lo
+  static constexpr int B_BYTES = BN * 128, LO = PRE_B ? 0 : X3_LO;   // PRE_B: B's lo after its hi
+  static constexpr int STAGE_BYTES = A_BYTES + (PRE_B ? 2 : 1) * B_BYTES;
   static constexpr int STAGES = (X3_SMEM_BYTES - 1024 - LO * (B_BYTES + 16)) / (STAGE_BYTES + 16);
   static_assert(STAGES >= 2, "gemm_tf32x3.cuh: X3_SMEM_BYTES holds fewer than 2 stages");
 };
@@ -202,28 +204,35 @@ __device__ __forceinline__ void x3_split_share(int kt, u32 b, u32 lo_ring, u32 l
 // One consumer k-tile: this thread's share of k-tile kt + 1's b_lo; the 3 BK / 8 wgmmas of
 // k-tile kt from (hi, lo) into part, and meanwhile kt + 1's A fragments into (nhi, nlo); then
 // the stage and b_lo slot released and, every X3_PROMOTE_EVERY k-tiles, part added to acc.
-// PRE: A's hi and lo are the stage's tiles (a_row: this warpgroup's rows in them), read by the
-// wgmmas from shared memory; the register sets are not used.
-template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int A_BYTES, int B_BYTES, bool SWAP, bool PRE>
+// PRE_A: A's hi and lo are the stage's tiles (a_row: this warpgroup's rows in them), read by the
+// wgmmas from shared memory; the register sets are not used. PRE_B: b_lo is the stage's tile
+// after B's (no share of a split, no lo slot).
+template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int A_BYTES, int B_BYTES, bool SWAP, bool PRE_A,
+          bool PRE_B>
 __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g,
                                          const SwapRows& rows, u32 full, u32 empty,
                                          u32 lo_full, u32 lo_empty, int rank, int lane, const u32 (&hi)[BK / 8][4],
                                          const u32 (&lo)[BK / 8][4], u32 (&nhi)[BK / 8][4], u32 (&nlo)[BK / 8][4],
                                          float* acc, float* part) {
-  const int s = kt % STAGES, j = kt % LO;
-  const u32 b_tile = ring + s * STAGE_BYTES + A_BYTES, l_tile = lo_ring + j * B_BYTES;
+  const int s = kt % STAGES;
+  const u32 b_tile = ring + s * STAGE_BYTES + A_BYTES;
+  u32 l_tile = b_tile + B_BYTES;   // PRE_B's; else the lo slot's
   const bool fresh = kt % X3_PROMOTE_EVERY == 0;   // part starts over at this k-tile
   if (kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;
     mbar_wait(full + 8 * s1, ((kt + 1) / STAGES) & 1);
-    x3_split_share<B_BYTES, LO>(kt + 1, ring + s1 * STAGE_BYTES + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+    if constexpr (!PRE_B)
+      x3_split_share<B_BYTES, LO>(kt + 1, ring + s1 * STAGE_BYTES + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
-  mbar_wait(lo_full + 8 * j, (kt / LO) & 1);
+  if constexpr (!PRE_B) {
+    l_tile = lo_ring + (kt % LO) * B_BYTES;
+    mbar_wait(lo_full + 8 * (kt % LO), (kt / LO) & 1);
+  }
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BK / 8; ++kk) {
     const u64 dh = wg_desc(b_tile + kk * 32, 16, 1024), dl = wg_desc(l_tile + kk * 32, 16, 1024);
-    if constexpr (PRE) {
+    if constexpr (PRE_A) {
       const u32 a_hi = ring + s * STAGE_BYTES + a_row + kk * 32;
       const u64 dah = wg_desc(a_hi, 16, 1024), dal = wg_desc(a_hi + WG_A_BYTES, 16, 1024);
       wgmma_tile_ss<BN>(part, dal, dh, kk > 0 || !fresh);
@@ -236,14 +245,14 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
     }
   }
   wgmma_commit();
-  if (!PRE && kt + 1 < ktiles) {
+  if (!PRE_A && kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;   // loaded: waited for above
     x3_load_a<BK, SWAP>(ring + s1 * STAGE_BYTES + a_row, g, rows, nhi, nlo);
   }
   wgmma_wait<0>();   // (hi, lo), the stage and the slot are free again
   if (lane == 0) {
     mbar_arrive(empty + 8 * s);
-    mbar_arrive(lo_empty + 8 * j);
+    if constexpr (!PRE_B) mbar_arrive(lo_empty + 8 * (kt % LO));
   }
   if ((kt + 1) % X3_PROMOTE_EVERY == 0 || kt + 1 == ktiles) {
 #pragma unroll
@@ -254,14 +263,14 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
 // SWAP: C^T = B^T A^T for a row-major B (as gemm_wgmma.cuh's SWAP): M and N are C^T's, amap
 // covers B (K, N) row-major in 32 x 32 boxes, bmap A as the K-major B side (whose lo the
 // splitters make), C / ldc are C's; the epilogue stores transposed (wg_store_tile_t).
-// PRE (not with SWAP): amap covers A's hi and alo_map its lo, as tf32x3_split_a wrote them.
+// PRE: C's A split by a pass (tf32x3_split_a): its hi in amap (bmap with SWAP), its lo in lo_map.
 template <int BN, class Out, class Epi, bool SWAP = false, bool PRE = false>
-__device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* alo_map, const TmaMap* bmap,
+__device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* lo_map, const TmaMap* bmap,
                                                   typename Traits<Out>::Bits* __restrict__ C, i64 ldc, int M, int N,
                                                   int k0, int K, const Epi& epi) {
   constexpr int BK = 32;   // fp32 values of K per k-tile: one 128-byte swizzled row
-  static_assert(!(SWAP && PRE), "gemm_tf32x3.cuh: A split by a pass is the K-major A's");
-  using Ring = X3Ring<BN, PRE>;
+  constexpr bool PRE_A = PRE && !SWAP, PRE_B = PRE && SWAP;
+  using Ring = X3Ring<BN, PRE_A, PRE_B>;
   constexpr int STAGES = Ring::STAGES, LO = Ring::LO;
   constexpr int STAGE_BYTES = Ring::STAGE_BYTES, A_BYTES = Ring::A_BYTES, B_BYTES = Ring::B_BYTES;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -276,7 +285,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
 
   if (tid == 0) {
     tma_prefetch_map(amap);
-    if constexpr (PRE) tma_prefetch_map(alo_map);
+    if constexpr (PRE) tma_prefetch_map(lo_map);
     tma_prefetch_map(bmap);
     mbar_pairs_init<STAGES>(full, 1, empty, 8);
     mbar_pairs_init<LO>(lo_full, X3_SPLITTERS / 32, lo_empty, 8);   // b_lo's slots: the splitter warps fill them
@@ -300,21 +309,25 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
               tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full + 8 * s);
           } else {
             tma_load_2d(a_dst, amap, k, m0, full + 8 * s);
-            if constexpr (PRE) tma_load_2d(a_dst + WG_A_BYTES, alo_map, k, m0, full + 8 * s);
+            if constexpr (PRE_A) tma_load_2d(a_dst + WG_A_BYTES, lo_map, k, m0, full + 8 * s);
           }
           tma_load_2d(a_dst + A_BYTES, bmap, k, n0, full + 8 * s);
+          if constexpr (PRE_B) tma_load_2d(a_dst + A_BYTES + B_BYTES, lo_map, k, n0, full + 8 * s);
         }
       }
       return;
     }
-    // Splitter warps: their share of every k-tile's b_lo (X3_SPLITTERS: rank = tid - 32).
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int s = kt % STAGES, j = kt % LO;
-      mbar_wait(full + 8 * s, (kt / STAGES) & 1);
-      if (kt >= LO) mbar_wait(lo_empty + 8 * j, ((kt / LO) - 1) & 1);
-      x3_split_b<B_BYTES>(ring + s * STAGE_BYTES + A_BYTES, lo_ring + j * B_BYTES, tid - 32);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(lo_full + 8 * j);
+    // Splitter warps: their share of every k-tile's b_lo (X3_SPLITTERS: rank = tid - 32); none
+    // with PRE_B (b_lo comes with the stage).
+    if constexpr (!PRE_B) {
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % STAGES, j = kt % LO;
+        mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+        if (kt >= LO) mbar_wait(lo_empty + 8 * j, ((kt / LO) - 1) & 1);
+        x3_split_b<B_BYTES>(ring + s * STAGE_BYTES + A_BYTES, lo_ring + j * B_BYTES, tid - 32);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(lo_full + 8 * j);
+      }
     }
     return;
   }
@@ -326,22 +339,22 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
   const SwapRows rows(c, warp, lane);   // (SWAP only)
-  // the fragments' place in the A tile; PRE: the warpgroup's first row (the wgmmas' descriptor)
-  const u32 a_row = SWAP ? rows.base : PRE ? (u32)(c * 64 * 128) : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
+  // the fragments' place in the A tile; PRE_A: the warpgroup's first row (the wgmmas' descriptor)
+  const u32 a_row = SWAP ? rows.base : PRE_A ? (u32)(c * 64 * 128) : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
   // Two sets of A registers: k-tile kt + 1's are loaded and split while kt's wgmmas run.
   u32 hi0[BK / 8][4], lo0[BK / 8][4], hi1[BK / 8][4], lo1[BK / 8][4];
   const int rank = tid - 32;   // in the b_lo split
   if (ktiles > 0) {
     mbar_wait(full, 0);
-    if constexpr (!PRE) x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
-    x3_split_share<B_BYTES, LO>(0, ring + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
+    if constexpr (!PRE_A) x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
+    if constexpr (!PRE_B) x3_split_share<B_BYTES, LO>(0, ring + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
   for (int kt = 0; kt < ktiles; kt += 2) {
-    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
+    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE_A, PRE_B>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
                                                             lo_full, lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc,
                                                             part);
     if (kt + 1 < ktiles)
-      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
+      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE_A, PRE_B>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
                                                               empty, lo_full, lo_empty, rank, lane, hi1, lo1, hi0,
                                                               lo0, acc, part);
   }

@@ -104,6 +104,15 @@ for dtype in DTYPES:
             cupy_ops.matmul(a, a.t().contiguous(), algo=algo)
             cupy_ops.matmul(a, a[:128].t().contiguous(), algo=algo)  # b's rows 16-byte aligned: C^T = B^T A^T
             calls += 2
+            # A split by a pass (tf32x3_split_a): both kernels, split-K, K % 4 = 1 (A's rows copied first)
+            for M, K, N in [(129, 300, 200), (130, 1001, 36), (64, 600, 40)]:
+                x, w = torch.randn(M, K, device="cuda"), torch.randn(N, K, device="cuda")
+                x[1, ::7], x[2, ::5] = float("nan"), 1e-40
+                for b in (w.t(), w.t().contiguous()):
+                    for epi, args in (("EpiNone", ()), ("EpiBiasReluScale", (torch.randn(N, device="cuda"), 0.5))):
+                        p = gemm.plan_for(x, b, epi, algo="tf32x3", presplit=True)
+                        gemm.run(p, x, b, torch.empty(M, N, device="cuda"), *args)
+                        calls += 1
         if algo == "fp16x3":  # the split's special values: fp16-exact, +-inf, NaN, subnormal rows, lost values
             a = torch.randn(129, 301, device="cuda")
             a[::3] = 1.0

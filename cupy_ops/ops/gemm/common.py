@@ -157,7 +157,7 @@ class GemmPlan:
     ksplit: bool = False  # ... the two consumer warpgroups over halves of K (tile WG_KSPLIT_BM x 128)
     single: bool = False  # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
     batch: int = 0  # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
-    presplit: bool = False  # tf32x3: A split into TF32 hi and lo by a pass, read from shared memory
+    presplit: bool = False  # tf32x3: A split into TF32 hi and lo by a pass, both loaded by the kernel
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:

@@ -41,14 +41,14 @@ def supports(family: str, M: int, N: int, K: int, dtype: torch.dtype, dev: Devic
 
 
 def x3_estimates(
-    M: int, N: int, K: int, dev: Device, b_packed: bool = False, presplit: bool = False
+    M: int, N: int, K: int, dev: Device, b_packed: bool = False, presplit: bool = True, swap: bool = False
 ) -> dict[str, float]:
     """The cost model's microseconds for an fp32-accurate M x K x N GEMM on Hopper ``dev``, by
     family ("tf32x3", "fp16x3"): each main loop at its rate or its operands' reading time,
     whichever is longer, plus fp16x3's split and t passes (``b_packed``: B's pieces are
-    prepacked, only A is split), less what tf32x3 saves splitting A by a pass where it may
-    (``presplit``) and that pays (``tf32x3.presplit_saves``). The constants and their
-    measurement: ``tables``."""
+    prepacked, only A is split), less what tf32x3 saves splitting A by a pass where that pays
+    (``tf32x3.presplit_saves``, ``swap`` as there; ``presplit`` False: never, the override's). The
+    constants and their measurement: ``tables``."""
     bw = dev.bandwidth or X3_DEFAULT_BANDWIDTH
     work, out = M * N * K, 4 * M * N
 
@@ -58,20 +58,28 @@ def x3_estimates(
     split = X3H_SPLIT_BYTES * M * K if b_packed else X3H_SPLIT_BYTES * (M + N) * K + X3H_T_BYTES * min(M, N) * K
     passes = split / (X3H_SPLIT_SHARE * bw) + (X3H_PACKED_PASSES_US if b_packed else X3H_PASSES_US)
     # tf32x3 reads fp32 operands, fp16x3 two fp16 pieces of each: the same bytes
-    saved = max(tf32x3.presplit_saves(M, N, K, dev), 0.0) if presplit else 0.0
+    saved = max(tf32x3.presplit_saves(M, N, K, dev, swap), 0.0) if presplit else 0.0
     return {"tf32x3": loop("tf32x3", 4 * (M + N) * K) - saved, "fp16x3": loop("fp16x3", 4 * (M + N) * K) + passes}
 
 
 def fp32_accurate(
-    M: int, N: int, K: int, dev: Device, batched: bool = False, b_packed: bool = False, presplit: bool = False
+    M: int,
+    N: int,
+    K: int,
+    dev: Device,
+    batched: bool = False,
+    b_packed: bool = False,
+    presplit: bool = True,
+    swap: bool = False,
 ) -> str:
     """The fastest fp32-accurate family for an M x K x N GEMM on Hopper ``dev``: "fp16x3" or
-    "tf32x3", whichever the cost model (``x3_estimates``, ``presplit`` as there) finishes first; ``batched`` (each
+    "tf32x3", whichever the cost model (``x3_estimates``, ``presplit`` and ``swap`` as there)
+    finishes first; ``batched`` (each
     entry of a batch): "simt" below X3_BATCH_MIN_WORK (its batched kernel in one launch; the x3
     families launch once per entry, host-bound for small entries)."""
     if batched and M * N * K < X3_BATCH_MIN_WORK:
         return "simt"
-    t = x3_estimates(M, N, K, dev, b_packed, presplit)
+    t = x3_estimates(M, N, K, dev, b_packed, presplit, swap)
     return "fp16x3" if t["fp16x3"] < t["tf32x3"] else "tf32x3"
 
 
@@ -85,14 +93,16 @@ def choose(
     tf32: bool,
     batched: bool = False,
     b_packed: bool = False,
-    presplit: bool = False,
+    presplit: bool = True,
+    swap: bool = False,
 ) -> str:
     """The kernel family for ``algo``. ``"auto"``: float16 / bfloat16 on the tensor cores
     ("wgmma" on Hopper, "tc" elsewhere); float32 the same only when torch itself would use TF32
     (``tf32``), else "simt" (full fp32); float64, or sizes the tiled kernels do not take:
     "naive". ``"accurate"``: as "auto", but float32 on the fp32-accurate kernels ("fp16x3" or
     "tf32x3" on Hopper by ``fp32_accurate``, of a batch's entries when ``batched``, with B's
-    split free where ``b_packed`` and tf32x3's A split by a pass where ``presplit``; else
+    split free where ``b_packed`` and tf32x3's A split by a pass unless ``presplit`` is False,
+    ``swap`` its plan's C^T = B^T A^T; else
     "simt") whatever the TF32 switch. A family by
     name: that family, or ``ValueError`` when it cannot take the problem."""
     if algo not in ("auto", "accurate"):
@@ -101,7 +111,7 @@ def choose(
     if dtype == torch.float64 or simt.supports(M, N, K, torch.float32, dev) is not None:
         return "naive"
     if dtype == torch.float32 and algo == "accurate":
-        family = fp32_accurate(M, N, K, dev, batched, b_packed, presplit) if dev.has_wgmma else "simt"
+        family = fp32_accurate(M, N, K, dev, batched, b_packed, presplit, swap) if dev.has_wgmma else "simt"
         return family if supports(family, M, N, K, dtype, dev) is None else "simt"
     if dtype != torch.float32 or tf32:
         return "wgmma" if dev.has_wgmma else "tc"
@@ -135,14 +145,15 @@ def plan(
     if not epilogues.known(epilogue):
         raise ValueError(f"epilogue must be one of {EPILOGUES} or a declared epilogue's tag, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
-    presplit = tf32x3.may_presplit(N, dtype, b, ov)
-    family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None, ov.b_packed, presplit)
+    # tf32x3's form for the cost model ("accurate"): its A split by a pass unless told not to, and C^T = B^T A^T
+    presplit, swap = ov.presplit is not False, algo == "accurate" and tf32x3.swapped(N, dtype, b, ov)
+    family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None, ov.b_packed, presplit, swap)
     if K == 0 and family in _HOPPER:  # no tile for TMA to load: tc's kernel writes the epilogue of 0
         p = tc.plan_empty_k(M, N, K, dtype, a, b, epilogue, dev, ov)
     else:
         p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
     if algo == "accurate" and K and family in (tf32x3.NAME, fp16x3.NAME):
-        t = x3_estimates(M, N, K, dev, ov.b_packed, presplit)
+        t = x3_estimates(M, N, K, dev, ov.b_packed, presplit, swap)
         how = ", ".join(f"{f} ~{us:,.0f} us" for f, us in t.items())
         p = dataclasses.replace(p, notes=p.notes + (f"accurate: the cost model's {how}",))
     batched = getattr(FAMILIES[p.family], "batched", None)  # (K = 0 on Hopper: tc's plan)

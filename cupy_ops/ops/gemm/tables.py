@@ -56,14 +56,15 @@ X3_SPLIT_MAX_WAVES = 0.5  # tf32x3 / fp16x3 split K up to half a wave (docs/gemm
 # plus fp16x3's passes: its split (8 bytes an element: 4 read, 2 + 2 written) and t (4 read of
 # the source operand) at X3H_SPLIT_SHARE of the bandwidth, and their launches' latency. Kernel
 # times on an H200 (torch.profiler, 128x32768x32768 .. 8192^3, c52e3b6):
-X3_MACS_PER_US = {"tf32x3": 4.8e7, "tf32x3 presplit": 5.42e7, "fp16x3": 1.15e8}
+X3_MACS_PER_US = {"tf32x3": 4.8e7, "tf32x3 presplit": 5.42e7, "tf32x3 swap presplit": 6.3e7, "fp16x3": 1.15e8}
 X3_GEMM_SHARE = 0.8
 X3H_SPLIT_SHARE = 0.56
 X3H_SPLIT_BYTES, X3H_T_BYTES = 8, 4
 # the passes' launches (the workspace's memset, t, A's and B's splits), fixed costs at small sizes
 X3H_PASSES_US = 30.0
 X3H_PACKED_PASSES_US = 10.0  # B prepacked (docs/prepack.md): the memset and A's split
-# tf32x3 with A split by a pass first (tf32x3.presplit_saves): the pass reads A and writes its hi
+# tf32x3 with A split by a pass first (tf32x3.presplit_saves; "swap": C^T = B^T A^T, where A is
+# the kernel's B side and its b_lo split goes entirely, 1.3-1.4x): the pass reads A and writes its hi
 # and lo (X3_PRESPLIT_BYTES an element) at X3_PRESPLIT_SHARE of the bandwidth (its writes stay in
 # L2 for the GEMM), after its launch. Fitted to H200 kernel times, A split in the registers
 # against by the pass (tests/ops/gemm/test_planner.py MEASURED_PRESPLIT_H200, docs/gemm.md#tf32x3)

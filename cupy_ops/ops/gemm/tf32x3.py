@@ -3,7 +3,7 @@ each operand split into a TF32 hi and lo in shared memory and registers, three p
 k-step (a_lo b_hi + a_hi b_lo + a_hi b_hi), partial sums promoted to fp32 registers every 2
 k-tiles; 128 x 128 tiles, split-K up to half a wave; a row-major B as C^T = B^T A^T. Where the
 cost model says so (``presplit_saves``), A is split by a pass first (``tf32x3_split_a``, the same
-bits) and the kernel reads its hi and lo (``gemm_tf32x3_pre``). Taken by name only ("auto"
+bits) and the kernel reads its hi and lo (``gemm_tf32x3_pre``, ``gemm_tf32x3_swap_pre``). Taken by name only ("auto"
 follows torch's precision switches); its error model: docs/numerics.md.
 """
 
@@ -53,25 +53,26 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
     )
 
 
-def presplit_saves(M: int, N: int, K: int, dev: Device) -> float:
-    """The microseconds splitting A by a pass saves an M x K x N GEMM (negative: what it costs).
-    Without it every column tile's CTAs split the same A rows in registers; with it the main
-    loop runs at X3_MACS_PER_US["tf32x3 presplit"], after a pass that reads A and writes its hi
-    and lo (X3_PRESPLIT_BYTES an element) at X3_PRESPLIT_SHARE of the bandwidth and its launch
-    (X3_PRESPLIT_US). So it pays where N is wide: the pass costs M K, the saving M N K."""
+def presplit_saves(M: int, N: int, K: int, dev: Device, swap: bool = False) -> float:
+    """The microseconds splitting A by a pass saves an M x K x N GEMM (negative: what it costs),
+    ``swap``: computed as C^T = B^T A^T. Without it every column tile's CTAs split the same A
+    rows in the kernel; with it the main loop runs at X3_MACS_PER_US["tf32x3 presplit"] ("tf32x3
+    swap presplit"), after a pass that reads A and writes its hi and lo (X3_PRESPLIT_BYTES an
+    element) at X3_PRESPLIT_SHARE of the bandwidth and its launch (X3_PRESPLIT_US). So it pays
+    where N is wide: the pass costs M K, the saving M N K."""
     work = M * N * K
-    saved = work / X3_MACS_PER_US[NAME] - work / X3_MACS_PER_US[NAME + " presplit"]
+    rate = X3_MACS_PER_US[NAME + (" swap presplit" if swap else " presplit")]
+    saved = work / X3_MACS_PER_US[NAME] - work / rate
     bw = dev.bandwidth or X3_DEFAULT_BANDWIDTH
     return saved - X3_PRESPLIT_BYTES * M * K / (X3_PRESPLIT_SHARE * bw) - X3_PRESPLIT_US
 
 
-def may_presplit(N: int, dtype, b: Matrix, ov) -> bool:
-    """Whether this family's plan of a product with this B may split A by a pass: it does not
-    compute C^T = B^T A^T (there the kernel's A is B^T) and ``presplit`` is not False."""
-    if ov.presplit is False:
-        return False
-    fits = cdiv(N, geometry.WG_BM) <= geometry.MAX_GRID_Y
-    return not (fits and swaps(N, dtype, b, None if ov.swap else ov.swap, c_map=False))
+def swapped(N: int, dtype, b: Matrix, ov) -> bool:
+    """Whether this family's plan computes C^T = B^T A^T for this B (``plan``'s rule, where the
+    ``swap`` override is possible; the cost model's guess before a family is chosen)."""
+    return cdiv(N, geometry.WG_BM) <= geometry.MAX_GRID_Y and swaps(
+        N, dtype, b, None if ov.swap else ov.swap, c_map=False
+    )
 
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
@@ -88,13 +89,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             f"are the grid's y dimension), got N = {N}"
         )
     swap = fits and swaps(N, dtype, b, ov.swap, c_map=False)
-    # A's split by a pass: the K-major A's (swapped, the kernel's A is B^T, split once a CTA)
-    if ov.presplit and swap:
-        raise ValueError(
-            "presplit=True splits a K-major A, but this plan computes C^T = B^T A^T (a row-major b); "
-            "pass swap=False with it"
-        )
-    presplit = not swap and (ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev) > 0)
+    presplit = ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev, swap) > 0
     pa, pb = kmajor_operand(a), Operand("n-major", False, b.stride0) if swap else kmajor_operand(b.T)
     kM, kN = (N, M) if swap else (M, N)  # the kernel's output: C^T when swapped
     slices, kslice = split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
@@ -109,7 +104,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         swap=swap,
         presplit=presplit,
     )
-    name = "gemm_tf32x3_swap" if swap else "gemm_tf32x3_pre" if presplit else "gemm_tf32x3"
+    name = ("gemm_tf32x3_swap" if swap else "gemm_tf32x3") + ("_pre" if presplit else "")
     if slices > 1:
         return GemmPlan(
             NAME,
@@ -126,7 +121,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
 
 def variants() -> dict[str, list[str]]:
     exprs = []
-    for name in ("gemm_tf32x3", "gemm_tf32x3_swap", "gemm_tf32x3_pre"):
+    for name in ("gemm_tf32x3", "gemm_tf32x3_swap", "gemm_tf32x3_pre", "gemm_tf32x3_swap_pre"):
         exprs += [f"{name}<{bn}, {e}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"{name}_partial<{bn}>" for bn in geometry.X3_TILE_NS]
     return {SM90A: exprs + [SPLIT_A]}
@@ -153,13 +148,20 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
         (geometry.X3_PRESPLIT_THREADS, 1, 1),
         (a2.data_ptr(), a2.stride(0), hi.data_ptr(), lo.data_ptr(), ldw, M, K),
     )
-    ahi, alo = (tma.tensor_map(t, K, M, ldw, p.bk, p.tile[0], exact=True) for t in (hi, lo))
-    b_map, keep = b_side(p, b)
+    # A's pieces: the kernel's A side (boxes of its rows), or, swapped, its B side (boxes of its columns)
+    rows = p.tile[1] // p.cluster if p.swap else p.tile[0]
+    ahi, alo = (tma.tensor_map(t, K, M, ldw, p.bk, rows, exact=True) for t in (hi, lo))
+    if p.swap:  # B (row-major) the kernel's A side, as run_hopper's maps
+        b_map, keep = tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=True), b
+        maps = (b_map, ahi, alo)
+    else:
+        b_map, keep = b_side(p, b)
+        maps = (ahi, alo, b_map)
     h = handle(KERNELS, p.kernel, dev)
     if p.slices > 1:
         part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, (ahi, alo, b_map, part.data_ptr(), M, N, K, p.kslice), p.smem)
+        launch.launch(h, p.grid, p.block, (*maps, part.data_ptr(), M, N, K, p.kslice), p.smem)
         reduce(p, part, c, epi)
     else:
-        launch.launch(h, p.grid, p.block, (ahi, alo, b_map, c.data_ptr(), N, M, N, K, *epi), p.smem)
+        launch.launch(h, p.grid, p.block, (*maps, c.data_ptr(), N, M, N, K, *epi), p.smem)
     del keep, a2, ws  # launched: the stream orders any reuse of this memory after the kernel

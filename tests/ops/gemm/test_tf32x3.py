@@ -224,10 +224,10 @@ def test_row_major_b_is_swapped_and_agrees_with_the_transpose_path(M, K, N, cuda
     "M, K, N", [(128, 4096, 2048), (130, 1001, 300), (16, 1000, 24), (257, 64, 520), (200, 3000, 136)], ids=str
 )
 def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cuda):
-    """presplit (A's hi and lo made by tf32x3_split_a, read by the wgmmas from shared memory)
-    against the split in the consumers' registers: the same bits, special values included (NaN
-    with a payload only in the dropped bits, +-inf, +-0, subnormals, TF32-exact values, large
-    magnitudes), for a K-major weight (the fused epilogue too), an A whose rows are copied first
+    """presplit (A's hi and lo made by tf32x3_split_a and loaded by the kernel) against the split
+    in the kernel: the same bits, special values included (NaN with a payload only in the
+    dropped bits, +-inf, +-0, subnormals, TF32-exact values, large magnitudes), for a K-major
+    weight (the fused epilogue too) and a row-major b (C^T = B^T A^T), an A whose rows are copied first
     (K = 1001: rows off 16 bytes; a transposed view), split-K (200 x 3000 x 136) and a partial
     last row tile."""
     require_algo("tf32x3")
@@ -250,13 +250,14 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
         return t.view(torch.int32)
 
     for aa in (a, a.t().contiguous().t()):
-        plans = {pre: gemm.plan_for(aa, w.t(), "EpiNone", "tf32x3", presplit=pre) for pre in (True, False)}
-        assert plans[True].presplit and plans[True].kernel.startswith("gemm_tf32x3_pre"), plans[True]
-        assert not plans[False].presplit and plans[True].slices == plans[False].slices
-        got = {pre: matmul_planned(aa, w.t(), algo="tf32x3", presplit=pre) for pre in (True, False)}
-        assert torch.equal(bits(got[True]), bits(got[False])), (
-            f"presplit differs from the split in registers ({plans[True]})"
-        )
+        for b, kernel in ((w.t(), "gemm_tf32x3_pre"), (w.t().contiguous(), "gemm_tf32x3_swap_pre")):
+            plans = {pre: gemm.plan_for(aa, b, "EpiNone", "tf32x3", presplit=pre) for pre in (True, False)}
+            assert plans[True].presplit and plans[True].kernel.startswith(kernel), plans[True]
+            assert not plans[False].presplit and plans[True].slices == plans[False].slices
+            got = {pre: matmul_planned(aa, b, algo="tf32x3", presplit=pre) for pre in (True, False)}
+            assert torch.equal(bits(got[True]), bits(got[False])), (
+                f"presplit differs from the split in registers ({plans[True]})"
+            )
         lin = {pre: linear_planned(aa, w, bias, 2.0, algo="tf32x3", presplit=pre) for pre in (True, False)}
         assert torch.equal(bits(lin[True]), bits(lin[False])), "the fused epilogue's presplit result differs"
     assert got[True].isfinite().float().mean() > 0.5 and got[True].isnan().any()  # numbers and NaNs compared
@@ -326,7 +327,8 @@ def test_tf32x3_plan():
     shared memory K-major only); the whole shared-memory budget; split-K up to half a wave of
     tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
     assert "tf32x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
-    p = gplan(4096, 4096, 4096, algo="tf32x3")
+    p = gplan(4096, 4096, 4096, algo="tf32x3", presplit=False)
+    assert gplan(4096, 4096, 4096, algo="tf32x3").kernel == "gemm_tf32x3_swap_pre<128, EpiNone>"  # A split first
     assert (p.family, p.kernel, p.tile, p.grid, p.slices) == (
         "tf32x3",
         "gemm_tf32x3_swap<128, EpiNone>",
