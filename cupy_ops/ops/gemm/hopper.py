@@ -42,17 +42,21 @@ def maps(p: GemmPlan, a, b):
     unrounded; a K-major B tile is loaded in ``p.cluster`` parts, one per CTA of a cluster) and
     the prepared operands they point into, which the caller holds until the kernel is launched
     (freed earlier, their memory could be handed out again before the kernel reads it)."""
-    (M, K), N = a.shape, b.shape[1]
+    M, K = a.shape
     exact = p.family == "tf32x3"
     a2 = prepare(a, p.a)
-    if p.swap:  # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side in 32 x 32 boxes
-        return (
-            tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=exact),
-            tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact),
-            (a2, b),
-        )
+    if p.swap:  # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side
+        return swapped_a_map(p, b), tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b)
     b_map, bt = b_side(p, b)
     return tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact), b_map, (a2, bt)
+
+
+def swapped_a_map(p: GemmPlan, b) -> bytes:
+    """The kernel's A side where it computes C^T = B^T A^T: B (K, N) row-major in boxes of
+    WG_SWAP_BOX x WG_SWAP_BOX (tf32x3 reads its fp32 values unrounded)."""
+    K, N = b.shape
+    box = geometry.WG_SWAP_BOX
+    return tma.tensor_map(b, N, K, p.b.ld, box, box, exact=p.family == "tf32x3")
 
 
 def b_side(p: GemmPlan, b):

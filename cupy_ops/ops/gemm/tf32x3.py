@@ -3,8 +3,8 @@ each operand split into a TF32 hi and lo in shared memory and registers, three p
 k-step (a_lo b_hi + a_hi b_lo + a_hi b_hi), partial sums promoted to fp32 registers every 2
 k-tiles; 128 x 128 tiles, split-K up to half a wave; a row-major B as C^T = B^T A^T. Where the
 cost model says so (``presplit_saves``), A is split by a pass first (``tf32x3_split_a``, the same
-bits) and the kernel reads its hi and lo (``gemm_tf32x3_pre``, ``gemm_tf32x3_swap_pre``). Taken by name only ("auto"
-follows torch's precision switches); its error model: docs/numerics.md.
+bits) and the kernel loads its hi and lo (``gemm_tf32x3_pre``, ``gemm_tf32x3_swap_pre``). Taken
+by name only ("auto" follows torch's precision switches); its error model: docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .hopper import b_side, run_hopper, swaps
+from .hopper import b_side, run_hopper, swapped_a_map, swaps
 from .runtime import SM90A, declare, handle, prepare, reduce
 from .tables import (
     X3_DEFAULT_BANDWIDTH,
@@ -38,7 +38,7 @@ from .tables import (
 )
 
 NAME = "tf32x3"
-SPLIT_A = "tf32x3_split_a"  # the pass that splits A (gemm_tf32x3_pre's)
+SPLIT_A = "tf32x3_split_a"  # the pass that splits A (the _pre kernels')
 
 
 def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
@@ -152,8 +152,8 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     rows = p.tile[1] // p.cluster if p.swap else p.tile[0]
     ahi, alo = (tma.tensor_map(t, K, M, ldw, p.bk, rows, exact=True) for t in (hi, lo))
     if p.swap:  # B (row-major) the kernel's A side, as run_hopper's maps
-        b_map, keep = tma.tensor_map(b, N, K, p.b.ld, geometry.WG_SWAP_BOX, geometry.WG_SWAP_BOX, exact=True), b
-        maps = (b_map, ahi, alo)
+        keep = b
+        maps = (swapped_a_map(p, b), ahi, alo)
     else:
         b_map, keep = b_side(p, b)
         maps = (ahi, alo, b_map)
