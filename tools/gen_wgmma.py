@@ -61,36 +61,25 @@ def wrapper(ctype, ptype, k, n, trans_b):
     )
 
 
-def wrapper_ra(n):
-    regs = n // 2
-    ops = ",".join(f"%{i}" for i in range(regs))
-    a_ops = ",".join(f"%{regs + i}" for i in range(4))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    return "\n".join(
-        [
-            f"template <> __device__ __forceinline__ void wgmma_tile_ra<{n}>(float* d, const u32* a, u64 db, int accumulate) {{",
-            "  asm volatile(",
-            f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"',
-            f'      "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{ops}}}, {{{a_ops}}}, %{regs + 4}, p, 1, 1;\\n}}\\n"',
-            f"      : {outs}",
-            '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));',
-            "}",
-        ]
-    )
-
-
-def wrapper_ss(n):
+def wrapper_acc(n, a_in_registers):
+    """The TF32 m64nNk8 with an accumulate flag: A from registers (wgmma_tile_ra) or, like B,
+    from shared memory (wgmma_tile_ss)."""
     regs = n // 2
     ops = ",".join(f"%{i}" for i in range(regs))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    if a_in_registers:
+        name, a_param, a_arg = "wgmma_tile_ra", "const u32* a", "{" + ",".join(f"%{regs + i}" for i in range(4)) + "}"
+        ins, nin = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)', 5
+    else:
+        name, a_param, a_arg, ins, nin = "wgmma_tile_ss", "u64 da", f"%{regs}", '"l"(da), "l"(db)', 2
     return "\n".join(
         [
-            f"template <> __device__ __forceinline__ void wgmma_tile_ss<{n}>(float* d, u64 da, u64 db, int accumulate) {{",
+            f"template <> __device__ __forceinline__ void {name}<{n}>(float* d, {a_param}, u64 db, int accumulate) {{",
             "  asm volatile(",
-            f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"',
-            f'      "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{ops}}}, %{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"',
+            f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + nin}, 0;\\n"',
+            f'      "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{ops}}}, {a_arg}, %{regs + nin - 1}, p, 1, 1;\\n}}\\n"',
             f"      : {outs}",
-            '      : "l"(da), "l"(db), "r"(accumulate));',
+            f'      : {ins}, "r"(accumulate));',
             "}",
         ]
     )
@@ -107,9 +96,9 @@ def render() -> str:
         for ctype, ptype, k in TYPES:
             for trans_b in (False,) if ptype == "tf32" else (False, True):
                 parts.append(wrapper(ctype, ptype, k, n, trans_b))
-        parts.append(wrapper_ra(n))  # gemm_wgmma_swap's (every width) and tf32x3's
+        parts.append(wrapper_acc(n, True))  # gemm_wgmma_swap's (every width) and tf32x3's
         if n in X3_TILE_NS:
-            parts.append(wrapper_ss(n))  # tf32x3's with A split by a pass
+            parts.append(wrapper_acc(n, False))  # tf32x3's with A split by a pass
     return "\n\n".join(parts) + "\n"
 
 

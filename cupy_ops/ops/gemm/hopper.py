@@ -100,23 +100,31 @@ def launch_grid(h, p: GemmPlan) -> tuple:
 
 
 def run_hopper(kernels, p: GemmPlan, a, b, c, epi: tuple) -> None:
-    """The wgmma and tf32x3 kernels: TMA maps of the operands, and of C where the plan stores
-    it through the TMA; the persistent grid lowered (``launch_grid``); split-K into an fp32
-    workspace that the reduction sums."""
-    (M, K), N = a.shape, b.shape[1]
-    h = handle(kernels, p.kernel, c.get_device())
+    """The wgmma and tf32x3 kernels: TMA maps of the operands (``maps``), then ``launch_maps``."""
     a_map, b_map, keep = maps(p, a, b)
+    launch_maps(kernels, p, (a_map, b_map), c, a.shape[1], epi)
+    del keep  # launched: the stream orders any reuse of this memory after the kernel
+
+
+def launch_maps(kernels, p: GemmPlan, operand_maps: tuple, c, K: int, epi: tuple) -> None:
+    """Plan ``p``'s kernel over the operands' TMA maps (the kernel's order: A's and B's, or
+    tf32x3's three with A split by a pass), and of C where the plan stores it through the TMA;
+    the persistent grid lowered (``launch_grid``); split-K into an fp32 workspace that the
+    reduction sums."""
+    M, N = c.shape
+    h = handle(kernels, p.kernel, c.get_device())
     grid = launch_grid(h, p)
     walk_args = (p.group,) if p.family == WGMMA else ()  # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, grid, p.block, (a_map, b_map, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster)
+        launch.launch(
+            h, grid, p.block, (*operand_maps, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster
+        )
         reduce(p, ws, c, epi)
     elif p.family == WGMMA:
-        launch.launch(h, grid, p.block, wgmma_args(p, a_map, b_map, c_map(p, c), K, c, epi), p.smem, p.cluster)
+        launch.launch(h, grid, p.block, wgmma_args(p, *operand_maps, c_map(p, c), K, c, epi), p.smem, p.cluster)
     else:
-        launch.launch(h, grid, p.block, (a_map, b_map, c.data_ptr(), N, M, N, K, *epi), p.smem)
-    del keep  # launched: the stream orders any reuse of this memory after the kernel
+        launch.launch(h, grid, p.block, (*operand_maps, c.data_ptr(), N, M, N, K, *epi), p.smem)
 
 
 def launcher(kernels, p: GemmPlan, device: int):

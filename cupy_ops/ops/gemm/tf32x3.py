@@ -26,8 +26,8 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .hopper import b_side, run_hopper, swapped_a_map, swaps
-from .runtime import SM90A, declare, handle, prepare, reduce
+from .hopper import b_side, launch_maps, run_hopper, swapped_a_map, swaps
+from .runtime import SM90A, declare, handle, prepare
 from .tables import (
     X3_DEFAULT_BANDWIDTH,
     X3_MACS_PER_US,
@@ -134,7 +134,7 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     if not p.presplit:
         run_hopper(KERNELS, p, a, b, c, epi)
         return
-    (M, K), N = a.shape, b.shape[1]
+    M, K = a.shape
     dev = c.get_device()
     a2 = prepare(a, p.a)
     # hi then lo, (M, K) in rows of ldw: 16-byte aligned, as their maps need
@@ -157,11 +157,5 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     else:
         b_map, keep = b_side(p, b)
         maps = (ahi, alo, b_map)
-    h = handle(KERNELS, p.kernel, dev)
-    if p.slices > 1:
-        part = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(h, p.grid, p.block, (*maps, part.data_ptr(), M, N, K, p.kslice), p.smem)
-        reduce(p, part, c, epi)
-    else:
-        launch.launch(h, p.grid, p.block, (*maps, c.data_ptr(), N, M, N, K, *epi), p.smem)
+    launch_maps(KERNELS, p, maps, c, K, epi)
     del keep, a2, ws  # launched: the stream orders any reuse of this memory after the kernel
