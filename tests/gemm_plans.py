@@ -47,7 +47,12 @@ def branch(p) -> str:
         base = "wgmma persistent pairs" if p.persistent and p.cluster == 2 else "wgmma one CTA a tile"
         return base + (f" {p.tile[1]}-wide") + (" swapped" if p.swap else "")
     if p.family == "tf32x3":
-        return "tf32x3" + (" split-K" if p.slices > 1 else "") + (" swapped" if p.swap else "")
+        return (
+            "tf32x3"
+            + (" split-K" if p.slices > 1 else "")
+            + (" swapped" if p.swap else "")
+            + (" A split by a pass" if p.presplit else "")
+        )
     if p.family == "fp16x3":
         return (
             "fp16x3" + (" split-K" if p.slices > 1 else "") + (" N-major split" if p.b.prep == "n-major split" else "")
@@ -114,6 +119,10 @@ GROUPS = {
         Case("matmul", "tf32x3", f32, 1024, 256, 2048, "tf32x3 swapped", True),
         Case("linear", "tf32x3", f32, 1000, 256, 2000, "tf32x3", False),
         Case("matmul", "tf32x3", f32, 300, 1000, 130, "tf32x3 split-K", False),
+        Case("linear", "tf32x3", f32, 300, 1024, 8192, "tf32x3 A split by a pass", False),
+        Case("linear", "tf32x3", f32, 128, 4096, 8192, "tf32x3 split-K A split by a pass", True),
+        Case("matmul", "tf32x3", f32, 512, 1024, 8200, "tf32x3 swapped A split by a pass", False),
+        Case("matmul", "tf32x3", f32, 256, 1024, 4096, "tf32x3 split-K swapped A split by a pass", True),
     ],
     "fp16x3": [
         Case("matmul", "fp16x3", f32, 256, 1024, 256, "fp16x3 split-K N-major split", True),

@@ -1,7 +1,8 @@
 """Every GEMM kernel family under torch.compile(fullgraph=True) and in CUDA graphs (a manual
 torch.cuda.graph capture and mode="reduce-overhead"), at shapes that reach each branch of the
 plan: full and partial tiles, split-K, the K-split warpgroups, one tile per CTA, persistent
-pairs, C^T = B^T A^T, tf32x3 and fp16x3 with their splits; and whole ``ModelNew``s at
+pairs, C^T = B^T A^T, tf32x3 (A split in the kernel and by a pass) and fp16x3 with their
+splits; and whole ``ModelNew``s at
 KernelBench's shapes.
 
 Each compiled or replayed result must equal eager's bit for bit (same kernels, deterministic
@@ -75,6 +76,10 @@ def test_the_cases_reach_every_branch():
         "tf32x3 swapped",
         "tf32x3 split-K",
         "tf32x3 split-K swapped",
+        "tf32x3 A split by a pass",
+        "tf32x3 split-K A split by a pass",
+        "tf32x3 swapped A split by a pass",
+        "tf32x3 split-K swapped A split by a pass",
         "fp16x3",
         "fp16x3 N-major split",
         "fp16x3 split-K",
