@@ -285,10 +285,11 @@ def _load_image(b: compiler.Binary, device: int):
         return module.get_function(b.lowered)
 
 
-def _context_was_missing() -> bool:
-    """After a failed launch: whether this thread had no current CUDA context (a thread that
-    never touched CUDA through the runtime, e.g. a fresh worker thread), which this makes
-    current (the device's primary context, as the runtime would), so one retry can succeed."""
+def context_was_missing() -> bool:
+    """After a failed driver call (a launch, a tensor map's encoding): whether this thread had
+    no current CUDA context (a thread that never touched CUDA through the runtime, e.g. a fresh
+    worker thread or autograd's), which this makes current (the device's primary context, as
+    the runtime would), so one retry can succeed."""
     if _driver.ctxGetCurrent() != 0:
         return False
     from cupy.cuda import runtime
@@ -442,7 +443,7 @@ def _launch_params(h: KernelHandle, grid, block, params: int, shared_mem: int, s
     try:
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
     except _DriverError:
-        if not _context_was_missing():
+        if not context_was_missing():
             raise
         _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
 
@@ -531,7 +532,7 @@ def _launch_ex(
     if non_portable and not h.non_portable:
         h.allow_non_portable_clusters()
     rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
-    if rc != 0 and _context_was_missing():
+    if rc != 0 and context_was_missing():
         rc = _launch_kernel_ex(ctypes.byref(cfg), h.ptr, params, None)
     if rc != 0:
         how = ", ".join(

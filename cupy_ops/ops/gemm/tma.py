@@ -28,6 +28,7 @@ _FLOAT32 = 7
 _SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: what the kernel's wgmma descriptors read
 _L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 _OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as zero
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: the calling thread has no current context
 _CACHE_LIMIT = 4096
 
 _encode = None
@@ -99,9 +100,12 @@ def tensor_map_at(
     box = (ctypes.c_uint32 * rank)(box_inner, box_outer, *((1,) if depth else ()))
     elem = (ctypes.c_uint32 * rank)(*((1,) * rank))
     code = _FLOAT32 if exact and dtype == torch.float32 else _DATA_TYPE[dtype]
-    rc = _encoder()(
-        buf, code, rank, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZEROS
-    )
+    for _ in range(2):  # (once more where this thread had no current context: autograd's, a worker's)
+        rc = _encoder()(
+            buf, code, rank, ptr, dims, strides, box, elem, 0, _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZEROS
+        )
+        if rc != _INVALID_CONTEXT or not launch.context_was_missing():
+            break
     if rc != 0:
         batch = f" x {depth} ({depth_stride} apart)" if depth else ""
         raise RuntimeError(
