@@ -91,6 +91,49 @@ __global__ void __launch_bounds__(TC_THREADS) gemm_tc_batched(const typename Tra
   gemm_tc_block<T>(a + z * sa, lda, bt + z * sb, ldb, c + z * M * N, N, M, N, K, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args));
 }
 
+// c (M, N of T, rows ldc apart) = epilogue(c), in place: a user epilogue applied by a pass after
+// the GEMM stored the Linear's output (bias added, rounded to T), launched without a bias (the
+// Linear's -0.0 then leaves v as it is): the bits of the epilogue applied at the store. A thread
+// takes AFTER_VECS 16-byte vectors of row m = z gridDim.y + y, all loaded before the epilogue
+// runs; where the rows are not 16-byte aligned (`vec` 0) or past N, one value at a time.
+// NOTES: the Hopper kernels apply the epilogue with 8 warps an SM and the tensor cores idle, and
+// ptxas schedules no value's chain past another's branch: an epilogue that divides (IEEE
+// division's slow path is a branch) ran one value at a time there, two Mish +61 % on the bf16
+// layer (H200). Here at full occupancy. One value a thread took +16 % for any epilogue (a DRAM
+// round trip a thread, 31 waves of blocks).
+template <class T, class EPI>
+__global__ void gemm_epilogue_after(typename Traits<T>::Bits* c, i64 ldc, int M, int N, int vec,
+                                    const void* epi_bias, double epi_scale, const __grid_constant__ EpiArgs epi_args) {
+  typedef typename Traits<T>::Bits Bits;
+  constexpr int PER = 16 / (int)sizeof(Bits), EACH = AFTER_VECS * PER;   // values a vector, a thread
+  const Epilogue<T, EPI> epi(epi_bias, epi_scale, epi_args);
+  const int m = blockIdx.z * gridDim.y + blockIdx.y;
+  const i64 n0 = ((i64)blockIdx.x * blockDim.x + threadIdx.x) * EACH;
+  if (m >= M || n0 >= N) return;
+  Bits* row = c + (i64)m * ldc;
+  if (vec && n0 + EACH <= N) {
+    uint4 v[AFTER_VECS];
+#pragma unroll
+    for (int i = 0; i < AFTER_VECS; ++i) v[i] = reinterpret_cast<const uint4*>(row + n0)[i];
+    Bits* b = reinterpret_cast<Bits*>(v);
+#pragma unroll
+    for (int j = 0; j < EACH; ++j) b[j] = from_acc<T>(epi(to_acc<T>(b[j]), m, n0 + j));
+#pragma unroll
+    for (int i = 0; i < AFTER_VECS; ++i) reinterpret_cast<uint4*>(row + n0)[i] = v[i];
+  } else {
+    for (i64 n = n0; n < N && n < n0 + EACH; ++n) row[n] = from_acc<T>(epi(to_acc<T>(row[n]), m, n));
+  }
+}
+
+// One value through the epilogue and nothing else: never launched, its PTX is what the host
+// counts (runtime.serial_ops: the instructions that end a straight line of code).
+template <class T, class EPI>
+__global__ void gemm_epilogue_probe(typename Traits<T>::Bits* c, int m, int n, const void* epi_bias,
+                                    double epi_scale, const __grid_constant__ EpiArgs epi_args) {
+  const Epilogue<T, EPI> epi(epi_bias, epi_scale, epi_args);
+  *c = from_acc<T>(epi(to_acc<T>(*c), m, n));
+}
+
 // c (M, N of T) = epilogue(the sum of the split-K slices of ws), rounded to T (grid-stride).
 template <class T, class EPI>
 __global__ void gemm_splitk_reduce(const float* ws, typename Traits<T>::Bits* c, int M, int N, int slices,

@@ -13,15 +13,13 @@ import torch
 from .. import checks
 from ..op import Op
 from . import gemm
-from .gemm.epilogues import Epilogue, args, declare
+from .gemm.epilogues import LINEAR, Epilogue, args, declare
 from .matmul import matmul
 from .row_reduce import OPS as _REDUCE_OPS
 from .row_reduce import row_reduce
 
 _is_compiling = torch.compiler.is_compiling
 _Tensor = torch.Tensor
-
-IDENTITY_CODE = "__device__ acc_t apply(acc_t v) { return v; }"
 
 
 def epilogue(
@@ -74,14 +72,7 @@ def epilogue(
     return e
 
 
-IDENTITY = None  # linear without an epilogue (declared on first use: registering an op costs ~10 ms)
-
-
-def _identity() -> Epilogue:
-    global IDENTITY
-    if IDENTITY is None:
-        IDENTITY = declare(IDENTITY_CODE, name="linear")
-    return IDENTITY
+IDENTITY = LINEAR  # linear without an epilogue (its op registered on first use: ~10 ms)
 
 
 def _check_params(e: Epilogue, x, out_shape, values) -> None:
@@ -296,7 +287,7 @@ def linear(
         >>> y = cupy_ops.linear(x, layer.weight, layer.bias, epilogue=leaky, mult=2.0, slope=0.1)
     """
     if epilogue is None:
-        epilogue = _identity()
+        epilogue = IDENTITY
     elif not isinstance(epilogue, Epilogue):
         raise TypeError(f"epilogue must be a cupy_ops.epilogue(...) declaration or None, got {type(epilogue).__name__}")
     names = epilogue.pointers + epilogue.scalars

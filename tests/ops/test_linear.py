@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import cupy_ops
+from cupy_ops.ops import gemm
 
 from conftest import assert_bitwise_equal, assert_of_torchs_error_order, require_algo
 from gemm_checks import ALGO_DTYPES, TF32X3_ROUNDOFF, general_path, roundoff, seeded_randn, spy_layers
@@ -47,6 +48,20 @@ RESIDUAL = cupy_ops.epilogue(
     tensors=("res",),
     derivative="__device__ acc_t grad(acc_t v, acc_t res) { return acc_t(1); }",
     name="residual",
+)
+
+# divides (IEEE division: a branch to its slow path), reads a column, a row, a tensor and a
+# scalar; its derivative too: the cost model applies both by a pass after the GEMM on large outputs
+DIVIDES = cupy_ops.epilogue(
+    """__device__ acc_t apply(acc_t v, acc_t s, acc_t shift, acc_t row, acc_t res) {
+         return round_out(v / (exp(v * s) + acc_t(2))) + shift * row + res; }""",
+    columns=("shift",),
+    rows=("row",),
+    tensors=("res",),
+    scalars=("s",),
+    derivative="""__device__ acc_t grad(acc_t v, acc_t s, acc_t shift, acc_t row, acc_t res) {
+         acc_t e = exp(v * s); return (e + 2 - v * s * e) / ((e + 2) * (e + 2)); }""",
+    name="divides",
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kernelbench_level2.py"
@@ -278,3 +293,65 @@ def test_a_signature_seen_before_reads_each_calls_own_values(algo, dtype, M, K, 
         assert_bitwise_equal(got, want)
         v = cupy_ops.linear(*args, algo=algo)  # torch's chain on the Linear's output: the values read are this call's
         assert_bitwise_equal(got, _mix_in_torch(v, s, shift, kw["row"], kw["res"]))
+
+
+def _by_plan(tag, x, w, b, tensors, s, algo, after, dy=None):
+    """``tag``'s epilogue over ``F.linear(x, w, b)`` (2-D) by ``gemm.plan_for`` with the ``after``
+    override, run as the plan says; and the plan."""
+    from cupy_ops.ops.gemm import epilogues
+
+    M, N = x.shape[0], w.shape[0]
+    ptrs = [t.data_ptr() for t in tensors] + ([] if dy is None else [dy.data_ptr()])
+    lds = [0, 0, N] + ([] if dy is None else [N])
+    p = gemm.plan_for(x, w.t(), tag, algo, after=after)
+    c = torch.empty(M, N, device=x.device, dtype=x.dtype)
+    gemm.run(p, x, w.t(), c, epi=epilogues.args(b.data_ptr(), ptrs, lds, [s], M, N))
+    return c, p
+
+
+@pytest.mark.parametrize("algo, dtype", ALGO_DTYPES, ids=str)
+@pytest.mark.parametrize("M, K, N", [(3, 5, 7), (257, 64, 300), (130, 1000, 521), (1024, 256, 2048)], ids=str)
+def test_an_epilogue_by_a_pass_after_the_gemm_gives_the_bits_of_the_store(M, K, N, algo, dtype, cuda):
+    """The GEMM storing the Linear's output and the pass applying the epilogue to it in place
+    give what the kernel's store gives, bit for bit: forward and derivative (``dy``), every
+    family, a split-K plan keeping its reduction (which applies the epilogue)."""
+    require_algo(algo)
+    rnd = seeded_randn(cuda, dtype, M * 7 + N)
+    x, w, b, shift, row, res, dy = rnd(M, K), rnd(N, K), rnd(N), rnd(N), rnd(M), rnd(M, N), rnd(M, N)
+    x[0, 0] = float("nan")
+    took = 0
+    for tag, d in ((DIVIDES.tag, None), (DIVIDES.grad_tag, dy)):
+        at_store, p0 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, False, d)
+        after, p1 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, True, d)
+        assert p0.after is None and (p1.after == tag) == (p1.reduce is None), p1
+        took += p1.after is not None
+        assert_bitwise_equal(after, at_store)
+    assert took or p1.reduce is not None, "no plan took the pass"
+
+
+def test_the_cost_model_takes_the_pass_for_a_large_output_through_linear(cuda):
+    """Where the cost model takes the pass (bf16, 2048 x 4096, one division), linear's
+    eager path, torch.compile (fullgraph), a CUDA graph and backward give the bits of the
+    epilogue at the store."""
+    require_algo("wgmma")
+    rnd = seeded_randn(cuda, torch.bfloat16, 5)
+    x, w, b, shift, row, res = rnd(2048, 256), rnd(4096, 256), rnd(4096), rnd(4096), rnd(2048), rnd(2048, 4096)
+    kw = dict(epilogue=DIVIDES, s=0.5, shift=shift, row=row, res=res)
+    assert gemm.plan_for(x, w.t(), DIVIDES.tag).after == DIVIDES.tag
+    want, _ = _by_plan(DIVIDES.tag, x, w, b, (shift, row, res), 0.5, "auto", False)
+    assert_bitwise_equal(cupy_ops.linear(x, w, b, **kw), want)
+    fn = torch.compile(lambda x: cupy_ops.linear(x, w, b, **kw), fullgraph=True)
+    assert_bitwise_equal(fn(x), want)
+    static = x.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = cupy_ops.linear(static, w, b, **kw)
+    static.copy_(x)
+    graph.replay()
+    assert_bitwise_equal(captured, want)
+    dy = rnd(2048, 4096)
+    xg = x.clone().requires_grad_()
+    (gx,) = torch.autograd.grad(cupy_ops.linear(xg, w, b, **kw), (xg,), dy)
+    dz = _by_plan(DIVIDES.grad_tag, x, w, b, (shift, row, res), 0.5, "auto", False, dy)[0]
+    assert gemm.plan_for(x, w.t(), DIVIDES.grad_tag).after == DIVIDES.grad_tag
+    assert_bitwise_equal(gx, cupy_ops.matmul(dz, w))

@@ -76,7 +76,9 @@ class Overrides:
     and ``single`` (True: 16-bit, one 128 x 64 tile per CTA, its epilogue staged in the ring;
     False: never); ``b_packed`` (True: B's fp16x3 pieces are a prepacked weight's,
     docs/prepack.md: "accurate" weighs fp16x3 without B's split, and fp16x3's plan reads them);
-    ``presplit`` (tf32x3: True splits A by a pass first, False never; None: the cost model).
+    ``presplit`` (tf32x3: True splits A by a pass first, False never; None: the cost model);
+    ``after`` (a user epilogue: True applies it by a pass after the GEMM wherever the plan has no
+    split-K reduction, which applies it, False never; None: the cost model).
     Raises ``ValueError`` for a value out of range.
     """
 
@@ -91,6 +93,7 @@ class Overrides:
     single: bool | None = None
     b_packed: bool = False
     presplit: bool | None = None
+    after: bool | None = None
 
     def __post_init__(self):
         if self.tile_n is not None and self.tile_n not in geometry.WG_TILE_NS:
@@ -158,6 +161,9 @@ class GemmPlan:
     single: bool = False  # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
     batch: int = 0  # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
     presplit: bool = False  # tf32x3: A split into TF32 hi and lo by a pass, both loaded by the kernel
+    after: str | None = (
+        None  # a user epilogue's tag, applied by a pass after the GEMM (which stores the Linear's output)
+    )
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
@@ -173,6 +179,8 @@ class GemmPlan:
             split += f", batch of {self.batch} in the grid"
         if self.presplit:
             split += ", A split by a pass first"
+        if self.after:
+            split += f", epilogue {self.after} by a pass after"
         return (
             f"{self.family}: {self.kernel}, tile {self.tile[0]}x{self.tile[1]}, grid {self.grid}{split}; "
             f"a {self.a.prep}, b {self.b.prep}" + "".join(f"; {n}" for n in self.notes)

@@ -290,6 +290,11 @@ def tag_of(expr: str) -> str | None:
     return None
 
 
+def user(tag: str) -> Epilogue | None:
+    """The declared user epilogue of ``tag`` (its gradient's tag gives it too), or None."""
+    return _user.get(tag)
+
+
 def code_for(expr: str) -> str | None:
     """The CUDA C a kernel expression's source needs appended: its user epilogue's, or None."""
     if USER_PREFIX not in expr:
@@ -309,5 +314,8 @@ RELU_SCALE = declare(
     name="relu_scale",
     tag=BIAS_RELU_SCALE,
 )
+# the Linear's output as it is: ``cupy_ops.linear`` without an epilogue, and the GEMM under a user
+# epilogue applied by a pass after it (planner.epilogue_after)
+LINEAR = declare("__device__ acc_t apply(acc_t v) { return v; }", name="linear")
 # compiled after every GEMM source (runtime.declare): the built-in epilogues declared here
 BUILTIN_CODE = RELU_SCALE.cuda()

@@ -29,7 +29,7 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, declare, device_info, handle, prepare, reduce_step
+from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, after_step, declare, device_info, handle, prepare, reduce_step
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
@@ -492,6 +492,7 @@ def run_packed(p: GemmPlan, a: torch.Tensor, pieces: Pieces, c: torch.Tensor, ep
     maps += tuple(
         tma.tensor_map_at(o, torch.float16, K, pieces.n, pieces.ld, p.bk, p.tile[1]) for o in (pieces.hi, pieces.lo)
     )
-    for step in steps + _gemm(p, c, K, maps, base + ea, pieces.eb, epi, base + partial):
+    after = [after_step(p.after, c, epi)] if p.after else []
+    for step in steps + _gemm(p, c, K, maps, base + ea, pieces.eb, epi, base + partial) + after:
         launch.launch(*step)
     del ws, a2

@@ -91,6 +91,9 @@ NAIVE_BLOCK = (16, 16, 1)
 # torch's matmul samples, erred 2.5x cuBLAS's summed in one run); K <= NAIVE_CHUNK: the same bits
 NAIVE_CHUNK = 32
 REDUCE_THREADS = 256  # gemm_splitk_reduce
+# gemm_epilogue_after: AFTER_VECS 16-byte vectors of one row a thread (all loaded before the
+# epilogue runs on any), AFTER_THREADS threads a block (the elementwise family's shape)
+AFTER_THREADS, AFTER_VECS = 128, 2
 
 # --- limits of the tiled kernels -------------------------------------------------------------
 MAX_GRID_Y = 65535  # a grid's y (and z) dimension
@@ -110,6 +113,7 @@ DEFINES = {
     "TC_THREADS": TC_THREADS,
     "TC_SMEM_BYTES": TC_SMEM_BYTES,
     "NAIVE_CHUNK": NAIVE_CHUNK,
+    "AFTER_VECS": AFTER_VECS,
 }
 SM90A_DEFINES = {
     **EPI_DEFINES,

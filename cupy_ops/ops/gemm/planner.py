@@ -10,12 +10,16 @@ from collections.abc import Callable
 
 import torch
 
-from ... import checks
+from ... import checks, launch
 from . import epilogues, fp16x3, naive, packed, simt, tc, tf32x3, wgmma
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Overrides
 from .epilogues import NO_ARGS
-from .runtime import device_info
+from .runtime import after_step, device_info, serial_ops
 from .tables import (
+    EPI_PASS_SERIAL_NS,
+    EPI_PASS_SHARE,
+    EPI_PASS_US,
+    EPI_SERIAL_NS,
     X3_BATCH_MIN_WORK,
     X3_DEFAULT_BANDWIDTH,
     X3_GEMM_SHARE,
@@ -118,6 +122,51 @@ def choose(
     return "simt"
 
 
+def after_estimates(epilogue: str, M: int, N: int, dtype: torch.dtype, dev: Device, ops: int) -> dict[str, float]:
+    """The cost model's microseconds of user epilogue ``epilogue`` on an M x N output of
+    ``dtype`` over the GEMM without it: "store" applied at a Hopper kernel's store, "after" by
+    the pass after the GEMM; ``ops``: its code's ``serial_ops``. Each such instruction costs
+    EPI_SERIAL_NS a value per SM at the store (applied one value at a time, tensor cores idle)
+    and EPI_PASS_SERIAL_NS in the pass, which also reads and writes C and reads the epilogue's
+    tensors (and the gradient's dy) at EPI_PASS_SHARE of the bandwidth after its launch
+    (``tables``)."""
+    e = epilogues.user(epilogue)
+    reads = 2 + len(e.tensors) + (epilogue == e.grad_tag)
+    per_sm = M * N / dev.sm_count / 1e3  # values an SM, in thousands (ns -> us)
+    bw = dev.bandwidth or X3_DEFAULT_BANDWIDTH
+    after = reads * dtype.itemsize * M * N / (EPI_PASS_SHARE * bw) + EPI_PASS_US + ops * per_sm * EPI_PASS_SERIAL_NS
+    return {"store": ops * per_sm * EPI_SERIAL_NS, "after": after}
+
+
+def epilogue_after(epilogue: str, M: int, N: int, dtype: torch.dtype, dev: Device, p: GemmPlan, ov) -> str | None:
+    """Why user epilogue ``epilogue`` of plan ``p`` (an M x N output of ``dtype`` on ``dev``) is
+    applied by a pass after the GEMM, or None where the kernel applies it at its store: where
+    the cost model (``after_estimates``) finishes the pass first. Never where the plan's split-K
+    reduction applies it (a pass already) or for a batch; ``ov.after`` True: wherever it can,
+    False: never."""
+    e = epilogues.user(epilogue)
+    if e is None or e is epilogues.LINEAR or ov.after is False or p.reduce is not None or p.batch:
+        return None
+    if ov.after:
+        return "epilogue by a pass after the GEMM (override)"
+    if p.family not in _HOPPER:
+        return None
+    # (an epilogue with 8 such instructions would not pay here: its code is not compiled to count them)
+    if (
+        after_estimates(epilogue, M, N, dtype, dev, 8)["store"]
+        <= after_estimates(epilogue, M, N, dtype, dev, 0)["after"]
+    ):
+        return None
+    ops = serial_ops(epilogue, dtype, f"sm_{dev.capability[0]}{dev.capability[1]}")
+    t = after_estimates(epilogue, M, N, dtype, dev, ops)
+    if t["store"] <= t["after"]:
+        return None
+    return (
+        f"epilogue by a pass after the GEMM: ~{t['after']:,.0f} us against ~{t['store']:,.0f} us at the store "
+        f"({ops} IEEE division{'s' if ops != 1 else ''}, roots or calls in its code)"
+    )
+
+
 def plan(
     M: int,
     N: int,
@@ -152,6 +201,10 @@ def plan(
         p = tc.plan_empty_k(M, N, K, dtype, a, b, epilogue, dev, ov)
     else:
         p = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogue, dev, ov)
+        after = None if batch is not None else epilogue_after(epilogue, M, N, dtype, dev, p, ov)
+        if after is not None:  # the GEMM stores the Linear's output, the pass applies the epilogue
+            q = FAMILIES[family].plan(M, N, K, dtype, a, b, epilogues.LINEAR.tag, dev, ov)
+            p = dataclasses.replace(q, after=epilogue, notes=q.notes + (after,))
     if algo == "accurate" and K and family in (tf32x3.NAME, fp16x3.NAME):
         t = x3_estimates(M, N, K, dev, ov.b_packed, presplit, swap)
         how = ", ".join(f"{f} ~{us:,.0f} us" for f, us in t.items())
@@ -164,9 +217,9 @@ def plan(
 
 def variants() -> dict[str, list[str]]:
     """Every kernel a plan can name, by source file (registered for the offline check)."""
-    from .runtime import reduce_variants
+    from .runtime import after_variants, reduce_variants
 
-    out: dict[str, list[str]] = {"gemm.cu": list(reduce_variants())}
+    out: dict[str, list[str]] = {"gemm.cu": reduce_variants() + after_variants()}
     for family in FAMILIES.values():
         for filename, exprs in family.variants().items():
             out.setdefault(filename, []).extend(exprs)
@@ -174,15 +227,16 @@ def variants() -> dict[str, list[str]]:
 
 
 def epilogue_kernels(e: epilogues.Epilogue) -> list:
-    """One ``Kernel`` per GEMM kernel template that takes an epilogue (every family's and the
-    split-K reduction's), instantiated for epilogue ``e`` (and its gradient's, where it has a
-    derivative) at the first of its built-in variants (the naive kernel's in every dtype): what
+    """One ``Kernel`` per GEMM kernel template that takes an epilogue (every family's, the split-K
+    reduction's and the pass after the GEMM's), instantiated for epilogue ``e`` (and its
+    gradient's, where it has a derivative) at the first of its built-in variants (the naive
+    kernel's in every dtype): what
     ``python -m cupy_ops compile FILE.py`` compiles offline to check a file's epilogues."""
-    from .runtime import REDUCE
+    from .runtime import AFTER, REDUCE
 
     tags = [e.tag] + ([e.grad_tag] if e.derivative is not None else [])
     out = []
-    for kernels in [*(f.KERNELS for f in FAMILIES.values()), REDUCE]:
+    for kernels in [*(f.KERNELS for f in FAMILIES.values()), REDUCE, AFTER]:
         for k in kernels.values():
             builtins = [x for x in k.expressions if epilogues.tag_of(x) == epilogues.BIAS_RELU_SCALE]
             # the naive kernel in every dtype (acc_t double for float64, the 16-bit conversions)
@@ -277,10 +331,37 @@ def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", al
         family = FAMILIES[p.family]
         make = getattr(family, "launcher", None)
         fn = make(p, a.get_device()) if make is not None else functools.partial(family.run, p)
+        if p.after:
+            fn = _then_after(fn, p.after)
         if len(_launchers) >= _PLAN_CACHE_LIMIT:
             _launchers.clear()
         _launchers[key] = fn
     return fn
+
+
+def _then_after(fn: Callable, tag: str) -> Callable:
+    """Launcher ``fn`` followed by epilogue ``tag``'s pass over its output (``start`` kept)."""
+
+    def go(a, b, c, epi):
+        fn(a, b, c, epi)
+        launch.launch(*after_step(tag, c, epi))
+
+    start = getattr(fn, "start", None)
+    if start is not None:
+
+        def begin(a, b):
+            finish = start(a, b)
+            if finish is None:
+                return None
+
+            def end(c, epi):
+                finish(c, epi)
+                launch.launch(*after_step(tag, c, epi))
+
+            return end
+
+        go.start = begin
+    return go
 
 
 # 2-D products by signature: everything the checks and the plan read -> the output's shape and
@@ -438,4 +519,6 @@ def run(
     if epi is None:
         epi = epilogues.builtin_args(0 if bias is None else bias.data_ptr(), float(scale))
     FAMILIES[p.family].run(p, a, b, c, epi)
+    if p.after:
+        launch.launch(*after_step(p.after, c, epi))
     return c

@@ -4,9 +4,12 @@ reduction."""
 
 from __future__ import annotations
 
+import re
+
 import torch
 
-from ... import device, launch
+from ... import compiler, device, launch
+from ...compiler import cache, nvrtc
 from ...dtypes import CUDA_NAMES
 from ...kernel import Kernel
 from . import epilogues, geometry
@@ -131,3 +134,63 @@ def reduce_step(p, part: int, c: torch.Tensor, epi: tuple) -> tuple:
 def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:
     """c = epilogue(sum of the split-K slices of ``ws`` (slices, M, N) fp32), in order."""
     launch.launch(*reduce_step(p, ws.data_ptr(), c, epi))
+
+
+# --- a user epilogue by a pass after the GEMM -------------------------------------------------
+
+
+def after_variants() -> list[str]:
+    """The pass that applies an epilogue after the GEMM (gemm.cu), one per tensor-core dtype;
+    registered with the built-in epilogue for the offline check (users' compile on first use)."""
+    return [f"gemm_epilogue_after<{CUDA_NAMES[dt]}, {epilogues.BIAS_RELU_SCALE}>" for dt in TENSOR_CORE_DTYPES]
+
+
+AFTER = declare({"gemm.cu": after_variants()})
+
+
+def after_expr(dtype: torch.dtype, tag: str) -> str:
+    """The pass's name expression for outputs of ``dtype`` and epilogue ``tag``."""
+    return f"gemm_epilogue_after<{CUDA_NAMES[dtype]}, {tag}>"
+
+
+def after_step(tag: str, c: torch.Tensor, epi: tuple) -> tuple:
+    """The launch (``(handle, grid, block, args, shared memory)``) of c (M, N, rows
+    contiguous) = epilogue ``tag``(c) in place, ``epi`` its packed arguments: without the bias,
+    which the GEMM added."""
+    M, N = c.shape
+    es, ld = c.element_size(), c.stride(0)
+    each = geometry.AFTER_THREADS * geometry.AFTER_VECS * 16 // es  # values a block
+    rows = min(M, geometry.MAX_GRID_Y)
+    vec = int((c.data_ptr() | ld * es) % 16 == 0)
+    h = handle(AFTER, after_expr(c.dtype, tag), c.get_device())
+    args = (c.data_ptr(), ld, M, N, vec, 0, epi[1], epi[2])
+    return h, (launch.cdiv(N, each), rows, launch.cdiv(M, rows)), (geometry.AFTER_THREADS, 1, 1), args, 0
+
+
+# IEEE division, reciprocal and square root: ptxas expands each into a slow path behind a branch
+_SERIAL = re.compile(r"^\s*(?:@!?%p\d+\s+)?(?:(?:div|rcp|sqrt)\.rn\.|call)", re.M)
+_serial: dict[tuple, int] = {}
+
+
+def serial_ops(tag: str, dtype: torch.dtype, arch: str) -> int:
+    """How many instructions of epilogue ``tag``'s code for ``dtype`` end a straight line of
+    code (IEEE division, reciprocal and square root, calls): each makes the Hopper kernels'
+    store apply it one value at a time. Counted in the PTX for ``arch`` ("sm_90") of
+    gemm_epilogue_probe (one value, no loop), compiled by NVRTC (no GPU) on first use, kept in
+    memory and in the kernel cache."""
+    expr = after_expr(dtype, tag)
+    k = (expr, arch)
+    n = _serial.get(k)
+    if n is None:
+        src = AFTER[expr.split("<")[0]].with_suffix(epilogues.code_for(expr), [expr]).variant(expr).source
+        probe = expr.replace("gemm_epilogue_after<", "gemm_epilogue_probe<")
+        version = ".".join(map(str, nvrtc.version()))
+        key = cache.key("serial ops", src.text(), "\0".join(src.options(arch)), probe, version)
+        hit = cache.read(key)
+        if hit is not None:
+            n = int(hit[1].decode())
+        else:
+            n = len(_SERIAL.findall(compiler.export(src, arch, [probe], "ptx").image))
+            cache.write(key, b"", str(n).encode())
+        _serial[k] = n
+    return n

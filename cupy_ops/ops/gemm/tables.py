@@ -77,3 +77,15 @@ X3_DEFAULT_BANDWIDTH = 3.35e6  # bytes per microsecond where the driver does not
 # (H100, fcfcfc1: float32 32 x (1024x128x1024) tf32x3 0.30x torch, simt 0.96x; 8 x 2048^3
 # fp16x3 2.28x, simt 0.85x)
 X3_BATCH_MIN_WORK = 2**30
+
+# --- a user epilogue by a pass after the GEMM -------------------------------------------------
+# planner.after_estimates (docs/epilogues.md#after-the-gemm): at a Hopper kernel's store an
+# epilogue costs EPI_SERIAL_NS a value, per SM, per instruction of its code that ends a straight
+# line (runtime.serial_ops: ptxas then applies it one value at a time, tensor cores idle); by the
+# pass EPI_PASS_SERIAL_NS, plus C's read and write (and its tensors' reads) at EPI_PASS_SHARE of
+# the bandwidth, after its launch. Fitted to the layers of tests/ops/gemm/test_planner.py
+# MEASURED_AFTER_H200 (1024 x 8192 x 8192: two Mish +106 us at the bf16 store, +26 by the pass)
+EPI_SERIAL_NS = 0.5
+EPI_PASS_SERIAL_NS = 0.1
+EPI_PASS_SHARE = 0.8
+EPI_PASS_US = 3.0
