@@ -161,9 +161,7 @@ class GemmPlan:
     single: bool = False  # ... one WG_BM x 64 tile per CTA, the epilogue staged in the ring (more stages)
     batch: int = 0  # a batched kernel's entries (grid z, chunks of MAX_GRID_Z; wgmma: its walk); 0: 2-D
     presplit: bool = False  # tf32x3: A split into TF32 hi and lo by a pass, both loaded by the kernel
-    after: str | None = (
-        None  # a user epilogue's tag, applied by a pass after the GEMM (which stores the Linear's output)
-    )
+    after: str | None = None  # a user epilogue applied by a pass after the GEMM (its tag); the GEMM: the Linear's
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:

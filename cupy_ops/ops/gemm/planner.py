@@ -14,7 +14,7 @@ from ... import checks, launch
 from . import epilogues, fp16x3, naive, packed, simt, tc, tf32x3, wgmma
 from .common import EPILOGUES, NO_OVERRIDES, Device, GemmPlan, Matrix, Overrides
 from .epilogues import NO_ARGS
-from .runtime import after_step, device_info, serial_ops
+from .runtime import AFTER, after_expr, after_step, device_info, handle, serial_ops
 from .tables import (
     EPI_PASS_SERIAL_NS,
     EPI_PASS_SHARE,
@@ -78,9 +78,9 @@ def fp32_accurate(
 ) -> str:
     """The fastest fp32-accurate family for an M x K x N GEMM on Hopper ``dev``: "fp16x3" or
     "tf32x3", whichever the cost model (``x3_estimates``, ``presplit`` and ``swap`` as there)
-    finishes first; ``batched`` (each
-    entry of a batch): "simt" below X3_BATCH_MIN_WORK (its batched kernel in one launch; the x3
-    families launch once per entry, host-bound for small entries)."""
+    finishes first; ``batched`` (each entry of a batch): "simt" below X3_BATCH_MIN_WORK (its
+    batched kernel in one launch; the x3 families launch once per entry, host-bound for small
+    entries)."""
     if batched and M * N * K < X3_BATCH_MIN_WORK:
         return "simt"
     t = x3_estimates(M, N, K, dev, b_packed, presplit, swap)
@@ -230,9 +230,9 @@ def epilogue_kernels(e: epilogues.Epilogue) -> list:
     """One ``Kernel`` per GEMM kernel template that takes an epilogue (every family's, the split-K
     reduction's and the pass after the GEMM's), instantiated for epilogue ``e`` (and its
     gradient's, where it has a derivative) at the first of its built-in variants (the naive
-    kernel's in every dtype): what
-    ``python -m cupy_ops compile FILE.py`` compiles offline to check a file's epilogues."""
-    from .runtime import AFTER, REDUCE
+    kernel's in every dtype): what ``python -m cupy_ops compile FILE.py`` compiles offline to
+    check a file's epilogues."""
+    from .runtime import REDUCE
 
     tags = [e.tag] + ([e.grad_tag] if e.derivative is not None else [])
     out = []
@@ -332,19 +332,21 @@ def launcher_for(a: torch.Tensor, b: torch.Tensor, epilogue: str = "EpiNone", al
         make = getattr(family, "launcher", None)
         fn = make(p, a.get_device()) if make is not None else functools.partial(family.run, p)
         if p.after:
-            fn = _then_after(fn, p.after)
+            fn = _then_after(fn, p.after, a.dtype, a.get_device())
         if len(_launchers) >= _PLAN_CACHE_LIMIT:
             _launchers.clear()
         _launchers[key] = fn
     return fn
 
 
-def _then_after(fn: Callable, tag: str) -> Callable:
-    """Launcher ``fn`` followed by epilogue ``tag``'s pass over its output (``start`` kept)."""
+def _then_after(fn: Callable, tag: str, dtype: torch.dtype, device: int) -> Callable:
+    """Launcher ``fn`` followed by epilogue ``tag``'s pass over its output (``start`` kept), its
+    handle bound once."""
+    h = handle(AFTER, after_expr(dtype, tag), device)
 
     def go(a, b, c, epi):
         fn(a, b, c, epi)
-        launch.launch(*after_step(tag, c, epi))
+        launch.launch(*after_step(tag, c, epi, h))
 
     start = getattr(fn, "start", None)
     if start is not None:
@@ -356,7 +358,7 @@ def _then_after(fn: Callable, tag: str) -> Callable:
 
             def end(c, epi):
                 finish(c, epi)
-                launch.launch(*after_step(tag, c, epi))
+                launch.launch(*after_step(tag, c, epi, h))
 
             return end
 

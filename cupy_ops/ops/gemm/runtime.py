@@ -153,16 +153,18 @@ def after_expr(dtype: torch.dtype, tag: str) -> str:
     return f"gemm_epilogue_after<{CUDA_NAMES[dtype]}, {tag}>"
 
 
-def after_step(tag: str, c: torch.Tensor, epi: tuple) -> tuple:
+def after_step(tag: str, c: torch.Tensor, epi: tuple, h: launch.KernelHandle | None = None) -> tuple:
     """The launch (``(handle, grid, block, args, shared memory)``) of c (M, N, rows
     contiguous) = epilogue ``tag``(c) in place, ``epi`` its packed arguments: without the bias,
-    which the GEMM added."""
+    which the GEMM added. ``h``: the pass's handle for c's dtype and device, where the caller
+    holds it."""
     M, N = c.shape
     es, ld = c.element_size(), c.stride(0)
     each = geometry.AFTER_THREADS * geometry.AFTER_VECS * 16 // es  # values a block
     rows = min(M, geometry.MAX_GRID_Y)
     vec = int((c.data_ptr() | ld * es) % 16 == 0)
-    h = handle(AFTER, after_expr(c.dtype, tag), c.get_device())
+    if h is None:
+        h = handle(AFTER, after_expr(c.dtype, tag), c.get_device())
     args = (c.data_ptr(), ld, M, N, vec, 0, epi[1], epi[2])
     return h, (launch.cdiv(N, each), rows, launch.cdiv(M, rows)), (geometry.AFTER_THREADS, 1, 1), args, 0
 
