@@ -31,9 +31,12 @@
 // for, and the next one's); setmaxnreg moves registers from warpgroup 0 (which needs few) to
 // the consumers. Hence BN = 128 only.
 //
-// PRE (gemm_tf32x3_pre, _swap_pre): C's A split by a pass (tf32x3_split_a, the same rule and
-// bits), its hi and lo two tiles of each stage: the kernel's A, read by the wgmmas from shared
-// memory (PRE_A), or with SWAP its B, whose b_lo then needs no split (PRE_B: no lo slots).
+// PRE (gemm_tf32x3_pre, _swap_pre, _swapk_pre): C's A split by a pass (tf32x3_split_a, the
+// same rule and bits), its hi and lo two tiles of each stage: the kernel's A, read by the wgmmas
+// from shared memory (PRE_A), or with SWAP its B, whose b_lo then needs no split (PRE_B: no lo
+// slots). SWAP's A side (B^T) comes N-major from a row-major B (SwapRows) or, A_KMAJOR
+// (_swapk_pre: a Linear's weight), K-major as an unswapped A: B's split then costs registers
+// only, wherever B lies.
 // NOTES: every CTA of a column of C's tiles splits the same A rows again, so where C has many
 // columns of tiles the pass costs less than the repeated split (the host's cost model decides,
 // tf32x3.py; H200 kernel times in docs/gemm.md#tf32x3).
@@ -170,13 +173,13 @@ __device__ __forceinline__ void tf32_split(const u32 (&x)[R][4], u32 (&hi)[R][4]
 // fragments come from the stage's A tile at `a`: K-major (the tile's rows 16 warp + g and + 8
 // at a = the tile + row (16 warp + g) x 128 + 4 t; k-step kk takes columns 8 kk + t (16-byte
 // group 2 kk, stored at group (2 kk) ^ g by the swizzle, g being both rows' index mod 8) and
-// 8 kk + t + 4 (group 2 kk + 1)); or, SWAP, N-major through `rows` (gemm_wgmma.cuh SwapRows,
+// 8 kk + t + 4 (group 2 kk + 1)); or, NMAJOR, N-major through `rows` (gemm_wgmma.cuh SwapRows,
 // a = the tile + rows.base).
-template <int BK, bool SWAP>
+template <int BK, bool NMAJOR>
 __device__ __forceinline__ void x3_load_a(u32 a, int g, const SwapRows& rows, u32 (&hi)[BK / 8][4],
                                           u32 (&lo)[BK / 8][4]) {
   u32 x[BK / 8][4];
-  if constexpr (SWAP) {
+  if constexpr (NMAJOR) {
     rows.load<BK / 8>(x, a);
   } else {
 #pragma unroll
@@ -207,7 +210,7 @@ __device__ __forceinline__ void x3_split_share(int kt, u32 b, u32 lo_ring, u32 l
 // PRE_A: A's hi and lo are the stage's tiles (a_row: this warpgroup's rows in them), read by the
 // wgmmas from shared memory; the register sets are not used. PRE_B: b_lo is the stage's tile
 // after B's (no share of a split, no lo slot).
-template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int A_BYTES, int B_BYTES, bool SWAP, bool PRE_A,
+template <int BN, int BK, int STAGES, int LO, int STAGE_BYTES, int A_BYTES, int B_BYTES, bool NMAJOR, bool PRE_A,
           bool PRE_B>
 __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ring, u32 a_row, int g,
                                          const SwapRows& rows, u32 full, u32 empty,
@@ -247,7 +250,7 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
   wgmma_commit();
   if (!PRE_A && kt + 1 < ktiles) {
     const int s1 = (kt + 1) % STAGES;   // loaded: waited for above
-    x3_load_a<BK, SWAP>(ring + s1 * STAGE_BYTES + a_row, g, rows, nhi, nlo);
+    x3_load_a<BK, NMAJOR>(ring + s1 * STAGE_BYTES + a_row, g, rows, nhi, nlo);
   }
   wgmma_wait<0>();   // (hi, lo), the stage and the slot are free again
   if (lane == 0) {
@@ -260,16 +263,18 @@ __device__ __forceinline__ void x3_ktile(int kt, int ktiles, u32 ring, u32 lo_ri
   }
 }
 
-// SWAP: C^T = B^T A^T for a row-major B (as gemm_wgmma.cuh's SWAP): M and N are C^T's, amap
-// covers B (K, N) row-major in 32 x 32 boxes, bmap A as the K-major B side (whose lo the
-// splitters make), C / ldc are C's; the epilogue stores transposed (wg_store_tile_t).
+// SWAP: C^T = B^T A^T (as gemm_wgmma.cuh's SWAP): M and N are C^T's, amap covers B (K, N)
+// row-major in 32 x 32 boxes or, A_KMAJOR, B^T (N, K) K-major as an unswapped A; bmap A as the
+// K-major B side (whose lo the splitters make), C / ldc are C's; the epilogue stores transposed
+// (wg_store_tile_t).
 // PRE: C's A split by a pass (tf32x3_split_a): its hi in amap (bmap with SWAP), its lo in lo_map.
-template <int BN, class Out, class Epi, bool SWAP = false, bool PRE = false>
+template <int BN, class Out, class Epi, bool SWAP = false, bool PRE = false, bool A_KMAJOR = !SWAP>
 __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaMap* lo_map, const TmaMap* bmap,
                                                   typename Traits<Out>::Bits* __restrict__ C, i64 ldc, int M, int N,
                                                   int k0, int K, const Epi& epi) {
   constexpr int BK = 32;   // fp32 values of K per k-tile: one 128-byte swizzled row
-  constexpr bool PRE_A = PRE && !SWAP, PRE_B = PRE && SWAP;
+  constexpr bool PRE_A = PRE && !SWAP, PRE_B = PRE && SWAP, NMAJOR = !A_KMAJOR;
+  static_assert(A_KMAJOR || SWAP, "gemm_tf32x3.cuh: an N-major A side is a row-major B's, swapped");
   using Ring = X3Ring<BN, PRE_A, PRE_B>;
   constexpr int STAGES = Ring::STAGES, LO = Ring::LO;
   constexpr int STAGE_BYTES = Ring::STAGE_BYTES, A_BYTES = Ring::A_BYTES, B_BYTES = Ring::B_BYTES;
@@ -303,7 +308,7 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
           const u32 a_dst = ring + s * STAGE_BYTES;
           mbar_expect_tx(full + 8 * s, STAGE_BYTES);
           const int k = k0 + kt * BK;
-          if constexpr (SWAP) {
+          if constexpr (NMAJOR) {
 #pragma unroll
             for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i)
               tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full + 8 * s);
@@ -338,28 +343,33 @@ __device__ __forceinline__ void gemm_tf32x3_block(const TmaMap* amap, const TmaM
   float acc[BN / 2], part[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-  const SwapRows rows(c, warp, lane);   // (SWAP only)
+  const SwapRows rows(c, warp, lane);   // (NMAJOR only)
   // the fragments' place in the A tile; PRE_A: the warpgroup's first row (the wgmmas' descriptor)
-  const u32 a_row = SWAP ? rows.base : PRE_A ? (u32)(c * 64 * 128) : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
+  const u32 a_row = NMAJOR ? rows.base : PRE_A ? (u32)(c * 64 * 128) : (u32)(c * 64 + warp * 16 + g) * 128u + 4 * t;
   // Two sets of A registers: k-tile kt + 1's are loaded and split while kt's wgmmas run.
   u32 hi0[BK / 8][4], lo0[BK / 8][4], hi1[BK / 8][4], lo1[BK / 8][4];
   const int rank = tid - 32;   // in the b_lo split
   if (ktiles > 0) {
     mbar_wait(full, 0);
-    if constexpr (!PRE_A) x3_load_a<BK, SWAP>(ring + a_row, g, rows, hi0, lo0);
+    if constexpr (!PRE_A) x3_load_a<BK, NMAJOR>(ring + a_row, g, rows, hi0, lo0);
     if constexpr (!PRE_B) x3_split_share<B_BYTES, LO>(0, ring + A_BYTES, lo_ring, lo_full, lo_empty, rank, lane);
   }
   for (int kt = 0; kt < ktiles; kt += 2) {
-    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE_A, PRE_B>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
+    x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, NMAJOR, PRE_A, PRE_B>(kt, ktiles, ring, lo_ring, a_row, g, rows, full, empty,
                                                             lo_full, lo_empty, rank, lane, hi0, lo0, hi1, lo1, acc,
                                                             part);
     if (kt + 1 < ktiles)
-      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, SWAP, PRE_A, PRE_B>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
+      x3_ktile<BN, BK, STAGES, LO, STAGE_BYTES, A_BYTES, B_BYTES, NMAJOR, PRE_A, PRE_B>(kt + 1, ktiles, ring, lo_ring, a_row, g, rows, full,
                                                               empty, lo_full, lo_empty, rank, lane, hi1, lo1, hi0,
                                                               lo0, acc, part);
   }
-  if constexpr (SWAP) wg_store_tile_t<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, lane, rows, epi);
-  else wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+  if constexpr (SWAP) {
+    // the kernel rows (C's columns) of this thread's accumulator rows g and g + 8
+    const int nloc[2] = {NMAJOR ? rows.nloc[0] : 16 * warp + g, NMAJOR ? rows.nloc[1] : 16 * warp + g + 8};
+    wg_store_tile_t<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, lane, nloc, epi);
+  } else {
+    wg_store_tile<Out, BN>(acc, C, ldc, M, N, m0 + c * 64, n0, warp, lane, epi);
+  }
 }
 
 // tf32x3's split of A (M, K) by a pass, for gemm_tf32x3_pre: hi and lo of every value

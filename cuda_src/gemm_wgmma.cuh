@@ -486,17 +486,19 @@ __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const T
 }
 
 // The swapped epilogue by the threads' own stores, for C^T's 64 x BN tile of a warpgroup at
-// kernel (n0 + SwapRows order, m0): C[m][n] (ldc) = epi(value), masked to C's M rows (the
-// kernel's N) and N columns (the kernel's M). Each store instruction writes 4 rows x two
-// 16-byte runs of C: fine where the main loop is long (the 3xTF32 kernel, its split-K slices).
+// kernel (n0, m0): C[m][n] (ldc) = epi(value), masked to C's M rows (the kernel's N) and N
+// columns (the kernel's M); nloc: the warpgroup-relative kernel rows of this thread's
+// accumulator rows g and g + 8 (SwapRows order where the A fragments came N-major). Each store
+// instruction writes 4 rows x two 16-byte runs of C (one 32-byte run K-major): fine where the
+// main loop is long (the 3xTF32 kernel, its split-K slices).
 template <class Out, int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_t(const float* acc, typename Traits<Out>::Bits* __restrict__ C, i64 ldc,
-                                                int kM, int kN, int n0, int m0, int lane, const SwapRows& rows,
+                                                int kM, int kN, int n0, int m0, int lane, const int (&nloc)[2],
                                                 const Epi& epi) {
   const int t = lane & 3;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int n = n0 + rows.nloc[i];
+    const int n = n0 + nloc[i];
     if (n >= kM) continue;
     const typename Epi::Col p = Epi::COLUMNS ? epi.column(n) : typename Epi::Col();
 #pragma unroll

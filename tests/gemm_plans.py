@@ -32,7 +32,8 @@ def gplan(M, K, N, dtype=torch.float32, a=None, b=None, epi="EpiNone", dev=H100,
 
 def branch(p) -> str:
     """The plan's branch: its family and, within it, the kernel path (split-K, K-split
-    warpgroups, one tile per CTA, persistent pairs, C^T = B^T A^T, fp16x3's N-major split)."""
+    warpgroups, one tile per CTA, persistent pairs, C^T = B^T A^T (tf32x3: of a row-major or a
+    K-major b), fp16x3's N-major split)."""
     if p.family in ("naive", "tc"):
         return p.family
     if p.family == "simt":
@@ -50,7 +51,7 @@ def branch(p) -> str:
         return (
             "tf32x3"
             + (" split-K" if p.slices > 1 else "")
-            + (" swapped" if p.swap else "")
+            + ((" swapped" if p.b.prep == "n-major" else " swapped K-major b") if p.swap else "")
             + (" A split by a pass" if p.presplit else "")
         )
     if p.family == "fp16x3":
@@ -119,8 +120,8 @@ GROUPS = {
         Case("matmul", "tf32x3", f32, 1024, 256, 2048, "tf32x3 swapped", True),
         Case("linear", "tf32x3", f32, 1000, 256, 2000, "tf32x3", False),
         Case("matmul", "tf32x3", f32, 300, 1000, 130, "tf32x3 split-K", False),
-        Case("linear", "tf32x3", f32, 300, 1024, 8192, "tf32x3 A split by a pass", False),
-        Case("linear", "tf32x3", f32, 128, 4096, 8192, "tf32x3 split-K A split by a pass", True),
+        Case("linear", "tf32x3", f32, 300, 1024, 8192, "tf32x3 swapped K-major b A split by a pass", False),
+        Case("linear", "tf32x3", f32, 128, 4096, 8192, "tf32x3 split-K swapped K-major b A split by a pass", True),
         Case("matmul", "tf32x3", f32, 512, 1024, 8200, "tf32x3 swapped A split by a pass", False),
         Case("matmul", "tf32x3", f32, 256, 1024, 4096, "tf32x3 split-K swapped A split by a pass", True),
     ],

@@ -295,15 +295,15 @@ def test_a_signature_seen_before_reads_each_calls_own_values(algo, dtype, M, K, 
         assert_bitwise_equal(got, _mix_in_torch(v, s, shift, kw["row"], kw["res"]))
 
 
-def _by_plan(tag, x, w, b, tensors, s, algo, after, dy=None):
-    """``tag``'s epilogue over ``F.linear(x, w, b)`` (2-D) by ``gemm.plan_for`` with the ``after``
-    override, run as the plan says; and the plan."""
+def _by_plan(tag, x, w, b, tensors, s, algo, dy=None, **overrides):
+    """``tag``'s epilogue over ``F.linear(x, w, b)`` (2-D) by ``gemm.plan_for`` with
+    ``overrides``, run as the plan says; and the plan."""
     from cupy_ops.ops.gemm import epilogues
 
     M, N = x.shape[0], w.shape[0]
     ptrs = [t.data_ptr() for t in tensors] + ([] if dy is None else [dy.data_ptr()])
     lds = [0, 0, N] + ([] if dy is None else [N])
-    p = gemm.plan_for(x, w.t(), tag, algo, after=after)
+    p = gemm.plan_for(x, w.t(), tag, algo, **overrides)
     c = torch.empty(M, N, device=x.device, dtype=x.dtype)
     gemm.run(p, x, w.t(), c, epi=epilogues.args(b.data_ptr(), ptrs, lds, [s], M, N))
     return c, p
@@ -321,12 +321,29 @@ def test_an_epilogue_by_a_pass_after_the_gemm_gives_the_bits_of_the_store(M, K, 
     x[0, 0] = float("nan")
     took = 0
     for tag, d in ((DIVIDES.tag, None), (DIVIDES.grad_tag, dy)):
-        at_store, p0 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, False, d)
-        after, p1 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, True, d)
+        at_store, p0 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, d, after=False)
+        after, p1 = _by_plan(tag, x, w, b, (shift, row, res), -0.75, algo, d, after=True)
         assert p0.after is None and (p1.after == tag) == (p1.reduce is None), p1
         took += p1.after is not None
         assert_bitwise_equal(after, at_store)
     assert took or p1.reduce is not None, "no plan took the pass"
+
+
+@pytest.mark.parametrize("M, K, N", [(130, 1000, 300), (200, 3000, 136), (128, 4096, 1024)], ids=str)
+def test_tf32x3_swapping_a_k_major_weight_applies_the_epilogue_at_cs_coordinates(M, K, N, cuda):
+    """tf32x3 with A split by a pass runs a Linear as C^T = W x^T, its store transposed: the
+    epilogue's column, row, tensor and scalar still land on C's (m, n), bit for bit torch's
+    chain on the same plan's Linear output (partial tiles; split-K, whose reduction applies it)."""
+    from cupy_ops.ops.gemm import epilogues
+
+    require_algo("tf32x3")
+    rnd = seeded_randn(cuda, torch.float32, M * 3 + N)
+    x, w, b, shift, row, res = rnd(M, K), rnd(N, K), rnd(N), rnd(N), rnd(M), rnd(M, N)
+    got, p = _by_plan(MIX.tag, x, w, b, (shift, row, res), -1.5, "tf32x3", presplit=True)
+    v, p0 = _by_plan(epilogues.LINEAR.tag, x, w, b, (), 1.0, "tf32x3", presplit=True)
+    assert p.kernel.startswith("gemm_tf32x3_swapk_pre") and p0.kernel.startswith("gemm_tf32x3_swapk_pre"), p
+    assert_bitwise_equal(got, _mix_in_torch(v, -1.5, shift, row, res))
+    assert_of_torchs_error_order(v, F.linear(x, w, b), F.linear(x.double(), w.double(), b.double()), "linear")
 
 
 def test_the_cost_model_takes_the_pass_for_a_large_output_through_linear(cuda):

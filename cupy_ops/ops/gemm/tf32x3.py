@@ -3,8 +3,9 @@ each operand split into a TF32 hi and lo in shared memory and registers, three p
 k-step (a_lo b_hi + a_hi b_lo + a_hi b_hi), partial sums promoted to fp32 registers every 2
 k-tiles; 128 x 128 tiles, split-K up to half a wave; a row-major B as C^T = B^T A^T. Where the
 cost model says so (``presplit_saves``), A is split by a pass first (``tf32x3_split_a``, the same
-bits) and the kernel loads its hi and lo (``gemm_tf32x3_pre``, ``gemm_tf32x3_swap_pre``). Taken
-by name only ("auto" follows torch's precision switches); its error model: docs/numerics.md.
+bits) and the kernel loads its hi and lo (``gemm_tf32x3_swap_pre``; a K-major B, a Linear's
+weight, as C^T too: ``gemm_tf32x3_swapk_pre``). Taken by name only ("auto" follows torch's
+precision switches); its error model: docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -68,11 +69,10 @@ def presplit_saves(M: int, N: int, K: int, dev: Device, swap: bool = False) -> f
 
 
 def swapped(N: int, dtype, b: Matrix, ov) -> bool:
-    """Whether this family's plan computes C^T = B^T A^T for this B (``plan``'s rule, where the
-    ``swap`` override is possible; the cost model's guess before a family is chosen)."""
-    return cdiv(N, geometry.WG_BM) <= geometry.MAX_GRID_Y and swaps(
-        N, dtype, b, None if ov.swap else ov.swap, c_map=False
-    )
+    """Whether this family's plan may compute C^T = B^T A^T (``plan``'s rule: any B whose C^T
+    fits the grid, a K-major one where A is split by a pass; the cost model's guess before a
+    family is chosen)."""
+    return cdiv(N, geometry.WG_BM) <= geometry.MAX_GRID_Y and ov.swap is not False
 
 
 def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
@@ -88,9 +88,15 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             f"swap=True takes N up to {geometry.MAX_GRID_Y * geometry.WG_BM} for algo='tf32x3' (C^T's row tiles "
             f"are the grid's y dimension), got N = {N}"
         )
-    swap = fits and swaps(N, dtype, b, ov.swap, c_map=False)
-    presplit = ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev, swap) > 0
-    pa, pb = kmajor_operand(a), Operand("n-major", False, b.stride0) if swap else kmajor_operand(b.T)
+    nmajor = fits and swaps(N, dtype, b, None if ov.swap else ov.swap, c_map=False)
+    # a K-major B^T (a Linear's weight, or b.T transposed) through the registers too where A's
+    # pieces come from the pass: then B's split is the consumers' alone, no b_lo slots
+    kswap = fits and not nmajor and ov.swap is not False
+    presplit = ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev, swapped(N, dtype, b, ov)) > 0
+    if ov.swap and kswap and not presplit:
+        raise ValueError("swap=True with a K-major b takes A split by a pass for algo='tf32x3'; got presplit=False")
+    swap = nmajor or (kswap and presplit)
+    pa, pb = kmajor_operand(a), Operand("n-major", False, b.stride0) if nmajor else kmajor_operand(b.T)
     kM, kN = (N, M) if swap else (M, N)  # the kernel's output: C^T when swapped
     slices, kslice = split(kM, kN, K, bn, bk, dev.sm_count, X3_SPLIT_MAX_WAVES) if ov.split_k else (1, K)
     common = dict(
@@ -104,7 +110,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         swap=swap,
         presplit=presplit,
     )
-    name = ("gemm_tf32x3_swap" if swap else "gemm_tf32x3") + ("_pre" if presplit else "")
+    name = "gemm_tf32x3" + ("_swap" if nmajor else "_swapk" if swap else "") + ("_pre" if presplit else "")
     if slices > 1:
         return GemmPlan(
             NAME,
@@ -121,7 +127,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
 
 def variants() -> dict[str, list[str]]:
     exprs = []
-    for name in ("gemm_tf32x3", "gemm_tf32x3_swap", "gemm_tf32x3_pre", "gemm_tf32x3_swap_pre"):
+    for name in ("gemm_tf32x3", "gemm_tf32x3_swap", "gemm_tf32x3_pre", "gemm_tf32x3_swap_pre", "gemm_tf32x3_swapk_pre"):
         exprs += [f"{name}<{bn}, {e}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
         exprs += [f"{name}_partial<{bn}>" for bn in geometry.X3_TILE_NS]
     return {SM90A: exprs + [SPLIT_A]}
@@ -151,9 +157,12 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     # A's pieces: the kernel's A side (boxes of its rows), or, swapped, its B side (boxes of its columns)
     rows = p.tile[1] // p.cluster if p.swap else p.tile[0]
     ahi, alo = (tma.tensor_map(t, K, M, ldw, p.bk, rows, exact=True) for t in (hi, lo))
-    if p.swap:  # B (row-major) the kernel's A side, as run_hopper's maps
+    if p.swap and p.b.prep == "n-major":  # B (row-major) the kernel's A side, as run_hopper's maps
         keep = b
         maps = (swapped_a_map(p, b), ahi, alo)
+    elif p.swap:  # B^T (K-major) the kernel's A side, in boxes of its 128 rows
+        keep = prepare(b.t(), p.b)
+        maps = (tma.tensor_map(keep, K, b.shape[1], p.b.ld, p.bk, geometry.WG_BM, exact=True), ahi, alo)
     else:
         b_map, keep = b_side(p, b)
         maps = (ahi, alo, b_map)

@@ -128,43 +128,56 @@ def test_the_estimates_grow_with_each_dimension_and_prepacking_only_saves(M, K, 
 
 
 # tf32x3 kernel times on an H200 (CUDA events, L2 flushed, in one process, float32 x (M, K) @
-# w.T, K-major, and @ a row-major (K, N): C^T = B^T A^T, A the kernel's B side), microseconds: A
-# split in the kernel, and by a pass first (the pass included); and the most the cost model may
-# overestimate the saving by (the K-major M = 128 layer saves half the estimate: its 4 GB weight
-# streams through the pass's shallower ring, 3 stages to 5)
+# w.T, K-major, or @ a row-major (K, N)), microseconds: A split in the kernel, and by a pass first
+# (the pass included), the kernel then computing C^T = B^T A^T (A the kernel's B side) or, the
+# swap=False override, C; and the most the cost model may overestimate the saving by (the
+# unswapped K-major M = 128 layer saves half the estimate: its 4 GB weight streams through the
+# pass's shallower ring, 3 stages to 5). Unswapped and row-major rows: aba4d47 and 9e2f9ac;
+# K-major swapped rows: gemm_tf32x3_swapk_pre, the kernel time of docs/gemm.md#tf32x3.
 MEASURED_PRESPLIT_H200 = [
-    ((128, 32768, 32768), False, 2738.8, 2585.0, 2.2),
-    ((128, 8192, 8192), False, 207.6, 190.2, 1.3),
-    ((512, 4096, 4096), False, 195.0, 178.8, 1.3),
-    ((1024, 8192, 8192), False, 1491.6, 1333.2, 1.3),
-    ((4096, 4096, 4096), False, 1469.9, 1349.8, 1.3),
-    ((8192, 8192, 8192), False, 12076.3, 11025.1, 1.3),
-    ((2048, 2048, 2048), False, 192.0, 185.2, 1.3),
-    ((1024, 1024, 1024), False, 44.0, 46.6, 1.3),
-    ((4096, 4096, 1024), False, 390.4, 393.4, 1.3),
-    ((128, 32768, 32768), True, 3013.4, 2126.3, 1.3),
-    ((128, 8192, 8192), True, 205.8, 158.9, 1.3),
-    ((512, 4096, 4096), True, 201.2, 149.8, 1.3),
-    ((1024, 8192, 8192), True, 1474.8, 1054.6, 1.3),
-    ((4096, 4096, 4096), True, 1512.7, 1132.6, 1.3),
-    ((256, 4096, 16384), True, 360.0, 265.2, 1.3),
-    ((2048, 2048, 2048), True, 186.1, 153.4, 1.3),
-    ((4096, 4096, 1024), True, 357.6, 309.8, 1.3),
-    ((1024, 1024, 1024), True, 40.0, 38.0, 1.3),
+    ((128, 32768, 32768), "k", False, 2738.8, 2585.0, 2.2),
+    ((128, 8192, 8192), "k", False, 207.6, 190.2, 1.3),
+    ((512, 4096, 4096), "k", False, 195.0, 178.8, 1.3),
+    ((1024, 8192, 8192), "k", False, 1491.6, 1333.2, 1.3),
+    ((4096, 4096, 4096), "k", False, 1469.9, 1349.8, 1.3),
+    ((8192, 8192, 8192), "k", False, 12076.3, 11025.1, 1.3),
+    ((2048, 2048, 2048), "k", False, 192.0, 185.2, 1.3),
+    ((1024, 1024, 1024), "k", False, 44.0, 46.6, 1.3),
+    ((4096, 4096, 1024), "k", False, 390.4, 393.4, 1.3),
+    ((128, 32768, 32768), "row", True, 3013.4, 2126.3, 1.3),
+    ((128, 8192, 8192), "row", True, 205.8, 158.9, 1.3),
+    ((512, 4096, 4096), "row", True, 201.2, 149.8, 1.3),
+    ((1024, 8192, 8192), "row", True, 1474.8, 1054.6, 1.3),
+    ((4096, 4096, 4096), "row", True, 1512.7, 1132.6, 1.3),
+    ((256, 4096, 16384), "row", True, 360.0, 265.2, 1.3),
+    ((2048, 2048, 2048), "row", True, 186.1, 153.4, 1.3),
+    ((4096, 4096, 1024), "row", True, 357.6, 309.8, 1.3),
+    ((1024, 1024, 1024), "row", True, 40.0, 38.0, 1.3),
+    ((128, 32768, 32768), "k", True, 2887.9, 2175.3, 1.3),
+    ((128, 8192, 8192), "k", True, 206.3, 155.4, 1.3),
+    ((512, 4096, 4096), "k", True, 184.3, 141.3, 1.3),
+    ((1024, 8192, 8192), "k", True, 1508.1, 1063.6, 1.3),
+    ((4096, 4096, 4096), "k", True, 1496.4, 1095.4, 1.3),
+    ((8192, 8192, 8192), "k", True, 13116.3, 9687.1, 1.3),
+    ((256, 4096, 16384), "k", True, 355.9, 266.7, 1.3),
+    ((2048, 2048, 2048), "k", True, 242.2, 186.7, 1.3),
+    ((4096, 4096, 1024), "k", True, 374.8, 310.8, 1.3),
+    ((1024, 1024, 1024), "k", True, 38.1, 36.8, 1.3),
 ]
 
 
-@pytest.mark.parametrize("shape, swap, registers_us, presplit_us, over", MEASURED_PRESPLIT_H200)
-def test_tf32x3_splits_a_by_a_pass_where_that_measured_faster(shape, swap, registers_us, presplit_us, over):
+@pytest.mark.parametrize("shape, layout, swap, registers_us, presplit_us, over", MEASURED_PRESPLIT_H200)
+def test_tf32x3_splits_a_by_a_pass_where_that_measured_faster(shape, layout, swap, registers_us, presplit_us, over):
     """Where the output has many column tiles (each CTA of a column splitting the same A rows
     again) the cost model splits A by a pass first, where few it splits in the kernel: as
-    measured where either is more than 5 % faster, for a K-major b and a row-major one (C^T =
-    B^T A^T); the estimate of the kernel it plans within 15 % of its time (from 100 us), its
-    saving's 0.6x (the swapped kernel splitting in the kernel runs ~5 % slower than the table's
-    rate for both) to ``over`` the measured. presplit=True /
-    False force it either way; "accurate" counts the saving unless told not to."""
+    measured where either is more than 5 % faster, for a K-major b and a row-major one, swapped
+    (C^T = B^T A^T, as planned) and, K-major, unswapped (swap=False); the estimate of the kernel it
+    plans within 15 % of its time (from 100 us), its saving's 0.6x (the swapped kernel splitting
+    in the kernel runs ~5 % slower than the table's rate for both) to ``over`` the measured.
+    presplit=True / False force it either way; "accurate" counts the saving unless told not to."""
     M, K, N = shape
-    b = rowmajor(K, N) if swap else colmajor(K, N)
+    b = rowmajor(K, N) if layout == "row" else colmajor(K, N)
+    ov = {} if swap else {"swap": False}
     saves = tf32x3.presplit_saves(M, N, K, H200, swap)
     measured = registers_us - presplit_us
     if abs(measured) > 0.05 * registers_us:  # (nearer, either is a tie)
@@ -174,13 +187,15 @@ def test_tf32x3_splits_a_by_a_pass_where_that_measured_faster(shape, swap, regis
     planned = gemm.planner.x3_estimates(M, N, K, H200, swap=swap)["tf32x3"]
     if planned > 100:
         assert 0.85 < planned / (presplit_us if saves > 0 else registers_us) < 1.15, planned
-    p = gplan(M, K, N, b=b, algo="tf32x3", dev=H200)
-    assert p.swap == swap and p.presplit == (saves > 0)
-    assert p.kernel.startswith("gemm_tf32x3_swap_pre" if swap else "gemm_tf32x3_pre") == p.presplit
+    p = gplan(M, K, N, b=b, algo="tf32x3", dev=H200, **ov)
+    assert p.presplit == (saves > 0) and p.swap == (swap and (layout == "row" or p.presplit))
+    kernel = "gemm_tf32x3_swap_pre" if layout == "row" else "gemm_tf32x3_swapk_pre" if swap else "gemm_tf32x3_pre"
+    assert p.kernel.startswith(kernel) == p.presplit, p
     assert ("A split by a pass first" in str(p)) == p.presplit
-    assert not gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=False).presplit
-    forced = gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=True)
-    assert forced.presplit and forced.slices == p.slices and forced.grid == p.grid
+    assert not gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=False, **ov).presplit
+    forced = gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=True, **ov)
+    assert forced.presplit and forced.slices == p.slices and forced.kernel.startswith(kernel)
+    assert forced.grid == p.grid or (layout, swap, p.presplit) == ("k", True, False)  # (C^T's grid: C's transposed)
     plain = gemm.planner.x3_estimates(M, N, K, H200, presplit=False, swap=swap)["tf32x3"]
     assert gemm.planner.x3_estimates(M, N, K, H200, swap=swap)["tf32x3"] == plain - max(saves, 0.0)
 

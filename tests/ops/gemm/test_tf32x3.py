@@ -227,9 +227,10 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
     """presplit (A's hi and lo made by tf32x3_split_a and loaded by the kernel) against the split
     in the kernel: the same bits, special values included (NaN with a payload only in the
     dropped bits, +-inf, +-0, subnormals, TF32-exact values, large magnitudes), for a K-major
-    weight (the fused epilogue too) and a row-major b (C^T = B^T A^T), an A whose rows are copied first
-    (K = 1001: rows off 16 bytes; a transposed view), split-K (200 x 3000 x 136) and a partial
-    last row tile."""
+    weight unswapped, a row-major b (C^T = B^T A^T) and a K-major weight swapped (B^T through
+    the registers K-major: the row-major form's arithmetic, so its bits), the fused epilogue
+    too, an A whose rows are copied first (K = 1001: rows off 16 bytes; a transposed view),
+    split-K (200 x 3000 x 136) and a partial last row tile."""
     require_algo("tf32x3")
     torch.manual_seed(0)
     # finite specials anywhere; non-finite ones in A's first rows and the weight's first rows
@@ -249,18 +250,34 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
     def bits(t):  # NaN's bits too
         return t.view(torch.int32)
 
+    w_rows = w.t().contiguous().t()  # the same weight, its w.t() row-major
+    # (b, overrides, kernel; the in-register plan with the same arithmetic: its b, overrides)
+    forms = (
+        (w.t(), {"swap": False}, "gemm_tf32x3_pre", w.t(), {"swap": False}),
+        (w_rows.t(), {}, "gemm_tf32x3_swap_pre", w_rows.t(), {}),
+        (w.t(), {}, "gemm_tf32x3_swapk_pre", w_rows.t(), {}),
+    )
     for aa in (a, a.t().contiguous().t()):
-        for b, kernel in ((w.t(), "gemm_tf32x3_pre"), (w.t().contiguous(), "gemm_tf32x3_swap_pre")):
-            plans = {pre: gemm.plan_for(aa, b, "EpiNone", "tf32x3", presplit=pre) for pre in (True, False)}
-            assert plans[True].presplit and plans[True].kernel.startswith(kernel), plans[True]
-            assert not plans[False].presplit and plans[True].slices == plans[False].slices
-            got = {pre: matmul_planned(aa, b, algo="tf32x3", presplit=pre) for pre in (True, False)}
-            assert torch.equal(bits(got[True]), bits(got[False])), (
-                f"presplit differs from the split in registers ({plans[True]})"
+        for b, kw, kernel, b0, kw0 in forms:
+            p, p0 = (
+                gemm.plan_for(aa, b, "EpiNone", "tf32x3", presplit=True, **kw),
+                gemm.plan_for(aa, b0, "EpiNone", "tf32x3", presplit=False, **kw0),
             )
-        lin = {pre: linear_planned(aa, w, bias, 2.0, algo="tf32x3", presplit=pre) for pre in (True, False)}
-        assert torch.equal(bits(lin[True]), bits(lin[False])), "the fused epilogue's presplit result differs"
-    assert got[True].isfinite().float().mean() > 0.5 and got[True].isnan().any()  # numbers and NaNs compared
+            assert p.presplit and p.kernel.startswith(kernel + ("_partial" if p.slices > 1 else "<")), p
+            assert not p0.presplit and p.slices == p0.slices and p.swap == p0.swap
+            got = matmul_planned(aa, b, algo="tf32x3", presplit=True, **kw)
+            want = matmul_planned(aa, b0, algo="tf32x3", presplit=False, **kw0)
+            assert torch.equal(bits(got), bits(want)), f"presplit differs from the split in registers ({p})"
+        # the fused epilogue: (weight, overrides) by the pass against (weight, overrides) in registers
+        for (w1, kw), (w0, kw0) in (
+            ((w, {"swap": False}), (w, {"swap": False})),
+            ((w_rows, {}), (w_rows, {})),
+            ((w, {}), (w_rows, {})),
+        ):
+            lin = linear_planned(aa, w1, bias, 2.0, algo="tf32x3", presplit=True, **kw)
+            want = linear_planned(aa, w0, bias, 2.0, algo="tf32x3", presplit=False, **kw0)
+            assert torch.equal(bits(lin), bits(want)), f"the fused epilogue's presplit result differs ({kw})"
+    assert got.isfinite().float().mean() > 0.5 and got.isnan().any()  # numbers and NaNs compared
 
 
 @pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
@@ -324,8 +341,9 @@ def test_models_use_tf32x3_for_float32_on_hopper_else_the_previous_path(cuda):
 def test_tf32x3_plan():
     """3xTF32: asked for by name only ("auto" follows torch's switches); 128 x 128 tiles, A
     K-major and B K-major or, row-major (rows 16-byte aligned), as C^T = B^T A^T (TF32 reads
-    shared memory K-major only); the whole shared-memory budget; split-K up to half a wave of
-    tiles; K == 0 writes the epilogue of 0 through the tc kernel."""
+    shared memory K-major only), a K-major B as C^T too where A is split by a pass; the whole
+    shared-memory budget; split-K up to half a wave of tiles; K == 0 writes the epilogue of 0
+    through the tc kernel."""
     assert "tf32x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="tf32x3", presplit=False)
     assert gplan(4096, 4096, 4096, algo="tf32x3").kernel == "gemm_tf32x3_swap_pre<128, EpiNone>"  # A split first
@@ -341,17 +359,25 @@ def test_tf32x3_plan():
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=False)
     assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=True)  # A split by a pass
-    assert p.presplit and p.kernel == "gemm_tf32x3_pre<128, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "as is")
-    p = gplan(300, 200, 130, algo="tf32x3")  # b's rows off 16 bytes: transposed
+    assert p.presplit and p.swap and p.kernel == "gemm_tf32x3_swapk_pre<128, EpiNone>"  # B^T K-major: C^T too
+    assert (p.a.prep, p.b.prep, p.grid) == ("as is", "as is", (32, 32, 1))
+    p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=True, swap=False)
+    assert p.presplit and not p.swap and p.kernel == "gemm_tf32x3_pre<128, EpiNone>"
+    with pytest.raises(ValueError, match=r"swap=True with a K-major b takes A split by a pass .*presplit=False"):
+        gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=False, swap=True)
+    p = gplan(300, 200, 130, algo="tf32x3", presplit=False)  # b's rows off 16 bytes: transposed
     assert not p.swap and p.b.prep == "transpose"
+    p = gplan(300, 200, 130, algo="tf32x3", presplit=True)  # ... and swapped, read K-major
+    assert p.swap and p.b.prep == "transpose" and p.kernel == "gemm_tf32x3_swapk_pre<128, EpiNone>"
     p = gplan(300, 200, 128, algo="tf32x3", swap=False)
     assert not p.swap and p.b.prep == "transpose"
     p = gplan(256, 1024, 1024, algo="tf32x3")  # C^T: 8 x 2 tiles, split K in 4
     assert p.swap and p.kernel == "gemm_tf32x3_swap_partial<128>" and p.grid == (2, 8, 4)
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")  # 64 column tiles: A split first
-    assert p.kernel == "gemm_tf32x3_pre<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
-    assert gplan(128, 8192, 8192, b=w.T, algo="tf32x3").kernel == "gemm_tf32x3_pre_partial<128>"
+    assert p.kernel == "gemm_tf32x3_swapk_pre<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
+    assert p.grid == (8, 64, 1)  # C^T's tiles
+    assert gplan(128, 8192, 8192, b=w.T, algo="tf32x3").kernel == "gemm_tf32x3_swapk_pre_partial<128>"
     p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")  # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_swap_partial<128>")
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
