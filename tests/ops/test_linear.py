@@ -355,7 +355,7 @@ def test_the_cost_model_takes_the_pass_for_a_large_output_through_linear(cuda):
     x, w, b, shift, row, res = rnd(2048, 256), rnd(4096, 256), rnd(4096), rnd(4096), rnd(2048), rnd(2048, 4096)
     kw = dict(epilogue=DIVIDES, s=0.5, shift=shift, row=row, res=res)
     assert gemm.plan_for(x, w.t(), DIVIDES.tag).after == DIVIDES.tag
-    want, _ = _by_plan(DIVIDES.tag, x, w, b, (shift, row, res), 0.5, "auto", False)
+    want, _ = _by_plan(DIVIDES.tag, x, w, b, (shift, row, res), 0.5, "auto", after=False)
     assert_bitwise_equal(cupy_ops.linear(x, w, b, **kw), want)
     fn = torch.compile(lambda x: cupy_ops.linear(x, w, b, **kw), fullgraph=True)
     assert_bitwise_equal(fn(x), want)
@@ -369,6 +369,6 @@ def test_the_cost_model_takes_the_pass_for_a_large_output_through_linear(cuda):
     dy = rnd(2048, 4096)
     xg = x.clone().requires_grad_()
     (gx,) = torch.autograd.grad(cupy_ops.linear(xg, w, b, **kw), (xg,), dy)
-    dz = _by_plan(DIVIDES.grad_tag, x, w, b, (shift, row, res), 0.5, "auto", False, dy)[0]
+    dz = _by_plan(DIVIDES.grad_tag, x, w, b, (shift, row, res), 0.5, "auto", dy, after=False)[0]
     assert gemm.plan_for(x, w.t(), DIVIDES.grad_tag).after == DIVIDES.grad_tag
     assert_bitwise_equal(gx, cupy_ops.matmul(dz, w))
