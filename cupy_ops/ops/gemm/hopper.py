@@ -1,6 +1,6 @@
-"""What the Hopper kernels of gemm_wgmma.cuh share, whichever family plans them (wgmma, tf32x3):
-the rule for computing C^T = B^T A^T, the operands' TMA maps, and the runner (grid, split-K
-workspace, C's map)."""
+"""What the Hopper kernels of gemm_wgmma.cuh share: the rule for computing C^T = B^T A^T and a
+row-major B's map there (wgmma, tf32x3); the wgmma family's operand maps and runner (grid,
+split-K workspace, C's map, arguments packed once per address set)."""
 
 from __future__ import annotations
 
@@ -38,17 +38,16 @@ def swaps(N: int, dtype: torch.dtype, b: Matrix, override: bool | None = None, c
 
 
 def maps(p: GemmPlan, a, b):
-    """``(a_map, b_map, keep)``: the TMA maps of the operands (tf32x3 reads the fp32 values
-    unrounded; a K-major B tile is loaded in ``p.cluster`` parts, one per CTA of a cluster) and
+    """``(a_map, b_map, keep)``: the TMA maps of the operands (a K-major B tile is loaded in
+    ``p.cluster`` parts, one per CTA of a cluster) and
     the prepared operands they point into, which the caller holds until the kernel is launched
     (freed earlier, their memory could be handed out again before the kernel reads it)."""
     M, K = a.shape
-    exact = p.family == "tf32x3"
     a2 = prepare(a, p.a)
     if p.swap:  # C^T = B^T A^T: A is the kernel's B side, B (row-major) its A side
-        return swapped_a_map(p, b), tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster, exact=exact), (a2, b)
+        return swapped_a_map(p, b), tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[1] // p.cluster), (a2, b)
     b_map, bt = b_side(p, b)
-    return tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0], exact=exact), b_map, (a2, bt)
+    return tma.tensor_map(a2, K, M, p.a.ld, p.bk, p.tile[0]), b_map, (a2, bt)
 
 
 def swapped_a_map(p: GemmPlan, b) -> bytes:
@@ -66,7 +65,7 @@ def b_side(p: GemmPlan, b):
     if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
         return tma.tensor_map(b, N, K, p.b.ld, 64, p.bk), b
     bt = prepare(b.t(), p.b)
-    return tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster, exact=p.family == "tf32x3"), bt
+    return tma.tensor_map(bt, K, N, p.b.ld, p.bk, p.tile[1] // p.cluster), bt
 
 
 NO_MAP = bytes(128)  # the c_map argument when the kernel stores C with its threads (not read)
@@ -100,31 +99,25 @@ def launch_grid(h, p: GemmPlan) -> tuple:
 
 
 def run_hopper(kernels, p: GemmPlan, a, b, c, epi: tuple) -> None:
-    """The wgmma and tf32x3 kernels: TMA maps of the operands (``maps``), then ``launch_maps``."""
+    """The wgmma kernels: TMA maps of the operands (``maps``), then ``launch_maps``."""
     a_map, b_map, keep = maps(p, a, b)
     launch_maps(kernels, p, (a_map, b_map), c, a.shape[1], epi)
     del keep  # launched: the stream orders any reuse of this memory after the kernel
 
 
 def launch_maps(kernels, p: GemmPlan, operand_maps: tuple, c, K: int, epi: tuple) -> None:
-    """Plan ``p``'s kernel over the operands' TMA maps (the kernel's order: A's and B's, or
-    tf32x3's three with A split by a pass), and of C where the plan stores it through the TMA;
-    the persistent grid lowered (``launch_grid``); split-K into an fp32 workspace that the
-    reduction sums."""
+    """Plan ``p``'s kernel over the operands' TMA maps (A's and B's), and of C where the plan
+    stores it through the TMA; the persistent grid lowered (``launch_grid``); split-K into an
+    fp32 workspace that the reduction sums."""
     M, N = c.shape
     h = handle(kernels, p.kernel, c.get_device())
     grid = launch_grid(h, p)
-    walk_args = (p.group,) if p.family == WGMMA else ()  # the tf32x3 kernel has no tile walk
     if p.slices > 1:
         ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
-        launch.launch(
-            h, grid, p.block, (*operand_maps, ws.data_ptr(), M, N, K, p.kslice) + walk_args, p.smem, p.cluster
-        )
+        launch.launch(h, grid, p.block, (*operand_maps, ws.data_ptr(), M, N, K, p.kslice, p.group), p.smem, p.cluster)
         reduce(p, ws, c, epi)
-    elif p.family == WGMMA:
-        launch.launch(h, grid, p.block, wgmma_args(p, *operand_maps, c_map(p, c), K, c, epi), p.smem, p.cluster)
     else:
-        launch.launch(h, grid, p.block, (*operand_maps, c.data_ptr(), N, M, N, K, *epi), p.smem)
+        launch.launch(h, grid, p.block, wgmma_args(p, *operand_maps, c_map(p, c), K, c, epi), p.smem, p.cluster)
 
 
 def launcher(kernels, p: GemmPlan, device: int):

@@ -27,8 +27,8 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .hopper import b_side, launch_maps, run_hopper, swapped_a_map, swaps
-from .runtime import SM90A, declare, handle, prepare
+from .hopper import swapped_a_map, swaps
+from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, declare, handle, prepare, reduce_step
 from .tables import (
     X3_DEFAULT_BANDWIDTH,
     X3_MACS_PER_US,
@@ -137,34 +137,89 @@ KERNELS = declare(variants())
 
 
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
-    if not p.presplit:
-        run_hopper(KERNELS, p, a, b, c, epi)
-        return
-    M, K = a.shape
-    dev = c.get_device()
+    """C = epilogue(A @ B) by plan ``p``: the operands prepared as planned, then ``_steps``."""
     a2 = prepare(a, p.a)
-    # hi then lo, (M, K) in rows of ldw: 16-byte aligned, as their maps need
-    ldw = cdiv(K, 4) * 4
-    ws = torch.empty((2, M, ldw), dtype=torch.float32, device=c.device)
-    hi, lo = ws[0], ws[1]
-    groups = cdiv(K, 4)
-    launch.launch(
-        handle(KERNELS, SPLIT_A, dev),
-        (cdiv(groups, geometry.X3_PRESPLIT_THREADS), min(M, geometry.MAX_GRID_Y), 1),
-        (geometry.X3_PRESPLIT_THREADS, 1, 1),
-        (a2.data_ptr(), a2.stride(0), hi.data_ptr(), lo.data_ptr(), ldw, M, K),
-    )
-    # A's pieces: the kernel's A side (boxes of its rows), or, swapped, its B side (boxes of its columns)
-    rows = p.tile[1] // p.cluster if p.swap else p.tile[0]
-    ahi, alo = (tma.tensor_map(t, K, M, ldw, p.bk, rows, exact=True) for t in (hi, lo))
-    if p.swap and p.b.prep == "n-major":  # B (row-major) the kernel's A side, as run_hopper's maps
-        keep = b
-        maps = (swapped_a_map(p, b), ahi, alo)
-    elif p.swap:  # B^T (K-major) the kernel's A side, in boxes of its 128 rows
-        keep = prepare(b.t(), p.b)
-        maps = (tma.tensor_map(keep, K, b.shape[1], p.b.ld, p.bk, geometry.WG_BM, exact=True), ahi, alo)
+    b2 = b if p.b.prep == "n-major" else prepare(b.t(), p.b)  # B row-major, or B^T K-major
+    ws, part = _workspaces(p, a.shape[0], a.shape[1], c)
+    for step in _steps(p, a2, b2, c, epi, ws, part):
+        launch.launch(*step)
+    del a2, b2, ws, part  # launched: the stream orders any reuse of this memory after the kernels
+
+
+def launcher(p: GemmPlan, device: int):
+    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``): where the operands
+    are read as they are (A K-major; B row-major, or K-major as a Linear's ``weight.T``), a
+    call allocates the workspaces and launches the steps, whose arguments (the tensor maps
+    among them) are packed once per address set (A, B, C, the workspaces, the epilogue's).
+    Other plans run ``run`` as it is."""
+    if p.a.prep != "as is" or p.b.prep not in ("as is", "n-major"):
+        return lambda a, b, c, epi: run(p, a, b, c, epi)
+    by_address: dict[tuple, list] = {}
+    n_major = p.b.prep == "n-major"
+
+    def go(a, b, c, epi):
+        b2 = b if n_major else b.t()
+        ws, part = _workspaces(p, a.shape[0], a.shape[1], c)
+        spaces = tuple(0 if t is None else t.data_ptr() for t in (ws, part))
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), spaces, epi[2])
+        steps = by_address.get(key)
+        if steps is None:
+            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
+                by_address.clear()
+            steps = by_address[key] = [
+                (h, grid, block, h.packed(*args), smem)
+                for h, grid, block, args, smem in _steps(p, a, b2, c, epi, ws, part)
+            ]
+        for h, grid, block, packed, smem in steps:
+            launch.launch_packed(h, grid, block, packed, smem)
+        # launched: the stream orders any reuse of the workspaces' memory after the kernels
+
+    return go
+
+
+def _workspaces(p: GemmPlan, M: int, K: int, c):
+    """``(ws, part)``: A's hi then lo, (2, M, ldw) rows 16-byte aligned as their maps need, where
+    A is split by a pass; split-K's fp32 partial sums (slices, M, N). None where not needed."""
+    ws = torch.empty((2, M, cdiv(K, 4) * 4), dtype=torch.float32, device=c.device) if p.presplit else None
+    part = torch.empty((p.slices, M, c.shape[1]), dtype=torch.float32, device=c.device) if p.slices > 1 else None
+    return ws, part
+
+
+def _steps(p: GemmPlan, a, b2, c, epi: tuple, ws, part) -> list:
+    """The launches (``(handle, grid, block, args, shared memory)``) of plan ``p``: A's split
+    into ``ws`` where planned, then the kernel over the tensor maps (A or its pieces; ``b2``: B
+    (K, N) row-major where read N-major, else B^T (N, K) K-major), into C or split-K's ``part``
+    and its reduction. ``a`` and ``b2`` as prepared (``runtime.prepare``)."""
+    M, K = a.shape
+    N = c.shape[1]
+    dev = c.get_device()
+    steps = []
+    if ws is not None:
+        ldw = ws.shape[2]
+        sides, ld = (ws[0], ws[1]), ldw
+        steps.append(
+            (
+                handle(KERNELS, SPLIT_A, dev),
+                (cdiv(cdiv(K, 4), geometry.X3_PRESPLIT_THREADS), min(M, geometry.MAX_GRID_Y), 1),
+                (geometry.X3_PRESPLIT_THREADS, 1, 1),
+                (a.data_ptr(), a.stride(0), ws[0].data_ptr(), ws[1].data_ptr(), ldw, M, K),
+                0,
+            )
+        )
     else:
-        b_map, keep = b_side(p, b)
-        maps = (ahi, alo, b_map)
-    launch_maps(KERNELS, p, maps, c, K, epi)
-    del keep, a2, ws  # launched: the stream orders any reuse of this memory after the kernel
+        sides, ld = (a,), p.a.ld
+    # A (or its pieces) is the kernel's A side (boxes of its tile's rows), or, swapped, its B side
+    # (of its tile's columns); B^T the other, from a row-major B in the swapped boxes
+    rows_a, rows_b = (p.tile[1], p.tile[0]) if p.swap else (p.tile[0], p.tile[1])
+    a_maps = tuple(tma.tensor_map(t, K, M, ld, p.bk, rows_a, exact=True) for t in sides)
+    bt_map = (
+        swapped_a_map(p, b2) if p.b.prep == "n-major" else tma.tensor_map(b2, K, N, p.b.ld, p.bk, rows_b, exact=True)
+    )
+    maps = (bt_map, *a_maps) if p.swap else (*a_maps, bt_map)
+    h = handle(KERNELS, p.kernel, dev)
+    if part is not None:
+        steps.append((h, p.grid, p.block, (*maps, part.data_ptr(), M, N, K, p.kslice), p.smem))
+        steps.append(reduce_step(p, part.data_ptr(), c, epi))
+    else:
+        steps.append((h, p.grid, p.block, (*maps, c.data_ptr(), N, M, N, K, *epi), p.smem))
+    return steps

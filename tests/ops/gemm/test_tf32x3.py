@@ -14,7 +14,15 @@ from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Matrix
 
 from conftest import HOPPER, require_algo
-from gemm_checks import assert_gemm_close, linear_planned, matmul_planned, max_rel_err, roundoff, torch_fp32
+from gemm_checks import (
+    assert_gemm_close,
+    linear_planned,
+    matmul_planned,
+    max_rel_err,
+    roundoff,
+    seeded_randn,
+    torch_fp32,
+)
 from gemm_plans import H100, colmajor, gplan, rowmajor
 
 pytestmark = pytest.mark.gpu
@@ -278,6 +286,29 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
             want = linear_planned(aa, w0, bias, 2.0, algo="tf32x3", presplit=False, **kw0)
             assert torch.equal(bits(lin), bits(want)), f"the fused epilogue's presplit result differs ({kw})"
     assert got.isfinite().float().mean() > 0.5 and got.isnan().any()  # numbers and NaNs compared
+
+
+@pytest.mark.parametrize("M, K, N", [(130, 1000, 300), (200, 3000, 136), (257, 64, 520), (64, 1001, 80)], ids=str)
+def test_the_bound_launcher_gives_runs_bits_on_every_form(M, K, N, cuda):
+    """tf32x3.launcher (a signature's launches, their arguments packed once per address set)
+    against run: the same bits for A split in the kernel or by a pass, C or C^T, a row-major or
+    a K-major b, split-K (200 x 3000 x 136), the fused epilogue; a call at new addresses packs
+    anew and reads its own values; operands that need a copy (K = 1001: rows off 16 bytes)
+    take run."""
+    from cupy_ops.ops.gemm import epilogues, tf32x3
+
+    require_algo("tf32x3")
+    rnd = seeded_randn(cuda, torch.float32, M + K + N)
+    a, w, bias = rnd(M, K), rnd(N, K), rnd(N)
+    for b in (w.t(), w.t().contiguous()):
+        for kw in ({"presplit": False}, {"presplit": True}, {"presplit": True, "swap": False}):
+            p = gemm.plan_for(a, b, "EpiBiasReluScale", "tf32x3", **kw)
+            go = tf32x3.launcher(p, a.get_device())
+            for x in (a, a * 2):  # (the second at another address)
+                want = gemm.run(p, x, b, torch.empty(M, N, device=cuda), bias, 0.5)
+                got = torch.empty(M, N, device=cuda)
+                go(x, b, got, epilogues.builtin_args(bias.data_ptr(), 0.5))
+                assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (p, kw)
 
 
 @pytest.mark.parametrize("algo", ["tf32x3", "fp16x3"])
