@@ -195,7 +195,7 @@ def plan(
         raise ValueError(f"epilogue must be one of {EPILOGUES} or a declared epilogue's tag, got {epilogue!r}")
     ov = Overrides(**overrides) if overrides else NO_OVERRIDES
     # tf32x3's form for the cost model ("accurate"): its A split by a pass unless told not to, and C^T = B^T A^T
-    presplit, swap = ov.presplit is not False, algo == "accurate" and tf32x3.swapped(N, dtype, b, ov)
+    presplit, swap = ov.presplit is not False, algo == "accurate" and tf32x3.swapped(N, ov)
     family = choose(algo, M, N, K, dtype, dev, tf32, batch is not None, ov.b_packed, presplit, swap)
     if K == 0 and family in _HOPPER:  # no tile for TMA to load: tc's kernel writes the epilogue of 0
         p = tc.plan_empty_k(M, N, K, dtype, a, b, epilogue, dev, ov)

@@ -68,7 +68,7 @@ def presplit_saves(M: int, N: int, K: int, dev: Device, swap: bool = False) -> f
     return saved - X3_PRESPLIT_BYTES * M * K / (X3_PRESPLIT_SHARE * bw) - X3_PRESPLIT_US
 
 
-def swapped(N: int, dtype, b: Matrix, ov) -> bool:
+def swapped(N: int, ov) -> bool:
     """Whether this family's plan may compute C^T = B^T A^T (``plan``'s rule: any B whose C^T
     fits the grid, a K-major one where A is split by a pass; the cost model's guess before a
     family is chosen)."""
@@ -92,7 +92,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # a K-major B^T (a Linear's weight, or b.T transposed) through the registers too where A's
     # pieces come from the pass: then B's split is the consumers' alone, no b_lo slots
     kswap = fits and not nmajor and ov.swap is not False
-    presplit = ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev, swapped(N, dtype, b, ov)) > 0
+    presplit = ov.presplit if ov.presplit is not None else presplit_saves(M, N, K, dev, swapped(N, ov)) > 0
     if ov.swap and kswap and not presplit:
         raise ValueError("swap=True with a K-major b takes A split by a pass for algo='tf32x3'; got presplit=False")
     swap = nmajor or (kswap and presplit)
