@@ -29,7 +29,7 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, after_step, declare, device_info, handle, prepare, reduce_step
+from .runtime import SM90A, after_step, declare, device_info, handle, launch_steps, prepare, reduce_step
 from .tables import WG_GROUP, X3_SPLIT_MAX_WAVES
 
 NAME = "fp16x3"
@@ -383,7 +383,7 @@ def launcher(p: GemmPlan, device: int):
     is the two in one. Other plans run ``run`` as it is."""
     if p.a.prep != "as is" or p.b.prep not in ("n-major split", "as is"):
         return lambda a, b, c, epi: run(p, a, b, c, epi)
-    firsts: dict[tuple, tuple] = {}
+    firsts: dict[tuple, list] = {}
     rests: dict[tuple, list] = {}
     lay = None  # the route, layout and bytes accumulated, worked out on the first call (one shape's)
     n_major = p.b.prep == "n-major split"
@@ -404,28 +404,13 @@ def launcher(p: GemmPlan, device: int):
             launch.memset(device, base + offsets[_KEYS], total - offsets[_KEYS])
             z = base + offsets[_DONE]
         key = (a.data_ptr(), b.data_ptr(), base, z)
-        first = firsts.get(key)
-        if first is None:
-            if len(firsts) >= PACKED_SETS_PER_LAUNCHER:
-                firsts.clear()
-            h, grid, block, args, smem = _first(p, way, a, bt, base + offsets[_TK], base + offsets[_KEYS], z)
-            first = firsts[key] = (h, grid, block, h.packed(*args), smem)
-        launch.launch_packed(*first)
+        launch_steps(firsts, key, lambda: [_first(p, way, a, bt, base + offsets[_TK], base + offsets[_KEYS], z)])
         if zero_keys and z != base + offsets[_DONE]:
             launch.memset(device, base + offsets[_KEYS], offsets[_DONE] - offsets[_KEYS])
 
         def finish(c, epi):
             key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), ws.data_ptr(), epi[2])  # (ws held till here)
-            steps = rests.get(key)
-            if steps is None:
-                if len(rests) >= PACKED_SETS_PER_LAUNCHER:
-                    rests.clear()
-                steps = rests[key] = [
-                    (h, grid, block, h.packed(*args), smem)
-                    for h, grid, block, args, smem in _rest(p, way, a.shape[1], a, bt, c, base, offsets, epi)
-                ]
-            for h, grid, block, packed, smem in steps:
-                launch.launch_packed(h, grid, block, packed, smem)
+            launch_steps(rests, key, lambda: _rest(p, way, a.shape[1], a, bt, c, base, offsets, epi))
             # launched: the stream orders any reuse of ws's memory after the kernels
 
         return finish

@@ -21,6 +21,19 @@ SM90A = "gemm_sm90a.cu"
 PACKED_SETS_PER_LAUNCHER = 64
 
 
+def launch_steps(cache: dict, key, make) -> None:
+    """Launch the steps ``make()`` lists (``(handle, grid, block, args, shared memory)`` each),
+    their arguments packed once per ``key`` (an address set) into ``cache``: a launcher's call
+    seen before is lookups and launches."""
+    steps = cache.get(key)
+    if steps is None:
+        if len(cache) >= PACKED_SETS_PER_LAUNCHER:
+            cache.clear()
+        steps = cache[key] = [(h, grid, block, h.packed(*args), smem) for h, grid, block, args, smem in make()]
+    for h, grid, block, packed, smem in steps:
+        launch.launch_packed(h, grid, block, packed, smem)
+
+
 def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
     """One ``Kernel`` per kernel name in ``variants`` (``{source file: [name expressions]}``),
     with every variant registered for the offline check; files ``*_sm90a.cu`` are built for

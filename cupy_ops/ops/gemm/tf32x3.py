@@ -28,7 +28,7 @@ from .common import (
     tiled_sizes,
 )
 from .hopper import swapped_a_map, swaps
-from .runtime import PACKED_SETS_PER_LAUNCHER, SM90A, declare, handle, prepare, reduce_step
+from .runtime import SM90A, declare, handle, launch_steps, prepare, reduce_step
 from .tables import (
     X3_DEFAULT_BANDWIDTH,
     X3_MACS_PER_US,
@@ -162,16 +162,7 @@ def launcher(p: GemmPlan, device: int):
         ws, part = _workspaces(p, a.shape[0], a.shape[1], c)
         spaces = tuple(0 if t is None else t.data_ptr() for t in (ws, part))
         key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), spaces, epi[2])
-        steps = by_address.get(key)
-        if steps is None:
-            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
-                by_address.clear()
-            steps = by_address[key] = [
-                (h, grid, block, h.packed(*args), smem)
-                for h, grid, block, args, smem in _steps(p, a, b2, c, epi, ws, part)
-            ]
-        for h, grid, block, packed, smem in steps:
-            launch.launch_packed(h, grid, block, packed, smem)
+        launch_steps(by_address, key, lambda: _steps(p, a, b2, c, epi, ws, part))
         # launched: the stream orders any reuse of the workspaces' memory after the kernels
 
     return go
