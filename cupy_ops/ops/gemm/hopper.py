@@ -9,7 +9,7 @@ import torch
 from ... import launch, occupancy
 from . import geometry, tma
 from .common import GemmPlan, Matrix
-from .runtime import PACKED_SETS_PER_LAUNCHER, handle, prepare, reduce
+from .runtime import handle, packed_launcher, prepare, reduce
 
 WGMMA = "wgmma"  # the family whose kernel walks tiles and may store C through the TMA
 
@@ -131,19 +131,9 @@ def launcher(kernels, p: GemmPlan, device: int):
     if p.slices > 1 or p.a.prep != "as is" or p.family != WGMMA or not (p.swap or p.b.prep in ("n-major", "as is")):
         return lambda a, b, c, epi: run_hopper(kernels, p, a, b, c, epi)
     h = handle(kernels, p.kernel, device)
-    grid = launch_grid(h, p)
-    block, smem, cluster = p.block, p.smem, p.cluster
-    by_address: dict[tuple, tuple] = {}
 
-    def run(a, b, c, epi):
-        # (epi, the epilogue's packed arguments, keeps a zero scale's sign: -0.0 == 0.0 as a float)
-        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), epi[2])
-        packed = by_address.get(key)
-        if packed is None:
-            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
-                by_address.clear()
-            a_map, b_map = maps(p, a, b)[:2]
-            packed = by_address[key] = h.packed(*wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, epi))
-        launch.launch_packed(h, grid, block, packed, smem, cluster)
+    def args_of(a, b, c, epi):
+        a_map, b_map = maps(p, a, b)[:2]
+        return wgmma_args(p, a_map, b_map, c_map(p, c), a.shape[1], c, epi)
 
-    return run
+    return packed_launcher(h, launch_grid(h, p), p.block, p.smem, p.cluster, args_of)

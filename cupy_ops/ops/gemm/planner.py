@@ -366,19 +366,23 @@ def _then_after(fn: Callable, tag: str, dtype: torch.dtype, device: int) -> Call
     return go
 
 
-# 2-D products by signature: everything the checks and the plan read -> the output's shape and
-# device, the launcher and its start (or None). A call seen before allocates and launches: its
-# checks passed for this signature, its plan is bound (docs/design.md#host-cost).
-_products: dict[tuple, tuple] = {}
+# 2-D and torch.bmm's products by signature: everything the checks and the plan read -> the
+# output's shape and device, the launcher and its start (or None); None where the general path
+# takes the signature (an empty output, a batch looped over). A call seen before allocates and
+# launches: its checks passed for this signature, its plan is bound (docs/design.md#host-cost).
+_products: dict[tuple, tuple | None] = {}
+_MISSING = object()
 _FLOAT32 = torch.float32
 
 
 def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor | None:
     """``a @ b`` of 2-D plain tensors into a new tensor, through the signature cache: a
     signature not seen before is checked first (``check(a, b, algo, ALGOS)`` returns the
-    output's shape or raises). None for anything else (other ranks, an empty output, an
-    unhashable ``algo``): the caller's general path takes it."""
-    if a.dim() != 2 or b.dim() != 2 or type(algo) is not str:
+    output's shape or raises). torch.bmm's case too, 3-D operands of one batch of more than
+    one entry, where the family has a batched kernel (``batch``'s "batched" mode). None for
+    anything else (other ranks, a batch the family loops over, an empty output, an unhashable
+    ``algo``): the caller's general path takes it."""
+    if type(algo) is not str or ((a.dim() != 2 or b.dim() != 2) and not _bmm(a, b)):
         return None
     dtype = a.dtype
     key = (
@@ -395,16 +399,25 @@ def product(a: torch.Tensor, b: torch.Tensor, algo: str, check) -> torch.Tensor 
         b.data_ptr() & 15,
         dtype is _FLOAT32 and tf32_allowed(),
     )
-    entry = _products.get(key)
-    if entry is None:
+    entry = _products.get(key, _MISSING)
+    if entry is _MISSING:
         shape = check(a, b, algo, ALGOS)
-        if shape[0] * shape[1] == 0:
-            return None
         if len(_products) >= _PLAN_CACHE_LIMIT:
             _products.clear()
-        fn = launcher_for(a, b, "EpiNone", algo)
-        entry = _products[key] = (shape, a.device, fn, getattr(fn, "start", None))
+        if shape[-2] * shape[-1] == 0 or (len(shape) == 3 and not plan_for(a, b, "EpiNone", algo).batch):
+            entry = None
+        else:
+            fn = launcher_for(a, b, "EpiNone", algo)
+            entry = (shape, a.device, fn, getattr(fn, "start", None))
+        _products[key] = entry
+    if entry is None:
+        return None
     return _into(entry[2], entry[3], a, b, entry[0], dtype, entry[1], NO_ARGS)
+
+
+def _bmm(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.bmm's case: (B, M, K) @ (B, K, N) with B > 1 (``batch.run`` takes it alike)."""
+    return a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] > 1
 
 
 def _into(fn, start, a, b, shape, dtype, device, epi: tuple, rows: int | None = None) -> torch.Tensor:
@@ -424,7 +437,6 @@ def _into(fn, start, a, b, shape, dtype, device, epi: tuple, rows: int | None = 
 # Linear layers by signature: everything the caller's checks and the plan read -> the output's
 # shape and device, x's rows, the launcher of x's rows @ weight.T, the caller's own part.
 _layers: dict[tuple, tuple | None] = {}
-_MISSING = object()
 
 
 def layer(x: torch.Tensor, weight: torch.Tensor, bias, epilogue: str, algo, extra: tuple, check) -> tuple | None:

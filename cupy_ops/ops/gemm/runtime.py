@@ -34,6 +34,25 @@ def launch_steps(cache: dict, key, make) -> None:
         launch.launch_packed(h, grid, block, packed, smem)
 
 
+def packed_launcher(h, grid, block, smem: int, cluster, args_of):
+    """``fn(a, b, c, epi)``: one launch of ``h`` with ``args_of(a, b, c, epi)``, packed once per
+    address set (the three tensors' and the epilogue's packed arguments, ``epi[2]``, which keep
+    a zero scale's sign): a GEMM launcher's call seen before is a lookup and the driver's launch.
+    For launchers bound to one signature (shapes, strides, dtypes: ``planner.launcher_for``)."""
+    by_address: dict[tuple, tuple] = {}
+
+    def run(a, b, c, epi):
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), epi[2])
+        packed = by_address.get(key)
+        if packed is None:
+            if len(by_address) >= PACKED_SETS_PER_LAUNCHER:
+                by_address.clear()
+            packed = by_address[key] = h.packed(*args_of(a, b, c, epi))
+        launch.launch_packed(h, grid, block, packed, smem, cluster)
+
+    return run
+
+
 def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
     """One ``Kernel`` per kernel name in ``variants`` (``{source file: [name expressions]}``),
     with every variant registered for the offline check; files ``*_sm90a.cu`` are built for

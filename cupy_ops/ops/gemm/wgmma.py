@@ -13,7 +13,7 @@ import dataclasses
 
 import torch
 
-from ... import launch, occupancy
+from ... import launch
 from ...dtypes import CUDA_NAMES
 from ...kernel.types import template_arg
 from . import geometry, tables, tma
@@ -32,9 +32,9 @@ from .common import (
     split,
     tiled_sizes,
 )
-from .hopper import WGMMA, run_hopper, swaps
+from .hopper import WGMMA, launch_grid, run_hopper, swaps
 from .hopper import launcher as hopper_launcher
-from .runtime import SM90A, declare, handle, prepare
+from .runtime import SM90A, declare, handle, packed_launcher, prepare
 
 NAME = WGMMA  # named with the runner, which tells its kernel from tf32x3's
 
@@ -386,13 +386,15 @@ def variants() -> dict[str, list[str]]:
 KERNELS = declare(variants())
 
 
-def run_batched(p: GemmPlan, a, b, c, epi: tuple) -> None:
-    """A batched plan: a (B, M, K), b (B, K, N) views in the plan's layouts, c (B, M, N)
-    contiguous. An operand with one entry, or a broadcast one (batch stride 0), is a map one
-    matrix deep read at entry 0."""
+def _batched_args(p: GemmPlan, a, b, c, epi: tuple) -> tuple:
+    """The batched kernel's arguments for a (B, M, K), b (B, K, N) views in the plan's layouts
+    and c (B, M, N) contiguous, and what must live until the launch (a copied b, or None). An
+    operand with one entry, or a broadcast one (batch stride 0), is a map one matrix deep read
+    at entry 0."""
     B, M, K = a.shape
     N = b.shape[2]
     a_bc, b_bc = B == 1 or a.stride(0) == 0, B == 1 or b.stride(0) == 0
+    keep = None
     a_map = tma.tensor_map_at(
         a.data_ptr(),
         a.dtype,
@@ -417,7 +419,7 @@ def run_batched(p: GemmPlan, a, b, c, epi: tuple) -> None:
             depth_stride=K * p.b.ld if b_bc else b.stride(0),
         )
     elif p.b.prep == "k-major copy":  # B^T of every entry (of entry 0 where broadcast), K-major, padded
-        bt = prepare((b[:1] if b_bc else b).transpose(1, 2), p.b)
+        keep = bt = prepare((b[:1] if b_bc else b).transpose(1, 2), p.b)
         b_map = tma.tensor_map_at(
             bt.data_ptr(), b.dtype, K, N, p.b.ld, p.bk, p.tile[1], depth=bt.shape[0], depth_stride=N * p.b.ld
         )
@@ -433,17 +435,26 @@ def run_batched(p: GemmPlan, a, b, c, epi: tuple) -> None:
             depth=1 if b_bc else B,
             depth_stride=N * p.b.ld if b_bc else b.stride(0),
         )
+    return (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, *epi), keep
+
+
+def run_batched(p: GemmPlan, a, b, c, epi: tuple) -> None:
+    """A batched plan (``_batched_args``' operands): its maps encoded and launched."""
     h = handle(KERNELS, p.kernel, c.get_device())
-    grid = p.grid
-    if p.persistent:  # the CTAs that run at once (the kernel walks the tiles over them)
-        grid = (min(p.grid[0], max(occupancy.resident_clusters(h, 1, p.block, p.smem), 1)), 1, 1)
-    launch.launch(
-        h,
-        grid,
-        p.block,
-        (a_map, b_map, c.data_ptr(), M, N, K, p.group, B, int(a_bc) | int(b_bc) << 1, *epi),
-        p.smem,
-        p.cluster,
+    args, keep = _batched_args(p, a, b, c, epi)
+    launch.launch(h, launch_grid(h, p), p.block, args, p.smem, p.cluster)
+    del keep  # launched: the stream orders any reuse of this memory after the kernel
+
+
+def _batched_launcher(p: GemmPlan, device: int):
+    """``run_batched`` of plan ``p`` bound to ``device``: the kernel loaded and the grid lowered
+    once, the arguments (maps included) packed once per address set, as ``hopper.launcher``
+    does for one GEMM; a b copied on every call (``"k-major copy"``) runs ``run_batched``."""
+    if p.b.prep == "k-major copy":
+        return lambda a, b, c, epi: run_batched(p, a, b, c, epi)
+    h = handle(KERNELS, p.kernel, device)
+    return packed_launcher(
+        h, launch_grid(h, p), p.block, p.smem, p.cluster, lambda a, b, c, epi: _batched_args(p, a, b, c, epi)[0]
     )
 
 
@@ -457,5 +468,5 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
 def launcher(p: GemmPlan, device: int):
     """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``)."""
     if p.batch:
-        return lambda a, b, c, epi: run_batched(p, a, b, c, epi)
+        return _batched_launcher(p, device)
     return hopper_launcher(KERNELS, p, device)

@@ -14,7 +14,7 @@ from cupy_ops import checks
 from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import batch
 
-from conftest import HOPPER, assert_of_torchs_error_order
+from conftest import HOPPER, assert_bitwise_equal, assert_of_torchs_error_order
 from gemm_plans import A100, H100
 
 # (full_precision_reductions: torch sums 16-bit GEMMs in fp32 as ours do)
@@ -531,6 +531,54 @@ def test_batched_wgmma_kernel(cuda, dtype):
     b = t(3, 24, 16)
     assert cupy_ops.gemm_plan(a, b).mode == "loop"
     _close(cupy_ops.matmul(a, b), torch.matmul(a, b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "dtype, algo, sa, sb, bt",
+    [
+        (torch.bfloat16, "auto", (32, 64, 64), (32, 64, 64), False),  # bench.host's batch of 32
+        (torch.float16, "auto", (3, 200, 136), (3, 136, 72), False),  # off the tiles
+        (torch.bfloat16, "auto", (4, 96, 80), (4, 80, 24), True),  # b K-major (a transposed view)
+        (torch.float32, "simt", (5, 130, 67), (5, 67, 129), False),
+        (torch.float64, "auto", (3, 33, 20), (3, 20, 18), False),  # naive
+        (torch.float32, "fp16x3", (2, 128, 256), (2, 256, 128), False),  # a loop over the batch
+    ],
+    ids=str,
+)
+def test_a_bmm_signature_seen_before_reads_each_calls_own_values(cuda, monkeypatch, dtype, algo, sa, sb, bt):
+    """torch.bmm's case by signature (``gemm.product``: the checks and the plan once, a batched
+    kernel's arguments packed once per address set) gives, call after call, what the general
+    path gives bit for bit: new values at the same addresses, new tensors of the same
+    signature, a broadcast a of the same strides; a family that loops over the batch (fp16x3 /
+    tf32x3) is left to the general path."""
+    if dtype != torch.float64 and algo == "auto" and not HOPPER:
+        pytest.skip("the batched wgmma kernel runs on Hopper (compute capability 9.0)")
+    if algo == "fp16x3" and not HOPPER:
+        pytest.skip("fp16x3 runs on Hopper")
+    taken, product = [], gemm.product
+    monkeypatch.setattr(gemm, "product", lambda *a: taken.append(product(*a)) or taken[-1])
+    g = torch.Generator(device=cuda).manual_seed(sum(sa) + sum(sb))
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=cuda, generator=g).to(dtype)
+
+    a, b = rnd(*sa), (rnd(sb[0], sb[2], sb[1]).mT if bt else rnd(*sb))
+    for i in range(5):
+        if i in (1, 3):  # new values where the last call read
+            a.copy_(rnd(*sa))
+            b.copy_(rnd(*b.shape))
+        if i == 2:  # new tensors
+            a = rnd(*sa)
+        if i == 4:  # a broadcast entry where each entry had its own: another signature
+            a = rnd(1, *sa[1:]).expand(sa)
+        got = cupy_ops.matmul(a, b, algo=algo)
+        assert (taken.pop() is not None) == (algo != "fp16x3"), i
+        with monkeypatch.context() as m:
+            m.setattr(gemm, "product", lambda *a: None)
+            want = cupy_ops.matmul(a, b, algo=algo)
+        assert_bitwise_equal(got, want)
+        _close(got, torch.matmul(a, b))
 
 
 @pytest.mark.gpu

@@ -326,6 +326,40 @@ def test_a_layer_signature_is_checked_once_and_anything_it_reads_makes_a_new_one
     planner.clear()
 
 
+def test_a_product_signature_is_checked_once_and_a_bmm_takes_it_where_its_batch_is_in_the_grid(monkeypatch):
+    """``gemm.product``: a 2-D or torch.bmm (3-D, one batch of more than one entry) signature
+    seen before runs no check and takes its launcher into a new output of the checked shape; a
+    batch the family loops over (its plan's ``batch`` 0), an empty output, other ranks, batches
+    that differ or broadcast and an unhashable algo are left to the general path (None), the
+    first two checked once. CPU tensors, the plan and the launcher stubbed."""
+    from cupy_ops.ops.gemm import planner
+
+    ran, checked = [], []
+    monkeypatch.setattr(planner, "launcher_for", lambda a, b, e, algo: lambda *args: ran.append(args[2].shape))
+    batched = {"auto": 1, "accurate": 0}  # the stub's plan: a batched kernel, or a loop over the batch
+    monkeypatch.setattr(planner, "plan_for", lambda a, b, e, algo: type("P", (), {"batch": batched[algo] * a.shape[0]}))
+    planner.clear()
+
+    def check(a, b, algo, algos):
+        checked.append(1)
+        return torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+
+    def product(a, b, algo="auto"):
+        return planner.product(a, b, algo, check)
+
+    a, b = torch.randn(4, 6, 8), torch.randn(4, 8, 5)
+    for _ in range(2):
+        assert product(a, b).shape == (4, 6, 5) and product(a[0], b[0]).shape == (6, 5)
+    assert len(checked) == 2 and ran == [(4, 6, 5), (6, 5)] * 2
+    for _ in range(2):  # looped over, empty: checked once, the general path's
+        assert product(a, b, "accurate") is None and product(a[:, :0], b) is None
+    assert len(checked) == 4
+    for x, y in [(a, b[0]), (a[0], b), (a[:2], b), (a[:1], b[:1]), (a.unsqueeze(0), b.unsqueeze(0))]:
+        assert product(x, y) is None, (x.shape, y.shape)  # folded, 2-D with a batch, one entry, 4-D
+    assert product(a, b, ["auto"]) is None and len(checked) == 4
+    planner.clear()
+
+
 @pytest.mark.parametrize("with_start", [False, True], ids=["launcher", "start, then finish"])
 @pytest.mark.parametrize("fold", [False, True], ids=["2-D x", "3-D x folded"])
 def test_a_layers_entry_runs_into_a_new_output(fold, with_start):
