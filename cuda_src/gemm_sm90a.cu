@@ -42,6 +42,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
       &a_map, &b_map, nullptr, c, N, (i64)M * N, M, N, K, K, group, Epilogue<T, EPI>(epi_bias, epi_scale, epi_args), batch, bcast);
 }
 
+// The same for TF32 with row-major B entries, as gemm_wgmma_swap computes one (C^T = B^T A^T):
+// b_map B's entries (K, N) row-major in boxes of 32 x 32, a_map A's (M, K) as the K-major side,
+// both 3-D (bcast bit 0 / 1: B / A broadcast); C's entries stored transposed by the threads.
+template <int BN, class EPI>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_wgmma_batched_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map, u32* c,
+                            int M, int N, int K, int group, int batch, int bcast, const void* epi_bias, double epi_scale,
+    const __grid_constant__ EpiArgs epi_args) {
+  gemm_wgmma_tiles<float, false, BN, 1, float, Epilogue<float, EPI>, true, false, false, true>(
+      &b_map, &a_map, nullptr, c, N, (i64)M * N, N, M, K, K, group, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args),
+      batch, bcast);
+}
+
 // The same for outputs too small to fill the GPU with 128 x 128 tiles: WG_KSPLIT_BM (64) x BN
 // tiles, the two consumer warpgroups each over half of every k-tile, summed in shared memory
 // (gemm_wgmma_tiles KSPLIT); a_map's boxes are WG_KSPLIT_BM rows. The grid: the tiles.

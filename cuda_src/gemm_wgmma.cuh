@@ -641,10 +641,10 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
 // computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups).
-// BATCHED (CM = 1, not SWAP / KSPLIT / SINGLE; the threads' stores): `batch` products, z the
-// entry instead of a K slice (each over the whole K): amap and bmap are 3-D (the entry their
-// outermost coordinate; `bcast` bit 0 / 1: A / B is one matrix for every entry, read at 0), C's
-// entries slice_stride apart.
+// BATCHED (CM = 1, not KSPLIT / SINGLE; the threads' stores, transposed with SWAP): `batch`
+// products, z the entry instead of a K slice (each over the whole K): amap and bmap are 3-D (the
+// entry their outermost coordinate; `bcast` bit 0 / 1: the kernel's A / B is one matrix for every
+// entry, read at 0), C's entries slice_stride apart.
 //
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false,
           bool SINGLE = false, bool BATCHED = false>
@@ -660,7 +660,7 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
   static_assert(!KSPLIT || (CM == 1 && !SWAP && (WgCfg<T>::BK / WgCfg<T>::KSTEP) % 2 == 0),
                 "KSPLIT: single CTAs, operands as they are, an even number of k-steps per k-tile");
   static_assert(!SINGLE || (CM == 1 && !SWAP && !KSPLIT), "SINGLE: single CTAs, operands as they are");
-  static_assert(!BATCHED || (CM == 1 && !SWAP && !KSPLIT && !SINGLE), "BATCHED: single CTAs, the plain tile loop");
+  static_assert(!BATCHED || (CM == 1 && !KSPLIT && !SINGLE), "BATCHED: single CTAs, the plain or swapped tile loop");
   constexpr bool ONE = KSPLIT || SINGLE;   // one unit per CTA: the epilogue staged in the ring
   constexpr int BM = KSPLIT ? WG_KSPLIT_BM : WG_BM, A_BYTES = BM * 128;   // the tile's rows, its A tile's bytes
   constexpr int BK = WgCfg<T>::BK, KSTEP = WgCfg<T>::KSTEP;
@@ -729,8 +729,10 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
           if constexpr (SWAP) {
             // B^T's tile N-major: 4 boxes of 32 columns of C (128 bytes) x 32 values of K
 #pragma unroll
-            for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i)
-              tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full);
+            for (int i = 0; i < WG_BM / WG_SWAP_BOX; ++i) {
+              if constexpr (BATCHED) tma_load_3d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, bcast & 1 ? 0 : z, full);
+              else tma_load_2d(a_dst + i * WG_SWAP_BOX_BYTES, amap, m0 + WG_SWAP_BOX * i, k, full);
+            }
           } else if constexpr (BATCHED) {
             tma_load_3d(a_dst, amap, k, m0, bcast & 1 ? 0 : z, full);
           } else {
@@ -822,8 +824,11 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         wgmma_wait<0>();
         acc_fence<BN / 2>(acc);
         release_stage<CM>(bars + 8 * (STAGES + prev), lane);
-        wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi, rows,
-                                    rowp);
+        if constexpr (BATCHED)   // (entry z's C^T: kernel rows are its columns; no 3-D store map)
+          wg_store_tile_t<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, lane, rows.nloc, epi);
+        else
+          wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi,
+                                      rows, rowp);
       } else {
         const u32 buf = epi_buf + (c * 4 + warp) * 4096;
         EpiShare<BN, typename Epi::Col> sh;   // loaded while the last k-tile's wgmmas run

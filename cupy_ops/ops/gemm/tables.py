@@ -42,11 +42,11 @@ WG_KSPLIT_MAX_KTILES = 32
 # ... and there, 16-bit outputs of more than WG_KSPLIT_BM rows with K of at most this many
 # k-tiles take one 128 x 64 tile per CTA instead (docs/gemm.md#one-tile-per-cta).
 WG_SINGLE_MAX_KTILES = 24
-# TF32 with a row-major b over a batch: b copied K-major once and the batched kernel for entries of
-# at most this many multiply-adds (M N K); above, one swapped 2-D GEMM per entry, each filling the
-# GPU (H100, fcfcfc1: 32 x (1024x128x1024) 0.14x -> 0.70x torch copied; 8 x 2048^3 1.03x in a
-# loop, 0.66x copied)
-WG_BATCH_COPY_MAX_WORK = 2**30
+# TF32 with a row-major b over a batch: the batched swapped kernel (C^T = B^T A^T entry by entry;
+# before it, b copied K-major once) for entries of at most this many multiply-adds (M N K); above,
+# one swapped 2-D GEMM per entry, each filling the GPU (H100, fcfcfc1: 32 x (1024x128x1024) 0.14x
+# -> 0.70x torch copied; 8 x 2048^3 1.03x in a loop, 0.66x copied)
+WG_BATCH_MAX_WORK = 2**30
 
 # --- fp32 accuracy on the tensor cores -------------------------------------------------------
 X3_SPLIT_MAX_WAVES = 0.5  # tf32x3 / fp16x3 split K up to half a wave (docs/gemm.md#tf32x3)

@@ -291,21 +291,18 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 / 256 and
     ``persistent``), the entry the outermost
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
-    threads' stores. For matmuls (no epilogue) whose a the 2-D plan reads in place (a b it swaps,
-    TF32 with a row-major b, or copies: copied K-major in one pass for entries of at most
-    WG_BATCH_COPY_MAX_WORK multiply-adds, unless ``swap=True``) and whose entries keep 16-byte alignment
-    and do not interleave (each a whole matrix past the last, or all one); None (one GEMM per
-    entry) otherwise."""
+    threads' stores. For matmuls (no epilogue) whose a the 2-D plan reads in place, whose entries
+    keep 16-byte alignment and do not interleave (each a whole matrix past the last, or all
+    one), and whose b it reads in place or, for entries of at most WG_BATCH_MAX_WORK
+    multiply-adds, swaps (TF32 with a row-major b: ``gemm_wgmma_batched_swap``, C^T = B^T A^T
+    entry by entry) or copies (copied K-major in one pass); None (one GEMM per entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
-    # a b the 2-D plan swaps (TF32 with a row-major b; there is no batched swapped kernel) or
-    # copies: copied once into K-major entries (B^T, rows padded to 16 bytes), then the batched kernel
-    copy_b = (
-        (p.swap and not ov.swap) or p.b.prep in ("transpose", "k-major copy")
-    ) and M * N * K <= tables.WG_BATCH_COPY_MAX_WORK
+    small = M * N * K <= tables.WG_BATCH_MAX_WORK
+    copy_b = p.b.prep in ("transpose", "k-major copy") and not p.swap and small
     if (
         p.family != NAME
-        or (p.swap and not copy_b)
+        or (p.swap and not small)
         or epi != "EpiNone"
         or p.a.prep != "as is"
         or not (copy_b or p.b.prep in ("as is", "n-major"))
@@ -318,25 +315,28 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     b_extent = K * pb.ld if pb.prep == "n-major" else N * pb.ld
     if not (sa == 0 or sa >= M * p.a.ld) or not (copy_b or sb == 0 or sb >= b_extent):
         return None
-    rows = cdiv(M, geometry.WG_BM)
     if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
         raise ValueError(
             "the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
             "a cluster, the threads' stores)"
         )
-    bn = ov.tile_n or (256 if rows * cdiv(N, 256) * batch >= tables.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
-    units = rows * cdiv(N, bn) * batch
+    # the kernel's tiles: C^T's where swapped (its rows over N, its columns over M)
+    rows, cols = (cdiv(N, geometry.WG_BM), M) if p.swap else (cdiv(M, geometry.WG_BM), N)
+    bn = ov.tile_n or (256 if rows * cdiv(cols, 256) * batch >= tables.WGMMA_WIDE_MIN_WAVES * dev.sm_count else 128)
+    units = rows * cdiv(cols, bn) * batch
     if units > geometry.INT32_MAX:
         return None
     # more tiles than a wave: a persistent grid walks them (H200, bf16 32 x (1024x128x1024),
     # 1024 tiles: 0.0313 ms against 0.0448 with one CTA a tile; torch.bmm 0.0293)
     persistent = units > dev.sm_count if ov.persistent is None else bool(ov.persistent)
-    # the 2-D plan's element type: bf16, f16 or float (the swapped kernel's is float)
-    T = "float" if p.swap else p.kernel.split("<")[1].split(",")[0]
-    n_major = pb.prep == "n-major"
+    if p.swap:
+        kernel = f"gemm_wgmma_batched_swap<{bn}, {epi}>"
+    else:
+        T = p.kernel.split("<")[1].split(",")[0]  # the 2-D plan's element type: bf16, f16 or float
+        kernel = f"gemm_wgmma_batched<{T}, {template_arg(pb.prep == 'n-major')}, {bn}, {epi}>"
     return GemmPlan(
         NAME,
-        f"gemm_wgmma_batched<{T}, {template_arg(n_major)}, {bn}, {epi}>",
+        kernel,
         SM90A,
         (min(units, dev.sm_count) if persistent else units, 1, 1),
         (geometry.WG_THREADS, 1, 1),
@@ -349,6 +349,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
         group=ov.group or tables.WG_GROUP,
         persistent=persistent,
         batch=batch,
+        swap=p.swap,
     )
 
 
@@ -359,6 +360,7 @@ def variants() -> dict[str, list[str]]:
         for n_major in ((False, True) if dt != torch.float32 else (False,))
         for bn in (128, 256)
     ]
+    exprs += [f"gemm_wgmma_batched_swap<{bn}, EpiNone>" for bn in (128, 256)]
     for dt in TENSOR_CORE_DTYPES:
         T = CUDA_NAMES[dt]
         for n_major in (False, True) if dt != torch.float32 else (False,):
@@ -394,18 +396,15 @@ def _batched_args(p: GemmPlan, a, b, c, epi: tuple) -> tuple:
     B, M, K = a.shape
     N = b.shape[2]
     a_bc, b_bc = B == 1 or a.stride(0) == 0, B == 1 or b.stride(0) == 0
+    a_depth = dict(depth=1 if a_bc else B, depth_stride=M * p.a.ld if a_bc else a.stride(0))
+    # A K-major, boxes of bk x the tile's rows (swapped: A is the kernel's B side, its columns)
+    a_map = tma.tensor_map_at(a.data_ptr(), a.dtype, K, M, p.a.ld, p.bk, p.tile[1 if p.swap else 0], **a_depth)
     keep = None
-    a_map = tma.tensor_map_at(
-        a.data_ptr(),
-        a.dtype,
-        K,
-        M,
-        p.a.ld,
-        p.bk,
-        p.tile[0],
-        depth=1 if a_bc else B,
-        depth_stride=M * p.a.ld if a_bc else a.stride(0),
-    )
+    if p.swap:  # C^T = B^T A^T: B (K, N) row-major, the kernel's A side, in boxes of WG_SWAP_BOX x WG_SWAP_BOX
+        box = geometry.WG_SWAP_BOX
+        b_depth = dict(depth=1 if b_bc else B, depth_stride=K * p.b.ld if b_bc else b.stride(0))
+        b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, box, box, **b_depth)
+        return (b_map, a_map, c.data_ptr(), M, N, K, p.group, B, int(b_bc) | int(a_bc) << 1, *epi), keep
     if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
         b_map = tma.tensor_map_at(
             b.data_ptr(),

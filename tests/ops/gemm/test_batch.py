@@ -322,10 +322,15 @@ def test_plans_of_a_batch_by_family():
     assert p.kernel == "gemm_tc_batched<bf16, EpiNone>" and p.grid == (1, 1, 4)
     p = _plan(4, 128, 64, 128, torch.float32, H100, b_kmajor=True, tf32=True)  # TF32, K-major b
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>"
-    p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True)  # TF32, row-major b: copied
+    for ov in ({}, {"swap": True}):  # TF32, row-major b: swapped, C^T = B^T A^T entry by entry
+        p = _plan(4, 128, 64, 96, torch.float32, H100, tf32=True, **ov)
+        assert p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>" and p.swap and p.batch == 4
+        assert p.b.prep == "n-major" and p.b.ld == 96 and p.grid == (4, 1, 1)  # C^T's tiles: 1 x 1 an entry
+    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, sb=64 * 128 + 1).batch == 0  # entries off 16 bytes
+    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, sb=128).batch == 0  # entries interleaved
+    p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=False)  # not swapped: b copied K-major
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>" and p.b.prep == "k-major copy"
-    assert p.b.ld == 64
-    assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=True).batch == 0  # swap=True: a loop
+    assert p.b.ld == 64 and not p.swap
     assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True).batch == 0  # entries that fill the GPU
     # "accurate": small entries on simt's batched kernel (the x3 families loop), large ones fp16x3
     assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="accurate").kernel.startswith("gemm_simt_batched<")
@@ -542,6 +547,7 @@ def test_batched_wgmma_kernel(cuda, dtype):
         (torch.float16, "auto", (3, 200, 136), (3, 136, 72), False),  # off the tiles
         (torch.bfloat16, "auto", (4, 96, 80), (4, 80, 24), True),  # b K-major (a transposed view)
         (torch.float32, "simt", (5, 130, 67), (5, 67, 129), False),
+        (torch.float32, "wgmma", (4, 96, 64), (4, 64, 160), False),  # TF32, swapped entry by entry
         (torch.float64, "auto", (3, 33, 20), (3, 20, 18), False),  # naive
         (torch.float32, "fp16x3", (2, 128, 256), (2, 256, 128), False),  # a loop over the batch
     ],
@@ -587,7 +593,9 @@ def test_a_bmm_signature_seen_before_reads_each_calls_own_values(cuda, monkeypat
 def test_batched_tc_and_tf32_kernels(cuda):
     """gemm_tc_batched (algo="tc", K-major b: a transposed view, read in place) and the batched
     wgmma kernel on TF32 (torch's TF32 switch on, K-major b), against torch under the same
-    switch; a row-major b with TF32 copied K-major once (a broadcast one: its one entry)."""
+    switch; a row-major b with TF32 swapped entry by entry (gemm_wgmma_batched_swap: sizes off
+    the tiles, a broadcast b or a, 256-wide tiles past half a wave, a persistent walk), or copied
+    K-major once where its rows are not 16-byte multiples."""
 
     def t(*shape, dtype=torch.bfloat16):
         return torch.randn(shape, device=cuda, dtype=dtype)
@@ -611,17 +619,21 @@ def test_batched_tc_and_tf32_kernels(cuda):
         assert p.mode == "batched" and p.kernel.startswith("gemm_wgmma_batched<float"), str(p)
         # both TF32: torch's own tests compare TF32 GEMMs at 5e-3 (tf32_on_and_off(0.005))
         torch.testing.assert_close(cupy_ops.matmul(a, b), torch.matmul(a, b), atol=5e-3, rtol=5e-3)
-        for bb in (
-            b.contiguous(),
-            t(1, 72, 136, dtype=torch.float32).expand(3, 72, 136),
-            t(3, 72, 70, dtype=torch.float32),
-        ):
-            p = cupy_ops.gemm_plan(a, bb)
-            assert p.mode == "batched" and p.b.prep == "k-major copy", str(p)
+        f32 = torch.float32
+        cases = [
+            (a, b.contiguous(), "gemm_wgmma_batched_swap<128,"),
+            (a, t(1, 72, 136, dtype=f32).expand(3, 72, 136), "gemm_wgmma_batched_swap<128,"),  # b broadcast
+            (t(1, 200, 72, dtype=f32).expand(3, 200, 72), b.contiguous(), "gemm_wgmma_batched_swap<128,"),  # a bcast
+            (t(6, 130, 40, dtype=f32), t(6, 40, 300, dtype=f32), "gemm_wgmma_batched_swap<"),  # M, N, K off the tiles
+            (t(40, 256, 64, dtype=f32), t(40, 64, 512, dtype=f32), "gemm_wgmma_batched_swap<256,"),  # persistent
+            (a, t(3, 72, 70, dtype=f32), "gemm_wgmma_batched<float"),  # rows of 70 values: b copied K-major
+        ]
+        for x, bb, kernel in cases:
+            p = cupy_ops.gemm_plan(x, bb)
+            assert p.mode == "batched" and p.kernel.startswith(kernel), str(p)
             # both TF32, summed in other orders: of torch's error order against fp64
-            assert_of_torchs_error_order(
-                cupy_ops.matmul(a, bb), torch.matmul(a, bb), a.double() @ bb.double(), "TF32, b copied K-major"
-            )
+            assert_of_torchs_error_order(cupy_ops.matmul(x, bb), torch.matmul(x, bb), x.double() @ bb.double(), str(p))
+        assert cupy_ops.gemm_plan(*cases[4][:2]).persistent
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
 
