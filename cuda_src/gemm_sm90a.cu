@@ -44,14 +44,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 
 // The same for TF32 with row-major B entries, as gemm_wgmma_swap computes one (C^T = B^T A^T):
 // b_map B's entries (K, N) row-major in boxes of 32 x 32, a_map A's (M, K) as the K-major side,
-// both 3-D (bcast bit 0 / 1: B / A broadcast); C's entries stored transposed by the threads.
+// both 3-D (bcast bit 0 / 1: B / A broadcast); c_map C's entries (M, N) in boxes of 32 x 32,
+// 3-D as well, stored through the TMA as gemm_wgmma_swap stores one.
 template <int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1)
-    gemm_wgmma_batched_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map, u32* c,
-                            int M, int N, int K, int group, int batch, int bcast, const void* epi_bias, double epi_scale,
+    gemm_wgmma_batched_swap(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap a_map,
+                            const __grid_constant__ TmaMap c_map, int M, int N, int K, int group, int batch, int bcast,
+                            const void* epi_bias, double epi_scale,
     const __grid_constant__ EpiArgs epi_args) {
   gemm_wgmma_tiles<float, false, BN, 1, float, Epilogue<float, EPI>, true, false, false, true>(
-      &b_map, &a_map, nullptr, c, N, (i64)M * N, N, M, K, K, group, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args),
+      &b_map, &a_map, &c_map, nullptr, N, 0, N, M, K, K, group, Epilogue<float, EPI>(epi_bias, epi_scale, epi_args),
       batch, bcast);
 }
 

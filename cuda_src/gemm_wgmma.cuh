@@ -322,6 +322,11 @@ __device__ __forceinline__ void tma_store_2d(const TmaMap* map, u32 src, int c0,
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
 }
+// The same to a 3-D map's box at (c0, c1) of matrix c2 (a batch), one deep.
+__device__ __forceinline__ void tma_store_3d(const TmaMap* map, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+               ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // The issuing thread's committed stores, all but the latest `PENDING` groups, have read their
 // shared memory (it may be rewritten).
@@ -445,11 +450,12 @@ __device__ __forceinline__ void warpgroup_sync(int c) {
 // them to the TMA, which clips what lies past M and N. A buffer is rewritten once the TMA has
 // read it (the issuer waits for all but the latest round, then the warpgroup syncs); the
 // writes are two-way bank conflicted (the fragment's g / 4 and t / 2 select the same swizzle
-// bit), 32 wavefronts a round.
+// bit), 32 wavefronts a round. z >= 0: cmap is 3-D (a batch), the tile is matrix z's.
 template <int BN, class Epi>
 __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const TmaMap* cmap, int n0, int m0, int c,
                                                        int warp, int lane, u32 buf, const Epi& epi,
-                                                       const SwapRows& rows, const typename Epi::Col (&rowp)[2]) {
+                                                       const SwapRows& rows, const typename Epi::Col (&rowp)[2],
+                                                       int z = -1) {
   static_assert(BN % 64 == 0, "whole pairs of rounds (the buffers alternate; a tile leaves the first one next)");
   static_assert(WG_EPI_BYTES / 2 == 2 * 2 * WG_SWAP_BOX_BYTES, "two rounds' buffers per consumer warpgroup");
   const int t = lane & 3;
@@ -478,8 +484,13 @@ __device__ __forceinline__ void wg_store_tile_tma_swap(const float* acc, const T
     fence_proxy_async();
     warpgroup_sync(c);
     if (issuer) {
-      tma_store_2d(cmap, b, n0, m0 + WG_SWAP_BOX * r);
-      tma_store_2d(cmap, b + WG_SWAP_BOX_BYTES, n0 + WG_SWAP_BOX, m0 + WG_SWAP_BOX * r);
+      if (z >= 0) {
+        tma_store_3d(cmap, b, n0, m0 + WG_SWAP_BOX * r, z);
+        tma_store_3d(cmap, b + WG_SWAP_BOX_BYTES, n0 + WG_SWAP_BOX, m0 + WG_SWAP_BOX * r, z);
+      } else {
+        tma_store_2d(cmap, b, n0, m0 + WG_SWAP_BOX * r);
+        tma_store_2d(cmap, b + WG_SWAP_BOX_BYTES, n0 + WG_SWAP_BOX, m0 + WG_SWAP_BOX * r);
+      }
       bulk_commit();
     }
   }
@@ -641,10 +652,10 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
 // computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups).
-// BATCHED (CM = 1, not KSPLIT / SINGLE; the threads' stores, transposed with SWAP): `batch`
-// products, z the entry instead of a K slice (each over the whole K): amap and bmap are 3-D (the
-// entry their outermost coordinate; `bcast` bit 0 / 1: the kernel's A / B is one matrix for every
-// entry, read at 0), C's entries slice_stride apart.
+// BATCHED (CM = 1, not KSPLIT / SINGLE; the threads' stores, or with SWAP the TMA's through a
+// 3-D cmap): `batch` products, z the entry instead of a K slice (each over the whole K): amap and
+// bmap are 3-D (the entry their outermost coordinate; `bcast` bit 0 / 1: the kernel's A / B is one
+// matrix for every entry, read at 0), C's entries slice_stride apart.
 //
 template <class T, bool B_NMAJOR, int BN, int CM, class Out, class Epi, bool SWAP = false, bool KSPLIT = false,
           bool SINGLE = false, bool BATCHED = false>
@@ -824,11 +835,8 @@ __device__ __forceinline__ void gemm_wgmma_tiles(const TmaMap* amap, const TmaMa
         wgmma_wait<0>();
         acc_fence<BN / 2>(acc);
         release_stage<CM>(bars + 8 * (STAGES + prev), lane);
-        if constexpr (BATCHED)   // (entry z's C^T: kernel rows are its columns; no 3-D store map)
-          wg_store_tile_t<Out, BN>(acc, C + z * slice_stride, ldc, M, N, m0 + c * 64, n0, lane, rows.nloc, epi);
-        else
-          wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi,
-                                      rows, rowp);
+        wg_store_tile_tma_swap<BN>(acc, cmap, m0 + c * 64, n0, c, warp, lane, epi_buf + c * (WG_EPI_BYTES / 2), epi, rows,
+                                    rowp, BATCHED ? z : -1);
       } else {
         const u32 buf = epi_buf + (c * 4 + warp) * 4096;
         EpiShare<BN, typename Epi::Col> sh;   // loaded while the last k-tile's wgmmas run

@@ -295,7 +295,8 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     keep 16-byte alignment and do not interleave (each a whole matrix past the last, or all
     one), and whose b it reads in place or, for entries of at most WG_BATCH_MAX_WORK
     multiply-adds, swaps (TF32 with a row-major b: ``gemm_wgmma_batched_swap``, C^T = B^T A^T
-    entry by entry) or copies (copied K-major in one pass); None (one GEMM per entry) otherwise."""
+    entry by entry, stored through the TMA) or copies (copied K-major in one pass); None (one GEMM
+    per entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
     small = M * N * K <= tables.WG_BATCH_MAX_WORK
@@ -348,6 +349,7 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
         bk=p.bk,
         group=ov.group or tables.WG_GROUP,
         persistent=persistent,
+        tma_store=p.swap,
         batch=batch,
         swap=p.swap,
     )
@@ -404,7 +406,9 @@ def _batched_args(p: GemmPlan, a, b, c, epi: tuple) -> tuple:
         box = geometry.WG_SWAP_BOX
         b_depth = dict(depth=1 if b_bc else B, depth_stride=K * p.b.ld if b_bc else b.stride(0))
         b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, K, p.b.ld, box, box, **b_depth)
-        return (b_map, a_map, c.data_ptr(), M, N, K, p.group, B, int(b_bc) | int(a_bc) << 1, *epi), keep
+        # C's entries, stored through the TMA in boxes of C^T's tiles (as hopper.c_map's)
+        c_map = tma.tensor_map_at(c.data_ptr(), c.dtype, N, M, N, box, box, exact=True, depth=B, depth_stride=M * N)
+        return (b_map, a_map, c_map, M, N, K, p.group, B, int(b_bc) | int(a_bc) << 1, *epi), keep
     if p.b.prep == "n-major":  # boxes of 64 columns (128 bytes) x bk rows of K
         b_map = tma.tensor_map_at(
             b.data_ptr(),

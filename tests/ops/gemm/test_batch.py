@@ -324,7 +324,7 @@ def test_plans_of_a_batch_by_family():
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>"
     for ov in ({}, {"swap": True}):  # TF32, row-major b: swapped, C^T = B^T A^T entry by entry
         p = _plan(4, 128, 64, 96, torch.float32, H100, tf32=True, **ov)
-        assert p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>" and p.swap and p.batch == 4
+        assert p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>" and p.swap and p.tma_store and p.batch == 4
         assert p.b.prep == "n-major" and p.b.ld == 96 and p.grid == (4, 1, 1)  # C^T's tiles: 1 x 1 an entry
     assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, sb=64 * 128 + 1).batch == 0  # entries off 16 bytes
     assert _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, sb=128).batch == 0  # entries interleaved
