@@ -42,10 +42,11 @@ WG_KSPLIT_MAX_KTILES = 32
 # ... and there, 16-bit outputs of more than WG_KSPLIT_BM rows with K of at most this many
 # k-tiles take one 128 x 64 tile per CTA instead (docs/gemm.md#one-tile-per-cta).
 WG_SINGLE_MAX_KTILES = 24
-# TF32 with a row-major b over a batch: the batched swapped kernel (C^T = B^T A^T entry by entry;
-# before it, b copied K-major once) for entries of at most this many multiply-adds (M N K); above,
-# one swapped 2-D GEMM per entry, each filling the GPU (H100, fcfcfc1: 32 x (1024x128x1024) 0.14x
-# -> 0.70x torch copied; 8 x 2048^3 1.03x in a loop, 0.66x copied)
+# A b the batched kernel would copy K-major first: copied for entries of at most this many
+# multiply-adds (M N K), above one 2-D GEMM per entry (H100, fcfcfc1: 32 x (1024x128x1024) 0.14x
+# -> 0.70x torch copied; 8 x 2048^3 1.03x in a loop, 0.66x copied). TF32 with a row-major b is
+# swapped entry by entry instead at any size (H200, d7f1399: 32 x (1024x128x1024) 1.13x torch,
+# 0.71x copied; 16 x (2048x512x2048) 0.93x, 0.70x as a loop of 2-D swapped GEMMs).
 WG_BATCH_MAX_WORK = 2**30
 
 # --- fp32 accuracy on the tensor cores -------------------------------------------------------

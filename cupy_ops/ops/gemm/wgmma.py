@@ -293,17 +293,15 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
     threads' stores. For matmuls (no epilogue) whose a the 2-D plan reads in place, whose entries
     keep 16-byte alignment and do not interleave (each a whole matrix past the last, or all
-    one), and whose b it reads in place or, for entries of at most WG_BATCH_MAX_WORK
-    multiply-adds, swaps (TF32 with a row-major b: ``gemm_wgmma_batched_swap``, C^T = B^T A^T
-    entry by entry, stored through the TMA) or copies (copied K-major in one pass); None (one GEMM
-    per entry) otherwise."""
+    one), and whose b it reads in place, swaps (TF32 with a row-major b: ``gemm_wgmma_batched_swap``,
+    C^T = B^T A^T entry by entry, stored through the TMA) or, for entries of at most
+    WG_BATCH_MAX_WORK multiply-adds, copies (copied K-major in one pass); None (one GEMM per
+    entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
-    small = M * N * K <= tables.WG_BATCH_MAX_WORK
-    copy_b = p.b.prep in ("transpose", "k-major copy") and not p.swap and small
+    copy_b = p.b.prep in ("transpose", "k-major copy") and not p.swap and M * N * K <= tables.WG_BATCH_MAX_WORK
     if (
         p.family != NAME
-        or (p.swap and not small)
         or epi != "EpiNone"
         or p.a.prep != "as is"
         or not (copy_b or p.b.prep in ("as is", "n-major"))

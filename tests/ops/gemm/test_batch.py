@@ -331,7 +331,9 @@ def test_plans_of_a_batch_by_family():
     p = _plan(4, 128, 64, 128, torch.float32, H100, tf32=True, swap=False)  # not swapped: b copied K-major
     assert p.kernel == "gemm_wgmma_batched<float, false, 128, EpiNone>" and p.b.prep == "k-major copy"
     assert p.b.ld == 64 and not p.swap
-    assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True).batch == 0  # entries that fill the GPU
+    p = _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True)  # swapped at any size
+    assert p.kernel == "gemm_wgmma_batched_swap<256, EpiNone>" and p.persistent and p.batch == 8
+    assert _plan(8, 2048, 2048, 2048, torch.float32, H100, tf32=True, swap=False).batch == 0  # not copied: a loop
     # "accurate": small entries on simt's batched kernel (the x3 families loop), large ones fp16x3
     assert _plan(32, 1024, 128, 1024, torch.float32, H100, algo="accurate").kernel.startswith("gemm_simt_batched<")
     p = _plan(8, 2048, 2048, 2048, torch.float32, H100, algo="accurate")
