@@ -45,7 +45,7 @@ WG_SINGLE_MAX_KTILES = 24
 # A b the batched kernel would copy K-major first: copied for entries of at most this many
 # multiply-adds (M N K), above one 2-D GEMM per entry (H100, fcfcfc1: 32 x (1024x128x1024) 0.14x
 # -> 0.70x torch copied; 8 x 2048^3 1.03x in a loop, 0.66x copied). TF32 with a row-major b is
-# swapped entry by entry instead at any size (H200, d7f1399: 32 x (1024x128x1024) 1.13x torch,
+# swapped entry by entry instead at any size (H200, d7f1399, 8da2dcb: 32 x (1024x128x1024) 1.13x torch,
 # 0.71x copied; 16 x (2048x512x2048) 0.93x, 0.70x as a loop of 2-D swapped GEMMs).
 WG_BATCH_MAX_WORK = 2**30
 
