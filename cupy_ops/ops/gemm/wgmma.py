@@ -289,14 +289,13 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
     """``p`` (one entry's plan) over a batch: ``gemm_wgmma_batched``, one CTA per 128 x BN tile of
     every entry, or a persistent grid walking them where there are more than a wave of them (BN 256
     from half a wave of such tiles, as ``tile_n``; overrides ``tile_n`` 128 / 256 and
-    ``persistent``), the entry the outermost
-    coordinate of 3-D TMA maps of A and B (``sa`` / ``sb`` elements apart; 0: broadcast), the
-    threads' stores. For matmuls (no epilogue) whose a the 2-D plan reads in place, whose entries
-    keep 16-byte alignment and do not interleave (each a whole matrix past the last, or all
-    one), and whose b it reads in place, swaps (TF32 with a row-major b: ``gemm_wgmma_batched_swap``,
-    C^T = B^T A^T entry by entry, stored through the TMA) or, for entries of at most
-    WG_BATCH_MAX_WORK multiply-adds, copies (copied K-major in one pass); None (one GEMM per
-    entry) otherwise."""
+    ``persistent``), the entry the outermost coordinate of 3-D TMA maps of A and B (``sa`` /
+    ``sb`` elements apart; 0: broadcast), the threads' stores. For matmuls (no epilogue) whose a
+    the 2-D plan reads in place, whose entries keep 16-byte alignment and do not interleave (each
+    a whole matrix past the last, or all one), and whose b it reads in place, swaps (TF32 with a
+    row-major b: ``gemm_wgmma_batched_swap``, C^T = B^T A^T entry by entry, C stored through a 3-D
+    TMA map) or, for entries of at most WG_BATCH_MAX_WORK multiply-adds, copies (copied K-major
+    in one pass); None (one GEMM per entry) otherwise."""
     es = a.itemsize
     M, K, N = a.rows, a.cols, b.cols
     copy_b = p.b.prep in ("transpose", "k-major copy") and not p.swap and M * N * K <= tables.WG_BATCH_MAX_WORK
@@ -316,8 +315,8 @@ def batched(p: GemmPlan, a: Matrix, b: Matrix, sa: int, sb: int, batch: int, epi
         return None
     if ov.cluster not in (None, 1) or ov.tile_n == 64 or ov.ksplit or ov.single or ov.tma_store:
         raise ValueError(
-            "the batched kernel takes tile_n 128 or 256, persistent and group overrides only (one CTA "
-            "a cluster, the threads' stores)"
+            "the batched kernels take tile_n 128 or 256, persistent and group overrides only (one CTA "
+            "a cluster, their own stores: the threads', or the TMA's where swapped)"
         )
     # the kernel's tiles: C^T's where swapped (its rows over N, its columns over M)
     rows, cols = (cdiv(N, geometry.WG_BM), M) if p.swap else (cdiv(M, geometry.WG_BM), N)

@@ -347,7 +347,7 @@ def test_plans_of_a_batch_by_family():
     # the batched wgmma kernel's overrides: width and the persistent grid
     p = _plan(32, 1024, 128, 1024, torch.bfloat16, H100, tile_n=128, persistent=True)
     assert p.kernel == "gemm_wgmma_batched<bf16, true, 128, EpiNone>" and p.persistent and p.grid == (132, 1, 1)
-    with pytest.raises(ValueError, match="batched kernel takes tile_n 128 or 256"):
+    with pytest.raises(ValueError, match="batched kernels take tile_n 128 or 256"):
         _plan(32, 1024, 128, 1024, torch.bfloat16, H100, cluster=2, tile_n=256)
 
 
