@@ -32,9 +32,10 @@ from .common import (
     split,
     tiled_sizes,
 )
+from .epilogues import NO_ARGS
 from .hopper import WGMMA, launch_grid, run_hopper, swaps
 from .hopper import launcher as hopper_launcher
-from .runtime import SM90A, declare, handle, packed_launcher, prepare
+from .runtime import SM90A, declare, handle, launch_steps, packed_launcher, prepare, reduce_step
 
 NAME = WGMMA  # named with the runner, which tells its kernel from tf32x3's
 
@@ -50,15 +51,16 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 # --- the tables' rules (pure; CPU tests call them) ------------------------------------------
 
 
-def tile_n(M: int, N: int, sm_count: int) -> int:
+def tile_n(M: int, N: int, sm_count: int, split_k: bool = True) -> int:
     """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
     WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
-    blocks fill more than the split-K share (WG_SPLIT_MAX_WAVES) but less than
-    WG_NARROW_MAX_WAVES of the SMs."""
+    blocks fill less than WG_NARROW_MAX_WAVES of the SMs and, where K may be split
+    (``split_k``), more than the split-K share (WG_SPLIT_MAX_WAVES)."""
     if cdiv(M, geometry.WG_BM) * cdiv(N, 256) >= tables.WGMMA_WIDE_MIN_WAVES * sm_count:
         return 256
     blocks = cdiv(M, geometry.WG_BM) * cdiv(N, 128)
-    return 64 if tables.WG_SPLIT_MAX_WAVES * sm_count < blocks < tables.WG_NARROW_MAX_WAVES * sm_count else 128
+    floor = tables.WG_SPLIT_MAX_WAVES * sm_count if split_k else 0
+    return 64 if floor < blocks < tables.WG_NARROW_MAX_WAVES * sm_count else 128
 
 
 def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
@@ -78,6 +80,23 @@ def wide(M: int, N: int, sm_count: int) -> tuple[int, int] | None:
         if best is None or cost < best[0]:
             best = (cost, bn, cluster)
     return best[1], best[2]
+
+
+def swap_slices(M: int, N: int, K: int, bk: int, sm_count: int, ov) -> int:
+    """K slices of the swapped kernel's M x N output (C^T's; 1: unsplit): ``split``'s for 128 x
+    128 tiles, run by the batched swapped kernel with each slice an entry of A's and B's 3-D maps
+    (so equal slices of a multiple of 4 values: fewer slices until they divide K) and of the
+    workspace's; more than two (two: 64-wide tiles instead, twice the CTAs and no reduction), K
+    of at least WG_SWAP_SPLIT_MIN_KTILES k-tiles. Overrides of the tile, cluster, persistent walk
+    or ``split_k=False``: unsplit."""
+    if ov.split_k is False or ov.tile_n not in (None, 128) or ov.cluster not in (None, 1) or ov.persistent:
+        return 1
+    if cdiv(K, bk) < tables.WG_SWAP_SPLIT_MIN_KTILES:
+        return 1
+    slices = split(M, N, K, 128, bk, sm_count)[0]
+    while slices > 2 and (K % slices or K // slices % 4):
+        slices -= 1
+    return slices if slices > 2 else 1
 
 
 def walk(M: int, N: int, bn: int, slices: int, cluster: int, sm_count: int) -> tuple[int, int]:
@@ -128,7 +147,7 @@ def layout(M: int, N: int, K: int, bk: int, dev, ov) -> dict:
     it swaps the operands), from the tables or ``ov``'s overrides."""
     # by whole waves where neither the tile width nor the cluster is overridden
     model = None if ov.tile_n or ov.cluster else wide(M, N, dev.sm_count)
-    bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count))
+    bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count, ov.split_k is not False))
     slices, kslice = split(M, N, K, bn, bk, dev.sm_count) if ov.split_k else (1, K)
     tiles = cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices
     wide_grid = tiles >= tables.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, geometry.WG_BM) > 1
@@ -164,9 +183,30 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
     # (tma_store=False asks for the threads' stores, ksplit=True the K-splitting kernel: the
     # transpose pass then)
     swap = swaps(N, dtype, b, ov.swap) and ov.tma_store is not False and not ov.ksplit
-    # C^T's geometry, never split: where C^T's tiles would split K (small outputs) the one
-    # unsplit kernel beat the transpose pass and the K-splitting or split-K kernels at every
-    # shape measured, by GPU time and by its one launch (docs/gemm.md#swap)
+    # C^T's geometry; its K split (``swap_slices``) by the batched swapped kernel over K's
+    # slices, not the transpose pass with the K-splitting or split-K kernels (slower at every
+    # shape measured: docs/gemm.md#swap)
+    slices = swap_slices(N, M, K, bk, dev.sm_count, ov) if swap else 1
+    if slices > 1:
+        return GemmPlan(
+            NAME,
+            "gemm_wgmma_batched_swap<128, EpiNone>",
+            SM90A,
+            (cdiv(N, geometry.WG_BM) * cdiv(M, 128) * slices, 1, 1),
+            (geometry.WG_THREADS, 1, 1),
+            geometry.WG_SMEM_BYTES,
+            pa,
+            Operand("n-major", False, b.stride0),
+            (geometry.WG_BM, 128),
+            slices=slices,
+            kslice=K // slices,
+            reduce=f"gemm_splitk_reduce<float, {epi}>",
+            reduce_grid=reduce_grid(M * N),
+            bk=bk,
+            group=ov.group or tables.WG_GROUP,
+            tma_store=True,
+            swap=True,
+        )
     geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=False)) if swap else None
     if swap:
         bn, cl = geo["bn"], geo["cluster"]
@@ -458,15 +498,53 @@ def _batched_launcher(p: GemmPlan, device: int):
     )
 
 
+def _swap_split_steps(p: GemmPlan, a, b, c, epi: tuple, ws) -> list:
+    """The launches (``(handle, grid, block, args, shared memory)``) of a swapped plan split K
+    ways (``swap_slices``): the batched swapped kernel, slice z of K (``p.kslice`` values) entry z
+    of A's map (K-major, ``a`` as prepared) and of B's (row-major), C^T's partial sums entry z of
+    ``ws`` (slices, M, N) fp32; then the reduction (in order, with the epilogue) into c."""
+    M, N = c.shape
+    ks, box = p.kslice, geometry.WG_SWAP_BOX
+    depth = dict(depth=p.slices)
+    b_map = tma.tensor_map_at(b.data_ptr(), b.dtype, N, ks, p.b.ld, box, box, depth_stride=ks * p.b.ld, **depth)
+    a_map = tma.tensor_map_at(a.data_ptr(), a.dtype, ks, M, p.a.ld, p.bk, p.tile[1], depth_stride=ks, **depth)
+    c_map = tma.tensor_map_at(ws.data_ptr(), ws.dtype, N, M, N, box, box, exact=True, depth_stride=M * N, **depth)
+    args = (b_map, a_map, c_map, M, N, ks, p.group, p.slices, 0, *NO_ARGS)
+    h = handle(KERNELS, p.kernel, c.get_device())
+    return [(h, p.grid, p.block, args, p.smem), reduce_step(p, ws.data_ptr(), c, epi)]
+
+
+def _split_workspace(p: GemmPlan, c):
+    return torch.empty((p.slices, *c.shape), dtype=torch.float32, device=c.device)
+
+
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     if p.batch:
         run_batched(p, a, b, c, epi)
+    elif p.swap and p.slices > 1:
+        a2, ws = prepare(a, p.a), _split_workspace(p, c)
+        for step in _swap_split_steps(p, a2, b, c, epi, ws):
+            launch.launch(*step)
+        del a2, ws  # launched: the stream orders any reuse of this memory after the kernels
     else:
         run_hopper(KERNELS, p, a, b, c, epi)
 
 
 def launcher(p: GemmPlan, device: int):
-    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``)."""
+    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``): a swapped plan split
+    K ways whose A is read as it is packs its steps once per address set (the workspace's too)."""
     if p.batch:
         return _batched_launcher(p, device)
+    if p.swap and p.slices > 1:
+        if p.a.prep != "as is":
+            return lambda a, b, c, epi: run(p, a, b, c, epi)
+        by_address: dict[tuple, list] = {}
+
+        def go(a, b, c, epi):
+            ws = _split_workspace(p, c)
+            key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), ws.data_ptr(), epi[2])
+            launch_steps(by_address, key, lambda: _swap_split_steps(p, a, b, c, epi, ws))
+            # launched: the stream orders any reuse of the workspace's memory after the kernels
+
+        return go
     return hopper_launcher(KERNELS, p, device)

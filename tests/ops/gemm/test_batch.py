@@ -640,6 +640,56 @@ def test_batched_tc_and_tf32_kernels(cuda):
         torch.backends.cuda.matmul.allow_tf32 = before
 
 
+def _odd_layouts(t):
+    """(a, b, what) for the batch layer's layout edges: each is legal for torch.matmul, and each
+    breaks one assumption a 3-D TMA map or a per-signature launch could make."""
+    base = t(4 * 72 * 136 + 1)
+    return [
+        (t(3, 200, 72), t(3, 72, 144)[..., :136], "b's rows padded (row stride 144, N 136)"),
+        (t(3, 200, 72), t(3, 80, 136)[:, :72], "gaps between b's entries (entry stride 80 x 136)"),
+        (t(3, 200, 72), t(3, 1, 136).expand(3, 72, 136), "b's rows one row (row stride 0)"),
+        (t(3, 200, 72), t(3, 72, 1).expand(3, 72, 136), "b's columns one value (column stride 0)"),
+        (t(3, 1, 72).expand(3, 200, 72), t(3, 72, 136), "a's rows one row (row stride 0)"),
+        (t(3, 200, 1), t(3, 1, 136), "K = 1"),
+        (t(3, 1, 72), t(3, 72, 136), "M = 1"),
+        (t(3, 200, 72), t(3, 72, 4), "N = 4: one 16-byte row"),
+        (t(2, 1, 200, 72), t(1, 3, 72, 136), "4-D, each operand broadcast along another dimension"),
+        (t(3, 200, 73)[..., 1:], t(3, 72, 136), "a's storage offset one value: entries off 16 bytes"),
+        (t(3, 200, 72), base[1:].view(4, 72, 136)[:3], "b's storage offset one value"),
+        (t(3, 200, 72), base[: 72 * 136].as_strided((3, 72, 136), (8 * 136, 136, 1)), "b's entries overlap"),
+        (t(3, 72, 200).mT, t(3, 72, 136), "a M-major (a transposed view)"),
+        (t(3, 200, 72), t(3, 136, 72).mT[:, :, :100], "b K-major, a column slice of it"),
+    ]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_batched_kernels_on_odd_layouts(cuda, dtype):
+    """Every odd layout of _odd_layouts, fp32 with torch's TF32 switch on (Hopper: the batched
+    swapped kernel where b's layout allows a map, a copy or a loop where not) and 16-bit: torch's
+    shape and dtype, each entry within the rounding bound of its product (TF32: operands rounded
+    to TF32 first; torch's cuBLAS need not round them: at K = 1 it gave fp32's product), and the
+    second call of each signature (the per-signature path) the first call's bits."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == torch.float32
+    try:
+        for a, b, what in _odd_layouts(lambda *s: torch.randn(s, device=cuda, dtype=dtype)):
+            got, want = cupy_ops.matmul(a, b), torch.matmul(a, b)
+            assert got.shape == want.shape and got.dtype == want.dtype, what
+            batch = got.shape[:-2]
+            xs, ys = a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
+            for x, y, z in zip(
+                xs.reshape(-1, *a.shape[-2:]), ys.reshape(-1, *b.shape[-2:]), got.reshape(-1, *got.shape[-2:])
+            ):
+                try:
+                    assert_gemm_close(z, x, y, operand_roundoff=roundoff("wgmma", dtype))  # TF32 on: rounded
+                except AssertionError as e:
+                    raise AssertionError(f"{what}: {cupy_ops.gemm_plan(a, b)}: {e}") from None
+            assert_bitwise_equal(cupy_ops.matmul(a, b), got)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
 def test_matmul_on_views_and_broadcasts_against_torch(cuda, dtype):

@@ -483,8 +483,27 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
         assert not gplan(4096, 4096, 4096, b=b, tf32=True).swap
     p = gplan(4096, 4096, 4094, tf32=True)  # C's rows off 16 bytes
     assert not p.swap and p.b.prep == "transpose" and p.kernel == "gemm_wgmma<float, false, 256, 2, EpiNone>"
-    p = gplan(256, 1024, 1024, tf32=True)  # C^T's 16 tiles would split K: the swapped kernel, unsplit
-    assert p.swap and p.slices == 1 and not p.ksplit and p.b.prep == "n-major"
+    # C^T's 16 tiles, 128 k-tiles: K split by the batched swapped kernel, 8 slices of K its entries
+    p = gplan(256, 4096, 1024, tf32=True)
+    assert p.swap and (p.slices, p.kslice) == (8, 512) and not p.ksplit and p.b.prep == "n-major"
+    assert p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>" and p.reduce == "gemm_splitk_reduce<float, EpiNone>"
+    assert p.grid == (128, 1, 1) and p.batch == 0 and "split-K 8 x 512" in str(p)
+    assert gplan(128, 4096, 1024, tf32=True).slices == 16
+    assert gplan(128, 4092, 1024, tf32=True).slices == 11  # equal slices of a multiple of 4 values
+    # K under 96 k-tiles, two slices, an override, or no equal slices: unsplit, 64-wide below half a wave
+    for M, K, N, kw in (
+        (256, 3040, 1024, {}),
+        (512, 512, 512, {}),
+        (256, 4096, 1024, dict(split_k=False)),
+        (128, 4093, 1024, {}),
+        (1024, 4096, 1024, {}),
+    ):
+        p = gplan(M, K, N, tf32=True, **kw)
+        assert (p.kernel, p.slices) == ("gemm_wgmma_swap<64, 1, EpiNone>", 1), (M, K, N, kw)
+    assert gplan(256, 4096, 1024, tf32=True, tile_n=128, split_k=False).kernel == "gemm_wgmma_swap<128, 1, EpiNone>"
+    assert gplan(256, 4096, 1024, tf32=True, tile_n=256).kernel == "gemm_wgmma_swap<256, 1, EpiNone>"
+    assert gplan(512, 512, 4096, tf32=True).tile == (128, 128)  # C^T's 128 tiles: a wave
+    assert gplan(512, 512, 512, torch.bfloat16, split_k=False).tile == (128, 64)
     p = gplan(256, 1024, 1024, tf32=True, swap=False)  # asked: transposed (and the K-splitting warpgroups)
     assert not p.swap and p.b.prep == "transpose" and p.ksplit
     p = gplan(256, 1024, 1024, tf32=True, swap=False, ksplit=False)
@@ -605,6 +624,41 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
         absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
         tol = (2 * roundoff("wgmma", dtype) + K * 2.0**-24 * 2) * absprod + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + 1e-6
         assert ((got.double() - ref).abs() <= tol).all()
+
+
+@pytest.mark.gpu
+def test_wgmma_swapped_tf32_split_k(cuda):
+    """TF32 with a row-major b, a small output and a long K, split by the batched swapped kernel over
+    K's slices (each slice an entry of A's and B's 3-D maps and of the workspace's): against the
+    bound; slices of partial k-tiles (K = 4092: 11 of 372), tails in M and N, a padded b and a
+    wider a (rows ld apart), the fused epilogue by the reduction; nothing stored past M;
+    deterministic, and through ``matmul``'s per-signature path (steps packed once) the same bits."""
+    require_algo("wgmma")
+    torch.backends.cuda.matmul.allow_tf32, before = True, torch.backends.cuda.matmul.allow_tf32
+    try:
+        for M, K, N in ((256, 3072, 1024), (200, 4092, 260), (1, 4096, 132), (130, 8192, 4)):
+            wide_a, wide_b = torch.randn(M, K + 8, device=cuda), torch.randn(K, N + 12, device=cuda)
+            for a, b in (
+                (wide_a[:, :K].contiguous(), wide_b[:, :N].contiguous()),
+                (wide_a[:, 4 : K + 4], wide_b[:, :N]),
+            ):
+                p = gemm.plan_for(a, b, "EpiNone")
+                assert p.slices > 2 and p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>", p
+                big = torch.full((M + 40, N), float("nan"), device=cuda)
+                gemm.run(p, a, b, big[:M])
+                assert big[M:].isnan().all(), f"stores past row {M} ({p})"
+                assert_gemm_close(big[:M], a, b, operand_roundoff=roundoff("wgmma", torch.float32))
+                assert torch.equal(cupy_ops.matmul(a, b), big[:M]) and torch.equal(cupy_ops.matmul(a, b), big[:M])
+            bias = torch.randn(N, device=cuda)
+            p = gemm.plan_for(a, b, "EpiBiasReluScale")  # linear's b = weight.T: row-major here
+            assert p.slices > 2 and p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>", p
+            got = gemm.run(p, a, b, torch.empty(M, N, device=cuda), bias, 0.5)
+            ref = torch.relu(a.double() @ b.double() + bias.double()) / 2
+            absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
+            tol = (2 * roundoff("wgmma", torch.float32) + K * 2.0**-24 * 2) * absprod + 2 * 2.0**-24 * ref.abs() + 1e-6
+            assert ((got.double() - ref).abs() <= tol).all()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def check_one_tile_per_cta(dtype, cuda, kernel, tile, **force):
