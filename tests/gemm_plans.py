@@ -44,7 +44,7 @@ def branch(p) -> str:
         if p.ksplit:
             return "wgmma K-split warpgroups"
         if p.slices > 1:
-            return "wgmma split-K"
+            return "wgmma split-K" + (" swapped" if p.swap else "")
         base = "wgmma persistent pairs" if p.persistent and p.cluster == 2 else "wgmma one CTA a tile"
         return base + (f" {p.tile[1]}-wide") + (" swapped" if p.swap else "")
     if p.family == "tf32x3":
@@ -113,6 +113,8 @@ GROUPS = {
         Case("matmul", "wgmma", bf16, 4096, 64, 4096, "wgmma persistent pairs 256-wide", True),
         Case("matmul", "wgmma", f32, 1000, 256, 1000, "wgmma one CTA a tile 64-wide swapped", False),
         Case("matmul", "wgmma", f32, 2304, 64, 2304, "wgmma persistent pairs 128-wide swapped", True),
+        Case("matmul", "wgmma", f32, 200, 4092, 260, "wgmma split-K swapped", False),
+        Case("matmul", "wgmma", f32, 256, 4096, 256, "wgmma split-K swapped", True),
         Case("linear", "wgmma", f32, 2048, 128, 2048, "wgmma one CTA a tile 256-wide", True),
     ],
     "tf32x3": [

@@ -1,7 +1,7 @@
 """Every GEMM kernel family under torch.compile(fullgraph=True) and in CUDA graphs (a manual
 torch.cuda.graph capture and mode="reduce-overhead"), at shapes that reach each branch of the
 plan: full and partial tiles, split-K, the K-split warpgroups, one tile per CTA, persistent
-pairs, C^T = B^T A^T, tf32x3 (A split in the kernel and by a pass) and fp16x3 with their
+pairs, C^T = B^T A^T (split too), tf32x3 (A split in the kernel and by a pass) and fp16x3 with their
 splits; and whole ``ModelNew``s at
 KernelBench's shapes.
 
@@ -66,6 +66,7 @@ def test_the_cases_reach_every_branch():
         "wgmma one 128x64 tile per CTA",
         "wgmma K-split warpgroups",
         "wgmma split-K",
+        "wgmma split-K swapped",
         "wgmma one CTA a tile 64-wide swapped",
         "wgmma one CTA a tile 128-wide",
         "wgmma one CTA a tile 256-wide",
