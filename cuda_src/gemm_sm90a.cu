@@ -128,8 +128,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_partial(const __gri
 }
 
 // The same with A split by a pass first (tf32x3_split_a; gemm_tf32x3_block PRE): ahi_map and
-// alo_map cover its hi and lo (M, K) as a_map covers A; b_map as gemm_tf32x3's. (_swap_pre:
-// the same for gemm_tf32x3_swap.)
+// alo_map cover its hi and lo (M, K) as a_map covers A; b_map as gemm_tf32x3's.
 template <int BN, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre(const __grid_constant__ TmaMap ahi_map,
                                                                  const __grid_constant__ TmaMap alo_map,
@@ -152,49 +151,29 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_pre_partial(const _
       min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 
-template <int BN, class EPI>
+// The same swapped (gemm_tf32x3_block SWAP): b_map covers B (K, N) row-major in 32 x 32 boxes
+// or, KMAJOR, B^T (N, K) K-major in boxes of 128 rows (a Linear's weight.T, read as an unswapped
+// A: B's split then stays in the consumers' registers); ahi_map / alo_map A's pieces as the
+// K-major B side (boxes of BN rows), coming with the stage; the grid covers C^T
+// (docs/gemm.md#tf32x3).
+template <int BN, bool KMAJOR, class EPI>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swap_pre(const __grid_constant__ TmaMap b_map,
                                                                       const __grid_constant__ TmaMap ahi_map,
                                                                       const __grid_constant__ TmaMap alo_map, u32* c,
                                                                       i64 ldc, int M, int N, int K, const void* epi_bias,
                                                                       double epi_scale,
     const __grid_constant__ EpiArgs epi_args) {
-  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true, true>(&b_map, &alo_map, &ahi_map, c, ldc, N, M, 0, K,
-                                                                 Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
+  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true, true, KMAJOR>(&b_map, &alo_map, &ahi_map, c, ldc, N, M, 0, K,
+                                                                         Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
 }
 
-template <int BN>
+template <int BN, bool KMAJOR>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     gemm_tf32x3_swap_pre_partial(const __grid_constant__ TmaMap b_map, const __grid_constant__ TmaMap ahi_map,
                                  const __grid_constant__ TmaMap alo_map, float* ws, int M, int N, int K, int kslice) {
   const int k0 = blockIdx.z * kslice;
-  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true, true>(
+  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true, true, KMAJOR>(
       &b_map, &alo_map, &ahi_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0,
-      min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
-}
-
-// The same swapped for a K-major B (a Linear's weight.T; gemm_tf32x3_block SWAP, A_KMAJOR):
-// w_map covers B^T (N, K) K-major in boxes of 128 rows, ahi_map / alo_map A's pieces as the
-// K-major B side (boxes of BN rows); the grid covers C^T. B's split then stays in the
-// consumers' registers, A's pieces come with the stage (docs/gemm.md#tf32x3).
-template <int BN, class EPI>
-__global__ void __launch_bounds__(WG_THREADS, 1) gemm_tf32x3_swapk_pre(const __grid_constant__ TmaMap w_map,
-                                                                       const __grid_constant__ TmaMap ahi_map,
-                                                                       const __grid_constant__ TmaMap alo_map, u32* c,
-                                                                       i64 ldc, int M, int N, int K, const void* epi_bias,
-                                                                       double epi_scale,
-    const __grid_constant__ EpiArgs epi_args) {
-  gemm_tf32x3_block<BN, float, Epilogue<float, EPI>, true, true, true>(&w_map, &alo_map, &ahi_map, c, ldc, N, M, 0, K,
-                                                                       Epilogue<float, EPI>(epi_bias, epi_scale, epi_args));
-}
-
-template <int BN>
-__global__ void __launch_bounds__(WG_THREADS, 1)
-    gemm_tf32x3_swapk_pre_partial(const __grid_constant__ TmaMap w_map, const __grid_constant__ TmaMap ahi_map,
-                                  const __grid_constant__ TmaMap alo_map, float* ws, int M, int N, int K, int kslice) {
-  const int k0 = blockIdx.z * kslice;
-  gemm_tf32x3_block<BN, float, Epilogue<float, EpiNone>, true, true, true>(
-      &w_map, &alo_map, &ahi_map, reinterpret_cast<u32*>(ws) + (i64)blockIdx.z * M * N, N, N, M, k0,
       min(kslice, K - k0), Epilogue<float, EpiNone>(nullptr, 1.0, EpiArgs{}));
 }
 

@@ -31,11 +31,11 @@
 // for, and the next one's); setmaxnreg moves registers from warpgroup 0 (which needs few) to
 // the consumers. Hence BN = 128 only.
 //
-// PRE (gemm_tf32x3_pre, _swap_pre, _swapk_pre): C's A split by a pass (tf32x3_split_a, the
+// PRE (gemm_tf32x3_pre, _swap_pre): C's A split by a pass (tf32x3_split_a, the
 // same rule and bits), its hi and lo two tiles of each stage: the kernel's A, read by the wgmmas
 // from shared memory (PRE_A), or with SWAP its B, whose b_lo then needs no split (PRE_B: no lo
 // slots). SWAP's A side (B^T) comes N-major from a row-major B (SwapRows) or, A_KMAJOR
-// (_swapk_pre: a Linear's weight), K-major as an unswapped A: B's split then costs registers
+// (_swap_pre's KMAJOR: a Linear's weight), K-major as an unswapped A: B's split then costs registers
 // only, wherever B lies.
 // NOTES: every CTA of a column of C's tiles splits the same A rows again, so where C has many
 // columns of tiles the pass costs less than the repeated split (the host's cost model decides,

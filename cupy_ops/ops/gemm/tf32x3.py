@@ -4,7 +4,7 @@ k-step (a_lo b_hi + a_hi b_lo + a_hi b_hi), partial sums promoted to fp32 regist
 k-tiles; 128 x 128 tiles, split-K up to half a wave; a row-major B as C^T = B^T A^T. Where the
 cost model says so (``presplit_saves``), A is split by a pass first (``tf32x3_split_a``, the same
 bits) and the kernel loads its hi and lo (``gemm_tf32x3_swap_pre``; a K-major B, a Linear's
-weight, as C^T too: ``gemm_tf32x3_swapk_pre``). Taken by name only ("auto" follows torch's
+weight, as C^T too: ``gemm_tf32x3_swap_pre<128, true, ...>``). Taken by name only ("auto" follows torch's
 precision switches); its error model: docs/numerics.md.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ... import launch
+from ...kernel.types import template_arg
 from . import geometry, tma
 from .common import (
     EPILOGUES,
@@ -110,11 +111,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         swap=swap,
         presplit=presplit,
     )
-    name = "gemm_tf32x3" + ("_swap" if nmajor else "_swapk" if swap else "") + ("_pre" if presplit else "")
+    name, kmajor = kernel_name(swap, presplit), (template_arg(not nmajor),) if swap and presplit else ()
     if slices > 1:
         return GemmPlan(
             NAME,
-            f"{name}_partial<{bn}>",
+            f"{name}_partial<{', '.join((str(bn), *kmajor))}>",
             SM90A,
             slices=slices,
             kslice=kslice,
@@ -122,14 +123,25 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             reduce_grid=reduce_grid(M * N),
             **common,
         )
-    return GemmPlan(NAME, f"{name}<{bn}, {epi}>", SM90A, kslice=K, **common)
+    return GemmPlan(NAME, f"{name}<{', '.join((str(bn), *kmajor, epi))}>", SM90A, kslice=K, **common)
+
+
+def kernel_name(swap: bool, presplit: bool) -> str:
+    """The kernel template of a plan: computed as C^T (``swap``), A split by a pass first
+    (``presplit``); the swapped one with A's pieces takes B^T's layout as its second template
+    argument (``KMAJOR``: a K-major B, a Linear's weight, where false is a row-major one's)."""
+    return "gemm_tf32x3" + ("_swap" if swap else "") + ("_pre" if presplit else "")
 
 
 def variants() -> dict[str, list[str]]:
     exprs = []
-    for name in ("gemm_tf32x3", "gemm_tf32x3_swap", "gemm_tf32x3_pre", "gemm_tf32x3_swap_pre", "gemm_tf32x3_swapk_pre"):
-        exprs += [f"{name}<{bn}, {e}>" for bn in geometry.X3_TILE_NS for e in EPILOGUES]
-        exprs += [f"{name}_partial<{bn}>" for bn in geometry.X3_TILE_NS]
+    for swap in (False, True):
+        for presplit in (False, True):
+            name = kernel_name(swap, presplit)
+            for layout in (("false",), ("true",)) if swap and presplit else ((),):
+                for bn in geometry.X3_TILE_NS:
+                    exprs += [f"{name}<{', '.join((str(bn), *layout, e))}>" for e in EPILOGUES]
+                    exprs.append(f"{name}_partial<{', '.join((str(bn), *layout))}>")
     return {SM90A: exprs + [SPLIT_A]}
 
 

@@ -146,7 +146,7 @@ def test_the_estimates_grow_with_each_dimension_and_prepacking_only_saves(M, K, 
 # swap=False override, C; and the most the cost model may overestimate the saving by (the
 # unswapped K-major M = 128 layer saves half the estimate: its 4 GB weight streams through the
 # pass's shallower ring, 3 stages to 5). Unswapped and row-major rows: aba4d47 and 9e2f9ac;
-# K-major swapped rows: gemm_tf32x3_swapk_pre, the kernel time of docs/gemm.md#tf32x3.
+# K-major swapped rows: gemm_tf32x3_swap_pre<128, true, ...>, the kernel time of docs/gemm.md#tf32x3.
 MEASURED_PRESPLIT_H200 = [
     ((128, 32768, 32768), "k", False, 2738.8, 2585.0, 2.2),
     ((128, 8192, 8192), "k", False, 207.6, 190.2, 1.3),
@@ -202,12 +202,13 @@ def test_tf32x3_splits_a_by_a_pass_where_that_measured_faster(shape, layout, swa
         assert 0.85 < planned / (presplit_us if saves > 0 else registers_us) < 1.15, planned
     p = gplan(M, K, N, b=b, algo="tf32x3", dev=H200, **ov)
     assert p.presplit == (saves > 0) and p.swap == (swap and (layout == "row" or p.presplit))
-    kernel = "gemm_tf32x3_swap_pre" if layout == "row" else "gemm_tf32x3_swapk_pre" if swap else "gemm_tf32x3_pre"
-    assert p.kernel.startswith(kernel) == p.presplit, p
+    swapped = "gemm_tf32x3_swap_pre<128, " + ("false" if layout == "row" else "true")
+    kernel = swapped if layout == "row" or swap else "gemm_tf32x3_pre<"
+    assert p.kernel.replace("_partial", "").startswith(kernel) == p.presplit, p
     assert ("A split by a pass first" in str(p)) == p.presplit
     assert not gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=False, **ov).presplit
     forced = gplan(M, K, N, b=b, algo="tf32x3", dev=H200, presplit=True, **ov)
-    assert forced.presplit and forced.slices == p.slices and forced.kernel.startswith(kernel)
+    assert forced.presplit and forced.slices == p.slices and forced.kernel.replace("_partial", "").startswith(kernel)
     assert forced.grid == p.grid or (layout, swap, p.presplit) == ("k", True, False)  # (C^T's grid: C's transposed)
     plain = gemm.planner.x3_estimates(M, N, K, H200, presplit=False, swap=swap)["tf32x3"]
     assert gemm.planner.x3_estimates(M, N, K, H200, swap=swap)["tf32x3"] == plain - max(saves, 0.0)

@@ -261,9 +261,9 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
     w_rows = w.t().contiguous().t()  # the same weight, its w.t() row-major
     # (b, overrides, kernel; the in-register plan with the same arithmetic: its b, overrides)
     forms = (
-        (w.t(), {"swap": False}, "gemm_tf32x3_pre", w.t(), {"swap": False}),
-        (w_rows.t(), {}, "gemm_tf32x3_swap_pre", w_rows.t(), {}),
-        (w.t(), {}, "gemm_tf32x3_swapk_pre", w_rows.t(), {}),
+        (w.t(), {"swap": False}, ("gemm_tf32x3_pre", "128"), w.t(), {"swap": False}),
+        (w_rows.t(), {}, ("gemm_tf32x3_swap_pre", "128, false"), w_rows.t(), {}),
+        (w.t(), {}, ("gemm_tf32x3_swap_pre", "128, true"), w_rows.t(), {}),
     )
     for aa in (a, a.t().contiguous().t()):
         for b, kw, kernel, b0, kw0 in forms:
@@ -271,7 +271,8 @@ def test_a_split_by_a_pass_gives_the_bits_of_the_split_in_registers(M, K, N, cud
                 gemm.plan_for(aa, b, "EpiNone", "tf32x3", presplit=True, **kw),
                 gemm.plan_for(aa, b0, "EpiNone", "tf32x3", presplit=False, **kw0),
             )
-            assert p.presplit and p.kernel.startswith(kernel + ("_partial" if p.slices > 1 else "<")), p
+            name, args = kernel
+            assert p.presplit and p.kernel.startswith(f"{name}{'_partial' if p.slices > 1 else ''}<{args}"), p
             assert not p0.presplit and p.slices == p0.slices and p.swap == p0.swap
             got = matmul_planned(aa, b, algo="tf32x3", presplit=True, **kw)
             want = matmul_planned(aa, b0, algo="tf32x3", presplit=False, **kw0)
@@ -377,7 +378,7 @@ def test_tf32x3_plan():
     through the tc kernel."""
     assert "tf32x3" in gemm.ALGOS and gplan(4096, 4096, 4096).family == "simt"
     p = gplan(4096, 4096, 4096, algo="tf32x3", presplit=False)
-    assert gplan(4096, 4096, 4096, algo="tf32x3").kernel == "gemm_tf32x3_swap_pre<128, EpiNone>"  # A split first
+    assert gplan(4096, 4096, 4096, algo="tf32x3").kernel == "gemm_tf32x3_swap_pre<128, false, EpiNone>"  # A split first
     assert (p.family, p.kernel, p.tile, p.grid, p.slices) == (
         "tf32x3",
         "gemm_tf32x3_swap<128, EpiNone>",
@@ -390,7 +391,7 @@ def test_tf32x3_plan():
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=False)
     assert not p.swap and p.kernel == "gemm_tf32x3<128, EpiNone>" and p.b.prep == "as is"
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=True)  # A split by a pass
-    assert p.presplit and p.swap and p.kernel == "gemm_tf32x3_swapk_pre<128, EpiNone>"  # B^T K-major: C^T too
+    assert p.presplit and p.swap and p.kernel == "gemm_tf32x3_swap_pre<128, true, EpiNone>"  # B^T K-major: C^T too
     assert (p.a.prep, p.b.prep, p.grid) == ("as is", "as is", (32, 32, 1))
     p = gplan(4096, 4096, 4096, b=colmajor(4096, 4096), algo="tf32x3", presplit=True, swap=False)
     assert p.presplit and not p.swap and p.kernel == "gemm_tf32x3_pre<128, EpiNone>"
@@ -399,16 +400,16 @@ def test_tf32x3_plan():
     p = gplan(300, 200, 130, algo="tf32x3", presplit=False)  # b's rows off 16 bytes: transposed
     assert not p.swap and p.b.prep == "transpose"
     p = gplan(300, 200, 130, algo="tf32x3", presplit=True)  # ... and swapped, read K-major
-    assert p.swap and p.b.prep == "transpose" and p.kernel == "gemm_tf32x3_swapk_pre<128, EpiNone>"
+    assert p.swap and p.b.prep == "transpose" and p.kernel == "gemm_tf32x3_swap_pre<128, true, EpiNone>"
     p = gplan(300, 200, 128, algo="tf32x3", swap=False)
     assert not p.swap and p.b.prep == "transpose"
     p = gplan(256, 1024, 1024, algo="tf32x3")  # C^T: 8 x 2 tiles, split K in 4
     assert p.swap and p.kernel == "gemm_tf32x3_swap_partial<128>" and p.grid == (2, 8, 4)
     w = rowmajor(8192, 8192)
     p = gplan(1024, 8192, 8192, b=w.T, epi="EpiBiasReluScale", algo="tf32x3")  # 64 column tiles: A split first
-    assert p.kernel == "gemm_tf32x3_swapk_pre<128, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
+    assert p.kernel == "gemm_tf32x3_swap_pre<128, true, EpiBiasReluScale>" and p.b.prep == "as is" and p.slices == 1
     assert p.grid == (8, 64, 1)  # C^T's tiles
-    assert gplan(128, 8192, 8192, b=w.T, algo="tf32x3").kernel == "gemm_tf32x3_swapk_pre_partial<128>"
+    assert gplan(128, 8192, 8192, b=w.T, algo="tf32x3").kernel == "gemm_tf32x3_swap_pre_partial<128, true>"
     p = gplan(1024, 1024, 1024, algo="tf32x3", epi="EpiBiasReluScale")  # 64 tiles: under half a wave
     assert (p.slices, p.kslice, p.kernel) == (2, 512, "gemm_tf32x3_swap_partial<128>")
     assert p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>"
