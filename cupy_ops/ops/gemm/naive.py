@@ -9,7 +9,7 @@ from ... import launch
 from ...dtypes import CUDA_NAMES
 from . import geometry
 from .common import EPILOGUES, GemmPlan, Operand, cdiv
-from .runtime import declare, handle
+from .runtime import declare, handle, launch_entries
 
 NAME = "naive"
 
@@ -59,10 +59,9 @@ KERNELS = declare(variants())
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-    h = handle(KERNELS, p.kernel, c.get_device())
     if not p.batch:
         launch.launch(
-            h,
+            handle(KERNELS, p.kernel, c.get_device()),
             p.grid,
             p.block,
             (
@@ -80,25 +79,24 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
             ),
         )
         return
-    for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
-        launch.launch(
-            h,
-            p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),),
-            p.block,
-            (
-                a.data_ptr(),
-                a.stride(1),
-                a.stride(2),
-                a.stride(0),
-                b.data_ptr(),
-                b.stride(1),
-                b.stride(2),
-                b.stride(0),
-                c.data_ptr(),
-                M,
-                N,
-                K,
-                z0,
-                *epi,
-            ),
-        )
+    launch_entries(
+        KERNELS,
+        p,
+        c.get_device(),
+        lambda z0: (
+            a.data_ptr(),
+            a.stride(1),
+            a.stride(2),
+            a.stride(0),
+            b.data_ptr(),
+            b.stride(1),
+            b.stride(2),
+            b.stride(0),
+            c.data_ptr(),
+            M,
+            N,
+            K,
+            z0,
+            *epi,
+        ),
+    )

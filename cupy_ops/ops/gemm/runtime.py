@@ -53,6 +53,15 @@ def packed_launcher(h, grid, block, smem: int, cluster, args_of):
     return run
 
 
+def launch_entries(kernels: dict[str, Kernel], p, device: int, args_of) -> None:
+    """A batched plan whose kernel takes the entry in grid z (naive, simt, tc): its ``p.batch``
+    entries in launches of at most MAX_GRID_Z, ``args_of(z0)`` the arguments of the launch whose
+    first entry is z0."""
+    h = handle(kernels, p.kernel, device)
+    for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
+        launch.launch(h, p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),), p.block, args_of(z0), p.smem)
+
+
 def declare(variants: dict[str, list[str]]) -> dict[str, Kernel]:
     """One ``Kernel`` per kernel name in ``variants`` (``{source file: [name expressions]}``),
     with every variant registered for the offline check; files ``*_sm90a.cu`` are built for

@@ -21,7 +21,7 @@ from .common import (
     reduce_grid,
     tiled_sizes,
 )
-from .runtime import declare, handle, reduce
+from .runtime import declare, handle, launch_entries, reduce
 from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
 
 NAME = "simt"
@@ -150,30 +150,27 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views, c (B, M, N) contiguous."""
     if p.batch:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-        h = handle(KERNELS, p.kernel, c.get_device())
         vec = int(p.a.vec) | int(p.b.vec) << 1
-        for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
-            launch.launch(
-                h,
-                p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),),
-                p.block,
-                (
-                    a.data_ptr(),
-                    p.a.ld,
-                    a.stride(0),
-                    b.data_ptr(),
-                    p.b.ld,
-                    b.stride(0),
-                    c.data_ptr(),
-                    M,
-                    N,
-                    K,
-                    vec,
-                    z0,
-                    *epi,
-                ),
-                p.smem,
-            )
+        launch_entries(
+            KERNELS,
+            p,
+            c.get_device(),
+            lambda z0: (
+                a.data_ptr(),
+                p.a.ld,
+                a.stride(0),
+                b.data_ptr(),
+                p.b.ld,
+                b.stride(0),
+                c.data_ptr(),
+                M,
+                N,
+                K,
+                vec,
+                z0,
+                *epi,
+            ),
+        )
         return
     (M, K), N = a.shape, b.shape[1]
     if p.a.prep == "contiguous copy":

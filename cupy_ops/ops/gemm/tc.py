@@ -19,7 +19,7 @@ from .common import (
     kmajor_operand,
     tiled_sizes,
 )
-from .runtime import declare, handle, prepare
+from .runtime import declare, handle, launch_entries, prepare
 
 NAME = "tc"
 
@@ -83,28 +83,25 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     """c = epilogue(a @ b); batched plans: a (B, M, K), b (B, K, N) views read in place, c (B, M, N)."""
     if p.batch:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-        h = handle(KERNELS, p.kernel, c.get_device())
-        for z0 in range(0, p.batch, geometry.MAX_GRID_Z):
-            launch.launch(
-                h,
-                p.grid[:2] + (min(p.batch - z0, geometry.MAX_GRID_Z),),
-                p.block,
-                (
-                    a.data_ptr(),
-                    p.a.ld,
-                    a.stride(0),
-                    b.data_ptr(),
-                    p.b.ld,
-                    b.stride(0),
-                    c.data_ptr(),
-                    M,
-                    N,
-                    K,
-                    z0,
-                    *epi,
-                ),
-                p.smem,
-            )
+        launch_entries(
+            KERNELS,
+            p,
+            c.get_device(),
+            lambda z0: (
+                a.data_ptr(),
+                p.a.ld,
+                a.stride(0),
+                b.data_ptr(),
+                p.b.ld,
+                b.stride(0),
+                c.data_ptr(),
+                M,
+                N,
+                K,
+                z0,
+                *epi,
+            ),
+        )
         return
     (M, K), N = a.shape, b.shape[1]
     a2, bt = prepare(a, p.a), prepare(b.t(), p.b)
