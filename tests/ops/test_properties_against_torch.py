@@ -230,9 +230,9 @@ REGIMES = ("small", "edges", "split", "wide")
 def gemm_sizes(regime: str, seed: int) -> tuple[int, int, int]:
     """(M, K, N) of a ``regime``: "small" 0-70 each; "edges" each a multiple of 64, 128 or 256
     (1-12 of them) plus -1, 0 or 1; "split" small outputs (M, N up to 300) over long K
-    (1000-4096: split-K, the K-split warpgroups, one tile per CTA); "wide" outputs of 1800-3000
-    square (a wave of tiles and more: persistent pairs) over short K (1-96). Past GEMM_BUDGET
-    multiply-adds K is cut."""
+    (1000-4096, half of them multiples of 64: split-K, the K-split warpgroups, one tile per CTA,
+    TF32's swapped split); "wide" outputs of 1800-3000 square (a wave of tiles and more:
+    persistent pairs) over short K (1-96). Past GEMM_BUDGET multiply-adds K is cut."""
     rng = np.random.default_rng(seed)
     if regime == "small":
         M, K, N = (int(v) for v in rng.integers(0, 71, 3))
@@ -241,6 +241,7 @@ def gemm_sizes(regime: str, seed: int) -> tuple[int, int, int]:
     elif regime == "split":
         M, N = (int(v) for v in rng.integers(1, 301, 2))
         K = int(rng.integers(1000, 4097))
+        K -= K % 64 if rng.integers(0, 2) else 0  # half of them equal slices of K (TF32's swapped split)
     else:
         M, N = (int(v) for v in rng.integers(1800, 3001, 2))
         K = int(rng.integers(1, 97))
