@@ -51,15 +51,16 @@ def supports(M: int, N: int, K: int, dtype, dev) -> str | None:
 # --- the tables' rules (pure; CPU tests call them) ------------------------------------------
 
 
-def tile_n(M: int, N: int, sm_count: int, split_k: bool = True) -> int:
+def tile_n(M: int, N: int, sm_count: int, unsplit: bool = False) -> int:
     """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
     WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
-    blocks fill less than WG_NARROW_MAX_WAVES of the SMs and, where K may be split
-    (``split_k``), more than the split-K share (WG_SPLIT_MAX_WAVES)."""
+    blocks fill less than WG_NARROW_MAX_WAVES of the SMs and more than the split-K share
+    (WG_SPLIT_MAX_WAVES), or any fewer for a kernel that never splits K (``unsplit``: the
+    swapped one where ``swap_slices`` does not split)."""
     if cdiv(M, geometry.WG_BM) * cdiv(N, 256) >= tables.WGMMA_WIDE_MIN_WAVES * sm_count:
         return 256
     blocks = cdiv(M, geometry.WG_BM) * cdiv(N, 128)
-    floor = tables.WG_SPLIT_MAX_WAVES * sm_count if split_k else 0
+    floor = 0 if unsplit else tables.WG_SPLIT_MAX_WAVES * sm_count
     return 64 if floor < blocks < tables.WG_NARROW_MAX_WAVES * sm_count else 128
 
 
@@ -142,12 +143,14 @@ def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
     return dtype != torch.float32 and M > geometry.WG_KSPLIT_BM and cdiv(K, bk) <= tables.WG_SINGLE_MAX_KTILES
 
 
-def layout(M: int, N: int, K: int, bk: int, dev, ov) -> dict:
+def layout(M: int, N: int, K: int, bk: int, dev, ov, unsplit: bool = False) -> dict:
     """The tile width, split-K, cluster and grid for an M x N output (the kernel's: C^T's when
-    it swaps the operands), from the tables or ``ov``'s overrides."""
+    it swaps the operands), from the tables or ``ov``'s overrides; ``unsplit``: of a kernel
+    that never splits K (``tile_n``'s, where no cluster is asked for)."""
     # by whole waves where neither the tile width nor the cluster is overridden
     model = None if ov.tile_n or ov.cluster else wide(M, N, dev.sm_count)
-    bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count, ov.split_k is not False))
+    narrow = unsplit and ov.cluster in (None, 1)
+    bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count, narrow))
     slices, kslice = split(M, N, K, bn, bk, dev.sm_count) if ov.split_k else (1, K)
     tiles = cdiv(M, geometry.WG_BM) * cdiv(N, bn) * slices
     wide_grid = tiles >= tables.WG_CLUSTER_MIN_WAVES * dev.sm_count and bn >= 128 and cdiv(M, geometry.WG_BM) > 1
@@ -207,7 +210,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             tma_store=True,
             swap=True,
         )
-    geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=False)) if swap else None
+    geo = layout(N, M, K, bk, dev, dataclasses.replace(ov, split_k=False), unsplit=True) if swap else None
     if swap:
         bn, cl = geo["bn"], geo["cluster"]
         return GemmPlan(

@@ -668,8 +668,8 @@ def test_batched_kernels_on_odd_layouts(cuda, dtype):
     """Every odd layout of _odd_layouts, fp32 with torch's TF32 switch on (Hopper: the batched
     swapped kernel where b's layout allows a map, a copy or a loop where not) and 16-bit: torch's
     shape and dtype, each entry within the rounding bound of its product (TF32: operands rounded
-    to TF32 first; torch's cuBLAS need not round them: at K = 1 it gave fp32's product), and the
-    second call of each signature (the per-signature path) the first call's bits."""
+    to TF32 first; torch's cuBLAS need not round them: at K = 1 it gave fp32's product), and a
+    second call (torch.bmm's shapes: by signature) the first call's bits."""
     before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == torch.float32
     try:

@@ -7,7 +7,7 @@ import torch
 
 import cupy_ops
 import cupy_ops.ops
-from cupy_ops import KernelCompileError, compiler
+from cupy_ops import KernelCompileError, compiler, launch
 from cupy_ops.ops import gemm
 from cupy_ops.ops.gemm import Matrix
 
@@ -119,8 +119,6 @@ def test_a_failed_cluster_launch_raises_with_the_drivers_code(monkeypatch):
     """cuLaunchKernelEx's error (with a current context: no retry) is a RuntimeError naming the
     kernel, its device, the CUresult and the launch (driver stubbed: runs without a GPU)."""
     import types
-
-    from cupy_ops import launch
 
     calls = []
     monkeypatch.setattr(launch, "_launch_kernel_ex", lambda *a: calls.append(a) or 1)  # CUDA_ERROR_INVALID_VALUE
@@ -466,7 +464,9 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
 def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     """TF32 reads shared memory K-major only: a row-major b (matmul's) is taken as C^T =
     B^T A^T (B^T through the wgmma's registers) where B's and C's rows are 16-byte aligned, with
-    C^T's geometry, never split (where it would split K too); elsewhere, or asked, b is transposed."""
+    C^T's geometry; small outputs of a long K split K by the batched swapped kernel, others
+    unsplit (128x64 tiles below half a wave, unless a cluster is asked for); elsewhere, or asked,
+    b is transposed."""
     p = gplan(4096, 4096, 4096, tf32=True)
     assert p.swap and p.kernel == "gemm_wgmma_swap<256, 2, EpiNone>" and (p.a.prep, p.b.prep) == ("as is", "n-major")
     assert p.tma_store and p.slices == 1 and p.b.ld == 4096 and "C^T = B^T A^T" in str(p)
@@ -503,7 +503,9 @@ def test_hopper_tf32_with_a_row_major_b_swaps_the_operands():
     assert gplan(256, 4096, 1024, tf32=True, tile_n=128, split_k=False).kernel == "gemm_wgmma_swap<128, 1, EpiNone>"
     assert gplan(256, 4096, 1024, tf32=True, tile_n=256).kernel == "gemm_wgmma_swap<256, 1, EpiNone>"
     assert gplan(512, 512, 4096, tf32=True).tile == (128, 128)  # C^T's 128 tiles: a wave
-    assert gplan(512, 512, 512, torch.bfloat16, split_k=False).tile == (128, 64)
+    assert gplan(256, 4096, 1024, tf32=True, cluster=2).kernel == "gemm_wgmma_swap<128, 2, EpiNone>"  # pairs: 128
+    # the unswapped kernels keep their tiles without split-K (the K-splitting warpgroups' rule)
+    assert gplan(64, 256, 128, torch.bfloat16, split_k=False).tile == gplan(64, 256, 128, torch.bfloat16).tile
     p = gplan(256, 1024, 1024, tf32=True, swap=False)  # asked: transposed (and the K-splitting warpgroups)
     assert not p.swap and p.b.prep == "transpose" and p.ksplit
     p = gplan(256, 1024, 1024, tf32=True, swap=False, ksplit=False)
@@ -630,9 +632,11 @@ def test_wgmma_swapped_tf32_every_variant(bn, cluster, persistent, cuda):
 def test_wgmma_swapped_tf32_split_k(cuda):
     """TF32 with a row-major b, a small output and a long K, split by the batched swapped kernel over
     K's slices (each slice an entry of A's and B's 3-D maps and of the workspace's): against the
-    bound; slices of partial k-tiles (K = 4092: 11 of 372), tails in M and N, a padded b and a
-    wider a (rows ld apart), the fused epilogue by the reduction; nothing stored past M;
-    deterministic, and through ``matmul``'s per-signature path (steps packed once) the same bits."""
+    bound; slices of partial k-tiles (K = 4092: 11 of 372), tails in M and N, a padded b, a wider
+    a (rows ld apart), an M-major a and one off 16 bytes (copied K-major first), the fused
+    epilogue by the reduction; the workspace written in its slices only; deterministic, and
+    through ``matmul``'s per-signature path the same bits; a TF32 Linear's weight gradient
+    (dz^T x: an M-major a) planned so, against torch's."""
     require_algo("wgmma")
     torch.backends.cuda.matmul.allow_tf32, before = True, torch.backends.cuda.matmul.allow_tf32
     try:
@@ -641,14 +645,26 @@ def test_wgmma_swapped_tf32_split_k(cuda):
             for a, b in (
                 (wide_a[:, :K].contiguous(), wide_b[:, :N].contiguous()),
                 (wide_a[:, 4 : K + 4], wide_b[:, :N]),
+                (wide_a[:, :K].t().contiguous().t(), wide_b[:, :N]),  # M-major a
+                (wide_a.flatten()[1 : M * K + 1].view(M, K), wide_b[:, :N]),  # a off 16 bytes
             ):
                 p = gemm.plan_for(a, b, "EpiNone")
                 assert p.slices > 2 and p.kernel == "gemm_wgmma_batched_swap<128, EpiNone>", p
-                big = torch.full((M + 40, N), float("nan"), device=cuda)
-                gemm.run(p, a, b, big[:M])
-                assert big[M:].isnan().all(), f"stores past row {M} ({p})"
-                assert_gemm_close(big[:M], a, b, operand_roundoff=roundoff("wgmma", torch.float32))
-                assert torch.equal(cupy_ops.matmul(a, b), big[:M]) and torch.equal(cupy_ops.matmul(a, b), big[:M])
+                c = gemm.run(p, a, b, torch.empty(M, N, device=cuda))
+                assert_gemm_close(c, a, b, operand_roundoff=roundoff("wgmma", torch.float32))
+                assert torch.equal(cupy_ops.matmul(a, b), c) and torch.equal(cupy_ops.matmul(a, b), c)
+            # the kernel stores C^T's partial sums in the workspace's slices, none past them
+            a, b = wide_a[:, :K].contiguous(), wide_b[:, :N].contiguous()
+            p = gemm.plan_for(a, b, "EpiNone")
+            ws = torch.full((p.slices + 1, M, N), float("nan"), device=cuda)
+            for step in gemm.wgmma._swap_split_steps(p, a, b, c, gemm.epilogues.NO_ARGS, ws[: p.slices]):
+                launch.launch(*step)
+            assert ws[p.slices].isnan().all() and not ws[: p.slices].isnan().any(), p
+            total = ws[0].clone()
+            for z in range(1, p.slices):  # the reduction sums the slices in order
+                total += ws[z]
+            assert torch.equal(c, total), p
+            assert_gemm_close(c, a, b, operand_roundoff=roundoff("wgmma", torch.float32))
             bias = torch.randn(N, device=cuda)
             p = gemm.plan_for(a, b, "EpiBiasReluScale")  # linear's b = weight.T: row-major here
             assert p.slices > 2 and p.reduce == "gemm_splitk_reduce<float, EpiBiasReluScale>", p
@@ -657,6 +673,13 @@ def test_wgmma_swapped_tf32_split_k(cuda):
             absprod = (a.double().abs() @ b.double().abs() + bias.double().abs()) / 2
             tol = (2 * roundoff("wgmma", torch.float32) + K * 2.0**-24 * 2) * absprod + 2 * 2.0**-24 * ref.abs() + 1e-6
             assert ((got.double() - ref).abs() <= tol).all()
+        # a Linear's weight gradient dz^T x (rows 8192: a long K) takes the split with an M-major a
+        x = torch.randn(8192, 256, device=cuda)
+        w = torch.randn(512, 256, device=cuda, requires_grad=True)
+        dz = torch.randn(8192, 512, device=cuda)
+        assert gemm.plan_for(dz.t(), x, "EpiNone").slices > 2
+        cupy_ops.linear(x, w).backward(dz)
+        assert_gemm_close(w.grad, dz.t(), x, operand_roundoff=roundoff("wgmma", torch.float32))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
 
@@ -758,7 +781,7 @@ def test_wgmma_split_k(dtype, cuda):
     a = torch.randn(M, K, device=cuda).to(dtype)
     b = torch.randn(K, N, device=cuda).to(dtype)
     bias = torch.randn(N, device=cuda).to(dtype)
-    # (TF32 with a row-major b is computed swapped, never split: split it transposed here)
+    # (TF32 with a row-major b is computed swapped, its K split only past 96 k-tiles: split it transposed here)
     fp32 = {"swap": False} if dtype == torch.float32 else {}
     assert cupy_ops.gemm_plan(a, b.t().contiguous().t(), algo="wgmma").slices > 1
     # split, split in clusters of 2 (a persistent grid over the slices), unsplit
