@@ -9,7 +9,7 @@ import torch
 from ... import launch, occupancy
 from . import geometry, tma
 from .common import GemmPlan, Matrix
-from .runtime import handle, packed_launcher, prepare, reduce
+from .runtime import handle, packed_launcher, prepare, reduce, split_workspace
 
 WGMMA = "wgmma"  # the family whose kernel walks tiles and may store C through the TMA
 
@@ -113,7 +113,7 @@ def launch_maps(kernels, p: GemmPlan, operand_maps: tuple, c, K: int, epi: tuple
     h = handle(kernels, p.kernel, c.get_device())
     grid = launch_grid(h, p)
     if p.slices > 1:
-        ws = torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+        ws = split_workspace(p, c)
         launch.launch(h, grid, p.block, (*operand_maps, ws.data_ptr(), M, N, K, p.kslice, p.group), p.smem, p.cluster)
         reduce(p, ws, c, epi)
     else:

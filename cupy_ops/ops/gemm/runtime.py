@@ -172,6 +172,12 @@ def reduce_step(p, part: int, c: torch.Tensor, epi: tuple) -> tuple:
     )
 
 
+def split_workspace(p, c: torch.Tensor) -> torch.Tensor:
+    """Split-K's fp32 partial sums of plan ``p`` for the output ``c`` (M, N): (slices, M, N) on
+    c's device, summed in order by the reduction (``reduce``, ``reduce_step``)."""
+    return torch.empty((p.slices, *c.shape), dtype=torch.float32, device=c.device)
+
+
 def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:
     """c = epilogue(sum of the split-K slices of ``ws`` (slices, M, N) fp32), in order."""
     launch.launch(*reduce_step(p, ws.data_ptr(), c, epi))

@@ -21,7 +21,7 @@ from .common import (
     reduce_grid,
     tiled_sizes,
 )
-from .runtime import declare, handle, launch_entries, reduce
+from .runtime import declare, handle, launch_entries, reduce, split_workspace
 from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
 
 NAME = "simt"
@@ -177,7 +177,7 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
         a = a.contiguous()
     if p.b.prep == "contiguous copy":
         b = b.contiguous()
-    out = c if p.slices == 1 else torch.empty((p.slices, M, N), dtype=torch.float32, device=c.device)
+    out = c if p.slices == 1 else split_workspace(p, c)
     launch.launch(
         handle(KERNELS, p.kernel, c.get_device()),
         p.grid,

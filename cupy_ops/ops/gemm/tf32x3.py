@@ -29,7 +29,7 @@ from .common import (
     tiled_sizes,
 )
 from .hopper import swapped_a_map, swaps
-from .runtime import SM90A, declare, handle, launch_steps, prepare, reduce_step
+from .runtime import SM90A, declare, handle, launch_steps, prepare, reduce_step, split_workspace
 from .tables import (
     X3_DEFAULT_BANDWIDTH,
     X3_MACS_PER_US,
@@ -184,7 +184,7 @@ def _workspaces(p: GemmPlan, M: int, K: int, c):
     """``(ws, part)``: A's hi then lo, (2, M, ldw) rows 16-byte aligned as their maps need, where
     A is split by a pass; split-K's fp32 partial sums (slices, M, N). None where not needed."""
     ws = torch.empty((2, M, cdiv(K, 4) * 4), dtype=torch.float32, device=c.device) if p.presplit else None
-    part = torch.empty((p.slices, M, c.shape[1]), dtype=torch.float32, device=c.device) if p.slices > 1 else None
+    part = split_workspace(p, c) if p.slices > 1 else None
     return ws, part
 
 

@@ -35,7 +35,7 @@ from .common import (
 from .epilogues import NO_ARGS
 from .hopper import WGMMA, launch_grid, run_hopper, swaps
 from .hopper import launcher as hopper_launcher
-from .runtime import SM90A, declare, handle, launch_steps, packed_launcher, prepare, reduce_step
+from .runtime import SM90A, declare, handle, launch_steps, packed_launcher, prepare, reduce_step, split_workspace
 
 NAME = WGMMA  # named with the runner, which tells its kernel from tf32x3's
 
@@ -517,15 +517,11 @@ def _swap_split_steps(p: GemmPlan, a, b, c, epi: tuple, ws) -> list:
     return [(h, p.grid, p.block, args, p.smem), reduce_step(p, ws.data_ptr(), c, epi)]
 
 
-def _split_workspace(p: GemmPlan, c):
-    return torch.empty((p.slices, *c.shape), dtype=torch.float32, device=c.device)
-
-
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     if p.batch:
         run_batched(p, a, b, c, epi)
     elif p.swap and p.slices > 1:
-        a2, ws = prepare(a, p.a), _split_workspace(p, c)
+        a2, ws = prepare(a, p.a), split_workspace(p, c)
         for step in _swap_split_steps(p, a2, b, c, epi, ws):
             launch.launch(*step)
         del a2, ws  # launched: the stream orders any reuse of this memory after the kernels
@@ -544,7 +540,7 @@ def launcher(p: GemmPlan, device: int):
         by_address: dict[tuple, list] = {}
 
         def go(a, b, c, epi):
-            ws = _split_workspace(p, c)
+            ws = split_workspace(p, c)
             key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), ws.data_ptr(), epi[2])
             launch_steps(by_address, key, lambda: _swap_split_steps(p, a, b, c, epi, ws))
             # launched: the stream orders any reuse of the workspace's memory after the kernels
