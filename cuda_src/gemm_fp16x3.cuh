@@ -512,9 +512,9 @@ __global__ void __launch_bounds__(X3H_NSPLIT_THREADS)
 // (into keys; atomicMax'd into key, its count in done, both zero first and left zero: the last
 // block to finish moves the keys) in one read of B: fp16x3_rowmax then fp16x3_colmax_n read
 // it twice, at 51-71 % of DRAM bandwidth. A block holds whole rows: thread i columns 4 (i + j T),
-// j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / J rows a step in
-// registers; each row's largest magnitude over the block (a barrier a step, the warps' maxima
-// double buffered) gives t, then its values times 2^-t join the columns' largest magnitudes over
+// j < J (T = blockDim.x <= X3H_ROWCOL_THREADS, 4 J T >= N), X3H_ROWCOL_VECS / (2 J) rows a step in
+// registers, the next step's loading under it; each row's largest magnitude over the block (a
+// barrier a step, the warps' maxima double buffered) gives t, then its values times 2^-t join the columns' largest magnitudes over
 // the block's `rows` rows.
 // NOTES: magnitudes, not keys, in the loop (x3h_absmax, then a multiply and a max a value: ~3
 // instructions a value where the keys took ~12). The key of a largest magnitude is the largest
@@ -528,8 +528,8 @@ template <int J>
 __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1 : X3H_ROWCOL_BLOCKS)
     fp16x3_rowcolmax(const float* __restrict__ x, i64 ld, int K, int N, int rows, signed char* __restrict__ tk,
                      int* __restrict__ key, u32* __restrict__ done, int* __restrict__ keys) {
-  constexpr int R = X3H_ROWCOL_VECS / J, W = X3H_ROWCOL_THREADS / 32;
-  static_assert(R >= 1 && R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: J divides X3H_ROWCOL_VECS");
+  constexpr int R = X3H_ROWCOL_VECS / (2 * J), W = X3H_ROWCOL_THREADS / 32;
+  static_assert(R >= 1 && 2 * R * J == X3H_ROWCOL_VECS, "fp16x3_rowcolmax: 2 J divides X3H_ROWCOL_VECS");
   __shared__ int warp_max[2][R][W], inf_max[W];
   const int tid = threadIdx.x, T = blockDim.x, lane = tid & 31, warp = tid >> 5;
   const i64 k0 = (i64)blockIdx.x * rows, k1 = min((i64)K, k0 + rows);
@@ -540,9 +540,7 @@ __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1
     return __reduce_max_sync(0xffffffffu, lane < T / 32 ? buf[lane] : 0);
   };
   const bool whole = 4 * (tid + (J - 1) * T) + 4 <= N;   // this thread's 4 J columns all in the row
-  float cm[J][4] = {};
-  for (i64 k = k0, step = 0; k < k1; k += R, ++step) {   // block-uniform trip count
-    float4 v[R][J];
+  const auto fetch = [&](float4(&v)[R][J], i64 k) {   // rows k .. k + R - 1 (zeros past k1 or N)
     if (whole && k + R <= k1) {   // (the common step: no tests a load)
       const float* p = x + k * ld + 4 * tid;
 #pragma unroll
@@ -558,6 +556,17 @@ __global__ void __launch_bounds__(X3H_ROWCOL_THREADS, J >= X3H_ROWCOL_SOLO_J ? 1
           v[r][j] = k + r < k1 && n < N ? x3h_load4(x + (k + r) * ld + n, N - n) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
     }
+  };
+  float cm[J][4] = {};
+  float4 ahead[R][J];   // the next step's rows, loading under this step's barrier and arithmetic
+  if (k0 < k1) fetch(ahead, k0);
+  for (i64 k = k0, step = 0; k < k1; k += R, ++step) {   // block-uniform trip count
+    float4 v[R][J];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int j = 0; j < J; ++j) v[r][j] = ahead[r][j];
+    if (k + R < k1) fetch(ahead, k + R);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float m = 0.f;   // (never NaN: max.f32 takes the other operand of a NaN)

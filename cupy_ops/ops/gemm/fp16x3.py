@@ -203,9 +203,10 @@ def row_and_column_keys(b: torch.Tensor, op: Operand, tk: int, keys: int, done: 
     # rows a block: one wave where K allows, from X3H_ROWCOL_STEPS steps (fewer lost to the
     # barriers) up to X3H_ROWCOL_SM_ROWS an SM (each block's maxima take N atomics)
     per_sm = 1 if j >= geometry.X3H_ROWCOL_SOLO_J else geometry.X3H_ROWCOL_BLOCKS
+    step_rows = geometry.X3H_ROWCOL_VECS // (2 * j)  # (the kernel's R)
     rows = min(
         geometry.X3H_ROWCOL_SM_ROWS // per_sm,
-        max(geometry.X3H_ROWCOL_VECS // j * geometry.X3H_ROWCOL_STEPS, cdiv(k, per_sm * device_info(dev).sm_count)),
+        max(step_rows * geometry.X3H_ROWCOL_STEPS, cdiv(k, per_sm * device_info(dev).sm_count)),
     )
     return [
         (

@@ -75,13 +75,15 @@ X3H_RINGS = ((4096, 128, 2),)
 X3H_NSPLIT_THREADS, X3H_COLMAX_ROWS, X3H_NSPLIT_ROWS = 256, 32, 8
 # fp16x3_rowcolmax<J> (t of a row-major b's rows and its columns' keys in one read): a block of
 # up to X3H_ROWCOL_THREADS holds whole rows, J float4 of a row a thread, X3H_ROWCOL_VECS float4 a
-# step; rows of up to 4 max(X3H_ROWCOL_JS) X3H_ROWCOL_THREADS values (wider: the two passes).
+# thread in registers: a step's rows and the next step's, loading under it (half each; 4096^2
+# 37.7-38.7 -> 34.8-35.1 us, bit for bit, H200, a9de008); rows of up to 4 max(X3H_ROWCOL_JS)
+# X3H_ROWCOL_THREADS values (wider: the two passes).
 # X3H_ROWCOL_BLOCKS blocks an SM, one from J = X3H_ROWCOL_SOLO_J (its registers past two
 # blocks' 64: NVRTC 12.1 spilled it capped there); rows a block from X3H_ROWCOL_STEPS steps to
 # X3H_ROWCOL_SM_ROWS an SM at a time (H200, b 8192^2 at J = 4: 32 rows 82.8 us, 64 rows 78.7;
 # 4096^2 at J = 2: 16 rows 28.3, 32 rows 31.3)
 X3H_ROWCOL_THREADS, X3H_ROWCOL_VECS, X3H_ROWCOL_JS, X3H_ROWCOL_SOLO_J = 512, 8, (1, 2, 4), 4
-X3H_ROWCOL_BLOCKS, X3H_ROWCOL_STEPS, X3H_ROWCOL_SM_ROWS = 2, 2, 64
+X3H_ROWCOL_BLOCKS, X3H_ROWCOL_STEPS, X3H_ROWCOL_SM_ROWS = 2, 4, 64
 
 # --- shared kernels --------------------------------------------------------------------------
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8  # transpose.cu: tile, block 32 x 8
