@@ -11,7 +11,8 @@
 //   -ftz=true, under which a float compare treats denormals as zero, and torch's result is the
 //   element itself, bit for bit. Any NaN gives NaN (torch propagates it).
 // - logsumexp is torch's formula: m = amax (0 where it is infinite), log(sum exp(x - m)) + m;
-//   softmax torch's too: exp(x - amax) / sum exp(x - amax), so rows with NaN or an infinity
+//   softmax torch's too: exp(x - amax) / sum exp(x - amax) (16-bit types: exp2 and a reciprocal,
+//   rr_exp_of, rr_softmax_divisor), so rows with NaN or an infinity
 //   give what torch gives (NaN for softmax of a row holding +inf or only -inf; +inf / -inf for
 //   logsumexp). The row is read again for the sum (and for softmax's store), from L2: a row
 //   held in registers (32 values a thread) was slower for all but fp32 softmax (docs/epilogues.md#row-reductions).
@@ -58,6 +59,21 @@ template <class T> __device__ __forceinline__ bool is_nan_bits(typename Traits<T
 __device__ __forceinline__ float rr_exp(float x) { return expf(x); }
 __device__ __forceinline__ double rr_exp(double x) { return exp(x); }
 __device__ __forceinline__ float rr_log(float x) { return logf(x); }
+// exp(d) as softmax and logsumexp take it (d = x - max): 16-bit types' as exp2(d log2(e)), one
+// MUFU.EX2 (2 ulp) after the product's rounding, a relative error under 1e-5 wherever fp32's exp
+// does not underflow, far below the output's rounding (2^-9 / 2^-12); expf's ~10 instructions
+// and IEEE division's ~8 an element made the kernel issue-bound (bf16 1024 x 8192 softmax: ~43
+// instructions an element, ~20 with these and the reciprocal below).
+template <class T> __device__ __forceinline__ typename Traits<T>::Acc rr_exp_of(typename Traits<T>::Acc d) {
+  if constexpr (sizeof(typename Traits<T>::Bits) == 2) return exp2f(d * 1.4426950408889634f);
+  else return rr_exp(d);
+}
+// softmax's divisor as its store takes it: 16-bit types multiply by the row sum's reciprocal
+// (rounded once a row, exact for the row's largest element: exp(0) / s), fp32 and fp64 divide.
+template <class T> __device__ __forceinline__ typename Traits<T>::Acc rr_softmax_divisor(typename Traits<T>::Acc s) {
+  if constexpr (sizeof(typename Traits<T>::Bits) == 2) return __frcp_rn(s);
+  else return s;
+}
 __device__ __forceinline__ double rr_log(double x) { return log(x); }
 __device__ __forceinline__ bool rr_isinf(float x) { return (__float_as_uint(x) & 0x7fffffffu) == 0x7f800000u; }
 __device__ __forceinline__ bool rr_isinf(double x) {
@@ -143,13 +159,15 @@ template <class T> struct RrValue {
 template <class T> struct RrExp {
   typename Traits<T>::Acc off;
   __device__ __forceinline__ typename Traits<T>::Acc operator()(typename Traits<T>::Bits b) const {
-    return rr_exp(to_acc<T>(b) - off);
+    return rr_exp_of<T>(to_acc<T>(b) - off);
   }
 };
 template <class T> struct RrSoftmax {
-  typename Traits<T>::Acc m, s;
+  typename Traits<T>::Acc m, s;   // s: rr_softmax_divisor of the row's sum
   __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) const {
-    b = from_acc<T>(div_exact(rr_exp(to_acc<T>(b) - m), s));
+    const typename Traits<T>::Acc e = rr_exp_of<T>(to_acc<T>(b) - m);
+    if constexpr (sizeof(typename Traits<T>::Bits) == 2) b = from_acc<T>(e * s);
+    else b = from_acc<T>(div_exact(e, s));
   }
 };
 // The largest ordered key of the row (amin: of the complemented keys), and a NaN if one was seen.
@@ -201,7 +219,7 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
         if constexpr (R == RR_LOGSUMEXP) {
           if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
         } else {
-          RrSoftmax<T> f{m, s};
+          RrSoftmax<T> f{m, rr_softmax_divisor<T>(s)};
           row_walk<true>(xr, out + row * (i64)n, n, f);
         }
       }
