@@ -59,6 +59,8 @@ template <class T> __device__ __forceinline__ bool is_nan_bits(typename Traits<T
 __device__ __forceinline__ float rr_exp(float x) { return expf(x); }
 __device__ __forceinline__ double rr_exp(double x) { return exp(x); }
 __device__ __forceinline__ float rr_log(float x) { return logf(x); }
+__device__ __forceinline__ float rr_reciprocal(float x) { return __frcp_rn(x); }
+__device__ __forceinline__ double rr_reciprocal(double x) { return __drcp_rn(x); }
 // exp(d) as softmax and logsumexp take it (d = x - max): 16-bit types' as exp2(d log2(e)), one
 // MUFU.EX2 (2 ulp) after the product's rounding, a relative error under 1e-5 wherever fp32's exp
 // does not underflow, far below the output's rounding (2^-9 / 2^-12); expf's ~10 instructions
@@ -68,12 +70,20 @@ template <class T> __device__ __forceinline__ typename Traits<T>::Acc rr_exp_of(
   if constexpr (sizeof(typename Traits<T>::Bits) == 2) return exp2f(d * 1.4426950408889634f);
   else return rr_exp(d);
 }
-// softmax's divisor as its store takes it: 16-bit types multiply by the row sum's reciprocal
-// (rounded once a row, exact for the row's largest element: exp(0) / s), fp32 and fp64 divide.
-template <class T> __device__ __forceinline__ typename Traits<T>::Acc rr_softmax_divisor(typename Traits<T>::Acc s) {
-  if constexpr (sizeof(typename Traits<T>::Bits) == 2) return __frcp_rn(s);
-  else return s;
-}
+// softmax's store: e / s. 16-bit types multiply by the sum's reciprocal (rounded once a row;
+// exact for the row's largest element, exp(0) / s); fp32 and fp64 divide (for fp32 the reciprocal
+// corrected by its remainder, the quotient's bits without division's branch, ran no faster:
+// docs/epilogues.md#row-reductions).
+template <class T> struct RrSoftmax {
+  typedef typename Traits<T>::Acc Acc;
+  static constexpr bool BY_RECIPROCAL = sizeof(typename Traits<T>::Bits) == 2;
+  Acc m, s;   // s: the sum, or its reciprocal (BY_RECIPROCAL)
+  __device__ __forceinline__ RrSoftmax(Acc m_, Acc sum) : m(m_), s(BY_RECIPROCAL ? rr_reciprocal(sum) : sum) {}
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) const {
+    const Acc e = rr_exp_of<T>(to_acc<T>(b) - m);
+    b = from_acc<T>(BY_RECIPROCAL ? mul_exact(e, s) : div_exact(e, s));
+  }
+};
 __device__ __forceinline__ double rr_log(double x) { return log(x); }
 __device__ __forceinline__ bool rr_isinf(float x) { return (__float_as_uint(x) & 0x7fffffffu) == 0x7f800000u; }
 __device__ __forceinline__ bool rr_isinf(double x) {
@@ -162,14 +172,6 @@ template <class T> struct RrExp {
     return rr_exp_of<T>(to_acc<T>(b) - off);
   }
 };
-template <class T> struct RrSoftmax {
-  typename Traits<T>::Acc m, s;   // s: rr_softmax_divisor of the row's sum
-  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) const {
-    const typename Traits<T>::Acc e = rr_exp_of<T>(to_acc<T>(b) - m);
-    if constexpr (sizeof(typename Traits<T>::Bits) == 2) b = from_acc<T>(e * s);
-    else b = from_acc<T>(div_exact(e, s));
-  }
-};
 // The largest ordered key of the row (amin: of the complemented keys), and a NaN if one was seen.
 template <class T, bool MIN> struct RrBest {
   typename Key<T>::K best;
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
         if constexpr (R == RR_LOGSUMEXP) {
           if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
         } else {
-          RrSoftmax<T> f{m, rr_softmax_divisor<T>(s)};
+          RrSoftmax<T> f(m, s);
           row_walk<true>(xr, out + row * (i64)n, n, f);
         }
       }
