@@ -5,7 +5,8 @@
 // n), each thread over 16-byte vectors tid, tid + blockDim.x, ... (coalesced; RR_UNROLL loads in
 // flight: one 4- or 2-byte load at a time kept too few bytes in flight for DRAM's bandwidth), then
 // the warps' shuffles and the block's warps in order: deterministic. Arithmetic in the type torch
-// accumulates in (float for 16- and 32-bit types, double for float64).
+// accumulates in (float for 16- and 32-bit types, double for float64), but for sums of fp32 rows
+// (RrSumAcc: double, rounded once).
 // NOTES:
 // - amax / amin compare ordered integer keys of the raw bits, not floats: CuPy compiles with
 //   -ftz=true, under which a float compare treats denormals as zero, and torch's result is the
@@ -157,11 +158,28 @@ __device__ __forceinline__ void row_walk(const Bits* __restrict__ xr, Bits* __re
   }
 }
 
-// The row's sum of f(element) in Acc, by the block (every thread gets it).
+// Sums run in RrSumAcc: fp32 rows in fp64, rounded to fp32 once (rr_narrow), where torch sums
+// in fp32. NOTES: summed in fp32, softmax erred 0.8-1.7x torch's largest error against float64
+// and sum 0.9-1.7x (randn x 3, 1024 x 8192 to 512 x 32768); in fp64 0.17-0.37x, at the same
+// speed (H200): the fp32 kernels are not issue-bound (docs/epilogues.md#row-reductions).
+template <class T> struct RrSumAcc { typedef typename Traits<T>::Acc type; };
+template <> struct RrSumAcc<float> { typedef double type; };
+template <class T> __device__ __forceinline__ typename Traits<T>::Acc rr_narrow(typename RrSumAcc<T>::type v) {
+  if constexpr (sizeof(typename RrSumAcc<T>::type) == sizeof(typename Traits<T>::Acc)) {
+    return v;
+  } else {
+    float r;   // (no .ftz: a denormal sum stays one, as torch's)
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(v));
+    return r;
+  }
+}
+// The row's sum of f(element) in RrSumAcc, by the block (every thread gets it).
 template <class T, class F> struct RrSum {
-  typename Traits<T>::Acc s;
+  typename RrSumAcc<T>::type s;
   F g;
-  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) { s = add_exact(s, g(b)); }
+  __device__ __forceinline__ void operator()(typename Traits<T>::Bits& b) {
+    s = add_exact(s, (typename RrSumAcc<T>::type)g(b));
+  }
 };
 template <class T> struct RrValue {
   __device__ __forceinline__ typename Traits<T>::Acc operator()(typename Traits<T>::Bits b) const { return to_acc<T>(b); }
@@ -191,16 +209,17 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
                int n) {
   typedef typename Traits<T>::Bits Bits;
   typedef typename Traits<T>::Acc Acc;
+  typedef typename RrSumAcc<T>::type S;
   typedef typename Key<T>::K K;
   __shared__ u64 sh_raw[RR_MAX_THREADS / 32];
   const int tid = threadIdx.x;
   for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
     const Bits* xr = x + row * (i64)n;
     if constexpr (R == RR_SUM || R == RR_MEAN) {
-      RrSum<T, RrValue<T>> f{Acc(0), RrValue<T>()};
+      RrSum<T, RrValue<T>> f{S(0), RrValue<T>()};
       row_walk<false>(xr, (Bits*)nullptr, n, f);
-      const Acc s = block_reduce(f.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
-      if (tid == 0) out[row] = from_acc<T>(R == RR_MEAN ? div_exact(s, (Acc)n) : s);
+      const S s = block_reduce(f.s, RrAdd(), reinterpret_cast<S*>(sh_raw));
+      if (tid == 0) out[row] = from_acc<T>(rr_narrow<T>(R == RR_MEAN ? div_exact(s, (S)n) : s));
     } else {
       RrBest<T, R == RR_AMIN> f{K(0), Bits(0)};
       row_walk<false>(xr, (Bits*)nullptr, n, f);
@@ -215,9 +234,9 @@ __global__ void __launch_bounds__(RR_MAX_THREADS)
       } else {
         const Acc m = nan ? to_acc<T>(Traits<T>::INF | (Traits<T>::INF >> 1)) : to_acc<T>(key_bits<T>(best));
         const Acc off = R == RR_LOGSUMEXP && rr_isinf(m) ? Acc(0) : m;
-        RrSum<T, RrExp<T>> e{Acc(0), RrExp<T>{off}};
+        RrSum<T, RrExp<T>> e{S(0), RrExp<T>{off}};
         row_walk<false>(xr, (Bits*)nullptr, n, e);
-        const Acc s = block_reduce(e.s, RrAdd(), reinterpret_cast<Acc*>(sh_raw));
+        const Acc s = rr_narrow<T>(block_reduce(e.s, RrAdd(), reinterpret_cast<S*>(sh_raw)));
         if constexpr (R == RR_LOGSUMEXP) {
           if (tid == 0) out[row] = from_acc<T>(add_exact(rr_log(s), off));
         } else {

@@ -153,8 +153,9 @@ def row_reduce(x: torch.Tensor, how: str) -> torch.Tensor:
     ``"amax"``, ``"amin"``, ``"logsumexp"`` (``x.<how>(-1)``: shape ``x.shape[:-1]``) or
     ``"softmax"`` (``x.softmax(-1)``: ``x``'s shape, contiguous).
 
-    One kernel, a block a row; sums in float32 (float64 for float64) in another order than
-    torch's: within torch's own error against float64, not its bits (amax and amin are exact).
+    One kernel, a block a row; sums in float64 for float32 and float64 rows (rounded once), in
+    float32 for 16-bit ones, in another order than torch's: within torch's own error against
+    float64 (float32 rows: below it), not its bits (amax and amin are exact).
     NaN and infinities give what torch gives. Differentiable to any order (both modes), traceable
     by torch.compile (``cupy_ops::row_<how>``), ``torch.func.vmap``; under autocast softmax, sum
     and logsumexp run in float32 as torch's do, mean, amax and amin in x's dtype.
