@@ -13,10 +13,10 @@
 //   element itself, bit for bit. Any NaN gives NaN (torch propagates it).
 // - logsumexp is torch's formula: m = amax (0 where it is infinite), log(sum exp(x - m)) + m;
 //   softmax torch's too: exp(x - amax) / sum exp(x - amax) (16-bit types: exp2 and a reciprocal,
-//   rr_exp_of, rr_softmax_divisor), so rows with NaN or an infinity
-//   give what torch gives (NaN for softmax of a row holding +inf or only -inf; +inf / -inf for
-//   logsumexp). The row is read again for the sum (and for softmax's store), from L2: a row
-//   held in registers (32 values a thread) was slower for all but fp32 softmax (docs/epilogues.md#row-reductions).
+//   rr_exp_of, RrSoftmax), so rows with NaN or an infinity give what torch gives (NaN for
+//   softmax of a row holding +inf or only -inf; +inf / -inf for logsumexp). The row is read
+//   again for the sum (and for softmax's store), from L2: a row held in registers (32 values a
+//   thread) was slower for all but fp32 softmax (docs/epilogues.md#row-reductions).
 // - Sums add with add.rn (no flushing); exp and log are CUDA's under -ftz (an fp32 term below
 //   2^-126 counts as 0: a softmax output there is 0 where torch may give a denormal).
 #include "common.cuh"
@@ -60,6 +60,7 @@ template <class T> __device__ __forceinline__ bool is_nan_bits(typename Traits<T
 __device__ __forceinline__ float rr_exp(float x) { return expf(x); }
 __device__ __forceinline__ double rr_exp(double x) { return exp(x); }
 __device__ __forceinline__ float rr_log(float x) { return logf(x); }
+__device__ __forceinline__ double rr_log(double x) { return log(x); }
 __device__ __forceinline__ float rr_reciprocal(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ double rr_reciprocal(double x) { return __drcp_rn(x); }
 // exp(d) as softmax and logsumexp take it (d = x - max): 16-bit types' as exp2(d log2(e)), one
@@ -85,7 +86,6 @@ template <class T> struct RrSoftmax {
     b = from_acc<T>(BY_RECIPROCAL ? mul_exact(e, s) : div_exact(e, s));
   }
 };
-__device__ __forceinline__ double rr_log(double x) { return log(x); }
 __device__ __forceinline__ bool rr_isinf(float x) { return (__float_as_uint(x) & 0x7fffffffu) == 0x7f800000u; }
 __device__ __forceinline__ bool rr_isinf(double x) {
   return ((u64)__double_as_longlong(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
