@@ -20,12 +20,13 @@ divisor = 2.0
 _TENSOR_CORE = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _hopper(device: torch.device) -> bool:
-    """Compute capability 9.0 (cached: the query costs more than the rest of a small forward;
-    torch.compile folds the query itself to a constant)."""
+def _hopper(x: torch.Tensor) -> bool:
+    """CUDA tensor ``x``'s device has compute capability 9.0 (cached: the query costs more than
+    the rest of a small forward, and ``x.device`` builds an object where ``get_device()`` reads an
+    int; torch.compile folds the query itself to a constant)."""
     if torch.compiler.is_compiling():
-        return torch.cuda.get_device_capability(device) == (9, 0)
-    return capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+        return torch.cuda.get_device_capability(x.device) == (9, 0)
+    return capability(x.get_device()) == (9, 0)
 
 
 class Model(nn.Module):
@@ -64,7 +65,7 @@ class ModelNew(Model):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.linear.weight
-        if x.is_cuda and w.dtype == x.dtype and x.dtype in _TENSOR_CORE and _hopper(x.device):
+        if x.is_cuda and w.dtype == x.dtype and x.dtype in _TENSOR_CORE and _hopper(x):
             return cupy_ops.linear_relu_div(x, w, self.linear.bias, self.divisor, algo="accurate")
         return ModelNewCublas.forward(self, x)
 

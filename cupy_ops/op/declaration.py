@@ -100,6 +100,7 @@ class Op(Registration, Rules):
             )
         self._backward = self._jvp = self._vmap = None
         self._save: tuple = ()
+        self._save_at: tuple = ()
         self._register()
         _declared[qualname] = self
         self._eager_fn, self._dispatch_fn = functions(self)
@@ -198,6 +199,8 @@ class Op(Registration, Rules):
             if n != "out" and n not in self._by_name:
                 raise ValueError(f"op {self.qualname}: save={n!r} is not an input (nor 'out')")
         self._save = tuple(dict.fromkeys(self._save + names))
+        # (name, input index; -1: the output), read by every forward that autograd records
+        self._save_at = tuple((n, -1 if n == "out" else self._by_name[n].index) for n in self._save)
 
     # -- the eager path ---------------------------------------------------------------------------
 

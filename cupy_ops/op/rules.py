@@ -13,8 +13,8 @@ class Rules:
 
     def _setup(self, ctx, inputs, output) -> None:
         values, tensors, slots = {}, [], {}
-        for n in self._save:
-            v = output if n == "out" else inputs[self._by_name[n].index]
+        for n, i in self._save_at:
+            v = output if i < 0 else inputs[i]
             if isinstance(v, Tensor):
                 slots[n] = len(tensors)
                 tensors.append(v)
