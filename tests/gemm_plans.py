@@ -99,7 +99,8 @@ GROUPS = {
         Case("linear", "tc", f32, 256, 200, 256, "tc", True),
     ],
     "wgmma": [
-        Case("matmul", "wgmma", bf16, 256, 512, 256, "wgmma one CTA a tile 128-wide", True),
+        Case("matmul", "wgmma", bf16, 256, 512, 256, "wgmma one CTA a tile 64-wide", True),
+        Case("linear", "wgmma", f32, 200, 256, 100, "wgmma one CTA a tile 64-wide", False),
         Case("linear", "wgmma", f16, 2000, 256, 1000, "wgmma one CTA a tile 128-wide", False),
         Case("matmul", "wgmma", bf16, 2048, 128, 2048, "wgmma one CTA a tile 256-wide", True),
         Case("matmul", "wgmma", bf16, 256, 1024, 512, "wgmma one 128x64 tile per CTA", True),

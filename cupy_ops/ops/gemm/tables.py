@@ -25,7 +25,7 @@ SIMT_SPLIT_MIN_K = 128  # smallest K a SIMT split-K slice gets (docs/gemm.md#sim
 WGMMA_WIDE_MIN_WAVES = 0.5  # below this many waves of 128 x 256 tiles, 128-wide (docs/gemm.md#tile-width)
 WG_SPLIT_MAX_WAVES = 0.25  # split K only for outputs of at most this many waves of 128 x 128 tiles
 WG_SPLIT_MIN_KTILES = 8  # smallest K range (in k-tiles) a Hopper split-K slice gets (docs/gemm.md#split-k)
-WG_NARROW_MAX_WAVES = 0.5  # 128 x 64 tiles between the split-K share and this (docs/gemm.md#tile-width)
+WG_NARROW_MAX_WAVES = 0.5  # 128 x 64 tiles below this where K is not split (docs/gemm.md#tile-width)
 # TF32 with a row-major b (C^T = B^T A^T): K split from this many k-tiles on, where the unsplit
 # K loop costs more than the split's second launch and workspace (~14 us of host a call, H200;
 # docs/gemm.md#swap)

@@ -55,8 +55,8 @@ def tile_n(M: int, N: int, sm_count: int, unsplit: bool = False) -> int:
     """Block-tile width: 256 (the fastest per block) unless that leaves fewer blocks than
     WGMMA_WIDE_MIN_WAVES x the SM count, then 128 (twice the blocks), or 64 where 128-wide
     blocks fill less than WG_NARROW_MAX_WAVES of the SMs and more than the split-K share
-    (WG_SPLIT_MAX_WAVES), or any fewer for a kernel that never splits K (``unsplit``: the
-    swapped one where ``swap_slices`` does not split)."""
+    (WG_SPLIT_MAX_WAVES), or any fewer where K is not split (``unsplit``: the swapped kernel
+    where ``swap_slices`` does not split, a K too short for ``split``, ``split_k=False``)."""
     if cdiv(M, geometry.WG_BM) * cdiv(N, 256) >= tables.WGMMA_WIDE_MIN_WAVES * sm_count:
         return 256
     blocks = cdiv(M, geometry.WG_BM) * cdiv(N, 128)
@@ -146,9 +146,13 @@ def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
 def layout(M: int, N: int, K: int, bk: int, dev, ov, unsplit: bool = False) -> dict:
     """The tile width, split-K, cluster and grid for an M x N output (the kernel's: C^T's when
     it swaps the operands), from the tables or ``ov``'s overrides; ``unsplit``: of a kernel
-    that never splits K (``tile_n``'s, where no cluster is asked for)."""
+    that never splits K (``tile_n``'s, where no cluster is asked for; also taken where ``split``
+    would not split K)."""
     # by whole waves where neither the tile width nor the cluster is overridden
     model = None if ov.tile_n or ov.cluster else wide(M, N, dev.sm_count)
+    # the split-K share's outputs whose K does not split take 128 x 64 tiles too, twice the CTAs
+    # (docs/gemm.md#tile-width)
+    unsplit = unsplit or not ov.split_k or split(M, N, K, 128, bk, dev.sm_count)[0] == 1
     narrow = unsplit and ov.cluster in (None, 1)
     bn = ov.tile_n or (model[0] if model else tile_n(M, N, dev.sm_count, narrow))
     slices, kslice = split(M, N, K, bn, bk, dev.sm_count) if ov.split_k else (1, K)

@@ -67,6 +67,7 @@ def test_the_cases_reach_every_branch():
         "wgmma K-split warpgroups",
         "wgmma split-K",
         "wgmma split-K swapped",
+        "wgmma one CTA a tile 64-wide",
         "wgmma one CTA a tile 64-wide swapped",
         "wgmma one CTA a tile 128-wide",
         "wgmma one CTA a tile 256-wide",

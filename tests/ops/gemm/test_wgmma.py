@@ -303,6 +303,11 @@ def test_hopper_tile_width_and_split_k_follow_the_tables():
     )
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
     assert forced.tile == (128, 256) and forced.slices == 1
+    # 16 tiles of 128 x 128 whose K (8 k-tiles) does not split: 128 x 64 tiles, twice the CTAs
+    p = gplan(512, 512, 512, torch.bfloat16)
+    assert (p.tile, p.slices, p.grid) == ((128, 64), 1, (32, 1, 1))
+    assert p.kernel == "gemm_wgmma<bf16, true, 64, 1, EpiNone>"
+    assert gplan(256, 1024, 1024, torch.bfloat16, ksplit=False, split_k=False).tile == (128, 64)
 
 
 def test_hopper_clusters_and_persistent_grid():
