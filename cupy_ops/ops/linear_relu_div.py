@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from .. import checks
-from ..op import needs_grad, op, plain_eager
+from ..op import needs_grad, op
 from . import divisor as _divisor
 from . import gemm
 from .linear import linear_grads
@@ -196,10 +196,9 @@ def linear_relu_div(
         if needs_grad((x, weight, bias)):
             return _linear_relu.call((x, weight, bias, algo)) / divisor
         return _linear_relu_div.call((x, weight, bias, divisor, algo))
-    if not plain_eager((x, weight, bias)) or needs_grad((x, weight, bias)):
-        # (the tensors are checked by the op's output rule)
-        checks.divisor(divisor, -1, cuda_ok=False, context=" for linear_relu_div")
-        if needs_grad((x, weight, bias, divisor)):
-            return linear_relu(x, weight, bias, algo=algo) / divisor
-        divisor = float(divisor.item() if isinstance(divisor, _Tensor) else divisor)
+    # (the tensors are checked by the op's output rule)
+    checks.divisor(divisor, -1, cuda_ok=False, context=" for linear_relu_div")
+    if needs_grad((x, weight, bias, divisor)):
+        return linear_relu(x, weight, bias, algo=algo) / divisor
+    divisor = float(divisor.item() if isinstance(divisor, _Tensor) else divisor)
     return _linear_relu_div.call((x, weight, bias, divisor, algo))
