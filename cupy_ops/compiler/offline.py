@@ -2,10 +2,11 @@
 ptxas's register, spill and shared-memory report. Needs no GPU and no driver.
 
 The options are the run-time ones (``Source.options``) plus ``-Xptxas=-v``, which only adds
-the report. All variants of a source are compiled in one program (each kernel is compiled
-on its own by NVRTC either way; at run time each variant is its own compile). A variant whose
-compiled parameters are not the ones its declaration promises (``Variant.layout``) fails
-the check. ``export`` gives a kernel's PTX or cubin, also without a GPU.
+the report, and ``--no-cache``, so that ptxas runs (and reports) on code NVRTC has cached. All
+variants of a source are compiled in one program (each kernel is compiled on its own by NVRTC
+either way; at run time each variant is its own compile). A variant whose compiled parameters
+are not the ones its declaration promises (``Variant.layout``) fails the check. ``export``
+gives a kernel's PTX or cubin, also without a GPU.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from . import cubin, nvrtc
+from . import options as nvrtc_options
 from .nvrtc import KernelCompileError
 from .registry import Source
 
@@ -55,7 +57,13 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     target = source.target(arch)
     if target is None:
         return [OfflineResult(source.name, e, arch, True, skipped=f"built for {source.arch} only") for e in exprs]
-    r = nvrtc.compile(source.text(), source.name, exprs, source.options(target) + ("-Xptxas=-v",))
+    # NOTES: with a driver present, NVRTC (13.0 seen) keeps compiled code in the CUDA cache
+    # (CUDA_CACHE_DISABLE=1 turns it off) and returns a cached cubin with an empty log: no ptxas
+    # report for any compile of PTX already compiled, in any process (on an H200 host, every
+    # compile after a process's first), so autotune kept spilling configurations. --no-cache
+    # runs ptxas.
+    report = ("-Xptxas=-v",) + (("--no-cache",) if nvrtc_options.available("--no-cache", nvrtc.version()) else ())
+    r = nvrtc.compile(source.text(), source.name, exprs, source.options(target) + report)
     # NVRTC's log is a C string: CuPy's binding keeps its terminating NUL (NVRTC 13.5: on a
     # log with ptxas's report), which would end every log shown or compared
     log = r.log.rstrip("\0")
@@ -66,9 +74,9 @@ def compile_offline(source: Source, arch: str, exprs=None) -> list[OfflineResult
     info = {by_lowered[name]: v for name, v in cubin.resources(r.image, target).items() if name in by_lowered}
     for res in results:
         if res.registers is None and res.expr in info:
-            # Some NVRTC builds return no ptxas report now and then (seen with 13.0): read the
-            # cubin. Spilled registers live in the local stack frame, so a 0-byte frame proves
-            # there are no spills; a larger frame leaves them unknown.
+            # No ptxas report (a cached cubin where NVRTC lacks --no-cache): read the cubin.
+            # Spilled registers live in the local stack frame, so a 0-byte frame proves there
+            # are no spills; a larger frame leaves them unknown.
             res.registers, res.stack_bytes, res.shared_bytes = info[res.expr]
             res.spill_stores = res.spill_loads = 0 if res.stack_bytes == 0 else None
             res.ok, res.log = True, "registers and stack frame read from the cubin (NVRTC gave no ptxas report)"

@@ -147,6 +147,13 @@ MISSING_UP_TO = {
     "--fmax-errors": (13, 0),
 }
 
+
+def available(option: str, version: tuple[int, int]) -> bool:
+    """Whether NVRTC ``version`` (``(13, 0)``) has ``option`` (its long name): False for one
+    ``MISSING_UP_TO`` says that version lacks."""
+    return version > MISSING_UP_TO.get(option, (0, 0))
+
+
 # -DNAME, -UNAME, -Idir: the value glued to the option's name
 _GLUED = re.compile(r"(-D|-U|-I)(?!=)(.+)")
 

@@ -223,9 +223,25 @@ def test_ptxas_performance_notes_are_given_to_the_kernel_they_name():
     assert b.ok and b.registers == 40 and len(b.perf) == 1 and b.perf[0].startswith("C7511: ")
 
 
+def test_every_compile_of_the_same_code_has_ptxas_report():
+    """With a driver present NVRTC returns a cubin it has cached with no log: the offline
+    compile asks for none (``--no-cache``), so a second compile of the same code, or of code
+    that differs only in a comment (the same PTX), still has ptxas's figures. Without the
+    option every compile after the first lacked them (NVRTC 13.0, H200)."""
+    code = 'extern "C" __global__ void probe(float* y, float a) { y[threadIdx.x] *= a; }\n'
+    results = []
+    for text in (code, code, code + "// the same PTX\n"):
+        src = compiler.user(text, "cache_probe.cu")
+        src.variant("probe")
+        results += compiler.compile_offline(src, "sm_90")
+    for r in results:
+        assert r.ok and "Used" in r.log and "NVRTC gave no ptxas report" not in r.log, r.log
+        assert r.registers is not None and r.spill_stores == 0
+
+
 def test_cubin_fallback_when_nvrtc_gives_no_ptxas_report(monkeypatch):
-    # NVRTC 13.0 on the GPU machine sometimes returns an empty program log: registers and the
-    # stack frame (0 bytes proves no spills) then come from the cubin, and must agree.
+    # An NVRTC without --no-cache returns a cached cubin with an empty program log: registers
+    # and the stack frame (0 bytes proves no spills) then come from the cubin, and must agree.
     from cupy_ops.compiler import offline
 
     src = SOURCES["relu_div.cu"]

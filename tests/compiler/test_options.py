@@ -125,6 +125,13 @@ def test_every_option_let_through_is_one_nvrtc_has(option):
     assert r.ok and "unrecognized option" not in r.log and "expects" not in r.log, r.log
 
 
+def test_an_option_is_available_after_the_last_nvrtc_known_to_lack_it():
+    assert not nvrtc_options.available("--no-cache", (12, 1))
+    assert nvrtc_options.available("--no-cache", (12, 2)) and nvrtc_options.available("--no-cache", (13, 0))
+    assert not nvrtc_options.available("--fmax-errors", (13, 0)) and nvrtc_options.available("--fmax-errors", (13, 5))
+    assert nvrtc_options.available("--ftz", (11, 0))  # no NVRTC lacks it
+
+
 def test_a_users_std_or_ftz_replaces_the_default_one():
     need_nvrtc()
     k = cupy_ops.Kernel(AXPY, "axpy", options=["-std=c++20", "--ftz=false"])
