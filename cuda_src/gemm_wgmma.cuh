@@ -651,7 +651,9 @@ __device__ __forceinline__ bool kwg_reduce(float* acc, u32 ring, int c, int x) {
 // shared memory to warpgroup 0, which adds them and stores the tile (kwg_reduce). For outputs
 // too small to fill the GPU with 128 x 128 tiles: as many CTAs as 128 x 64 tiles, but each
 // wgmma 64 x 128 (a 64-wide wgmma reads as many shared-memory bytes per column of output as it
-// computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups).
+// computes, twice a 128-wide one's per value: docs/gemm.md#k-split-warpgroups); BN = 64 for
+// outputs of at most a wave of 64 x 64 tiles, twice the CTAs, 16 KB a k-tile each
+// (docs/gemm.md#narrow-k-split).
 // BATCHED (CM = 1, not KSPLIT / SINGLE; the threads' stores, or with SWAP the TMA's through a
 // 3-D cmap): `batch` products, z the entry instead of a K slice (each over the whole K): amap and
 // bmap are 3-D (the entry their outermost coordinate; `bcast` bit 0 / 1: the kernel's A / B is one

@@ -42,7 +42,7 @@ def branch(p) -> str:
         if p.single:
             return "wgmma one 128x64 tile per CTA"
         if p.ksplit:
-            return "wgmma K-split warpgroups"
+            return f"wgmma K-split warpgroups {p.tile[1]}-wide"
         if p.slices > 1:
             return "wgmma split-K" + (" swapped" if p.swap else "")
         base = "wgmma persistent pairs" if p.persistent and p.cluster == 2 else "wgmma one CTA a tile"
@@ -99,14 +99,14 @@ GROUPS = {
         Case("linear", "tc", f32, 256, 200, 256, "tc", True),
     ],
     "wgmma": [
-        Case("matmul", "wgmma", bf16, 256, 512, 256, "wgmma one CTA a tile 64-wide", True),
-        Case("linear", "wgmma", f32, 200, 256, 100, "wgmma one CTA a tile 64-wide", False),
+        Case("matmul", "wgmma", bf16, 256, 512, 256, "wgmma K-split warpgroups 64-wide", True),
+        Case("linear", "wgmma", f32, 200, 256, 100, "wgmma K-split warpgroups 64-wide", False),
         Case("linear", "wgmma", f16, 2000, 256, 1000, "wgmma one CTA a tile 128-wide", False),
         Case("matmul", "wgmma", bf16, 2048, 128, 2048, "wgmma one CTA a tile 256-wide", True),
-        Case("matmul", "wgmma", bf16, 256, 1024, 512, "wgmma one 128x64 tile per CTA", True),
-        Case("linear", "wgmma", f16, 200, 1100, 300, "wgmma one 128x64 tile per CTA", False),
-        Case("matmul", "wgmma", bf16, 64, 2048, 256, "wgmma K-split warpgroups", True),
-        Case("linear", "wgmma", f32, 250, 1024, 250, "wgmma K-split warpgroups", False),
+        Case("matmul", "wgmma", bf16, 768, 1024, 768, "wgmma one 128x64 tile per CTA", True),
+        Case("linear", "wgmma", f16, 700, 1100, 900, "wgmma one 128x64 tile per CTA", False),
+        Case("matmul", "wgmma", bf16, 384, 2048, 1536, "wgmma K-split warpgroups 128-wide", True),
+        Case("linear", "wgmma", f32, 300, 1000, 2000, "wgmma K-split warpgroups 128-wide", False),
         Case("matmul", "wgmma", bf16, 200, 8192, 200, "wgmma split-K", False),
         Case("linear", "wgmma", f32, 256, 4096, 256, "wgmma split-K", True),
         Case("matmul", "wgmma", bf16, 2304, 64, 2304, "wgmma persistent pairs 128-wide", True),

@@ -73,7 +73,8 @@ class Overrides:
     of work), ``tma_store`` (False: the threads store C), ``swap`` (fp32 with a row-major b:
     False transposes b first, True computes C^T = B^T A^T even where split-K would be planned;
     tf32x3 with a K-major b: False keeps C where A is split by a pass, True needs that split),
-    ``ksplit`` (True: 64 x 128 tiles, the consumer warpgroups over halves of K; False: never)
+    ``ksplit`` (True: 64 x 128 tiles, or 64 x 64 with ``tile_n=64``, the consumer warpgroups
+    over halves of K; False: never)
     and ``single`` (True: 16-bit, one 128 x 64 tile per CTA, its epilogue staged in the ring;
     False: never); ``b_packed`` (True: B's fp16x3 pieces are a prepacked weight's,
     docs/prepack.md: "accurate" weighs fp16x3 without B's split, and fp16x3's plan reads them);

@@ -46,6 +46,7 @@ WG_SWAP_BOX = 32
 # compute capability 9.0 (227 KB), 9 ring stages of 24 KB with the epilogue staged in the ring,
 # idle by then (docs/gemm.md#one-tile-per-cta)
 WG_KSPLIT_BM = 64
+WG_KSPLIT_TILE_NS = (64, 128)  # ... and its compiled tile widths (64: outputs of one wave of them)
 WG_KSPLIT_SMEM_BYTES = 227 * 1024
 WG_BK = {torch.bfloat16: 64, torch.float16: 64, torch.float32: 32}  # 128 bytes of K per tile row
 

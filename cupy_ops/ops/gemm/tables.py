@@ -43,6 +43,9 @@ WG_GROUP = 8  # tile-walk group height in cluster rows (docs/gemm.md#whole-waves
 # split K with at most WG_KSPLIT_MAX_KTILES k-tiles (docs/gemm.md#k-split-warpgroups).
 WG_KSPLIT = True
 WG_KSPLIT_MAX_KTILES = 32
+# ... on 64 x 64 tiles for outputs of at most a wave of them with K of at most this many k-tiles,
+# wherever no override asks otherwise (docs/gemm.md#narrow-k-split)
+WG_KSPLIT_NARROW_MAX_KTILES = 32
 # ... and there, 16-bit outputs of more than WG_KSPLIT_BM rows with K of at most this many
 # k-tiles take one 128 x 64 tile per CTA instead (docs/gemm.md#one-tile-per-cta).
 WG_SINGLE_MAX_KTILES = 24

@@ -136,6 +136,16 @@ def ksplits(M: int, N: int, K: int, bk: int, sm_count: int, split_k: bool = True
     )
 
 
+def ksplit_narrow(M: int, N: int, K: int, bk: int, sm_count: int) -> bool:
+    """Whether the table takes the K-splitting warpgroups on WG_KSPLIT_BM x 64 tiles: outputs
+    of at most a wave of them (a CTA per SM) with K of at most WG_KSPLIT_NARROW_MAX_KTILES
+    k-tiles. A small output's main loop runs at the pace one SM takes in its k-tiles: 16 KB
+    each against 24 KB for 128 x 64 tiles, and twice the CTAs share the work."""
+    return (
+        cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 64) <= sm_count and cdiv(K, bk) <= tables.WG_KSPLIT_NARROW_MAX_KTILES
+    )
+
+
 def singles(M: int, K: int, dtype: torch.dtype, bk: int) -> bool:
     """Whether the table takes one WG_BM x 64 tile per CTA (gemm_wgmma_single) where it would
     take the K-splitting warpgroups: 16-bit, more than WG_KSPLIT_BM rows, K of at most
@@ -241,10 +251,13 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         pb, n_major = Operand("n-major", False, b.stride0), True
     else:
         pb, n_major = kmajor_operand(b.T), False
-    if ov.ksplit and ov.shape:
+    if ov.ksplit and (
+        ov.cluster is not None or ov.persistent is not None or ov.tile_n not in (None, *geometry.WG_KSPLIT_TILE_NS)
+    ):
         raise ValueError(
-            "ksplit=True takes no tile_n, cluster or persistent override (its tile is "
-            f"{geometry.WG_KSPLIT_BM} x 128, one CTA each)"
+            f"ksplit=True takes tile_n {' or '.join(map(str, geometry.WG_KSPLIT_TILE_NS))} and no cluster or "
+            f"persistent override (its tiles are {geometry.WG_KSPLIT_BM} x tile_n, one CTA each); got "
+            f"tile_n={ov.tile_n}, cluster={ov.cluster}, persistent={ov.persistent}"
         )
     if ov.single and (ov.shape or ov.ksplit or dtype == torch.float32):
         got = ", ".join(
@@ -259,9 +272,11 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             f"single=True takes 16-bit operands and no tile_n, cluster, persistent or ksplit=True "
             f"override (its tile is {geometry.WG_BM} x 64, one CTA each); got {got}"
         )
-    small = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
+    table = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape
+    small = table and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
+    narrow = table and not ov.single and ksplit_narrow(M, N, K, bk, dev.sm_count)
     store = tma_store(N, a.itemsize, 1, ov.tma_store)
-    if ov.single or (ov.single is None and small and singles(M, K, dtype, bk)):
+    if ov.single or (ov.single is None and small and not narrow and singles(M, K, dtype, bk)):
         return GemmPlan(
             NAME,
             f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {epi}>",
@@ -278,18 +293,19 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
             tma_store=store,
             single=True,
         )
-    if ov.ksplit or small:
-        units = cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, 128)
+    if ov.ksplit or small or narrow:
+        bn = 64 if narrow else ov.tile_n or 128
+        units = cdiv(M, geometry.WG_KSPLIT_BM) * cdiv(N, bn)
         return GemmPlan(
             NAME,
-            f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {epi}>",
+            f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, {bn}, {epi}>",
             SM90A,
             (units, 1, 1),
             (geometry.WG_THREADS, 1, 1),
             geometry.WG_KSPLIT_SMEM_BYTES,
             pa,
             pb,
-            (geometry.WG_KSPLIT_BM, 128),
+            (geometry.WG_KSPLIT_BM, bn),
             kslice=K,
             bk=bk,
             group=ov.group or tables.WG_GROUP,
@@ -418,7 +434,11 @@ def variants() -> dict[str, list[str]]:
                     if cl * 64 <= bn
                 ]
                 exprs.append(f"gemm_wgmma_partial<{T}, {template_arg(n_major)}, 128, {cl}>")
-            exprs += [f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, 128, {e}>" for e in EPILOGUES]
+            exprs += [
+                f"gemm_wgmma_ksplit<{T}, {template_arg(n_major)}, {bn}, {e}>"
+                for bn in geometry.WG_KSPLIT_TILE_NS
+                for e in EPILOGUES
+            ]
             if dt != torch.float32:
                 exprs += [f"gemm_wgmma_single<{T}, {template_arg(n_major)}, 64, {e}>" for e in EPILOGUES]
     exprs += [

@@ -17,7 +17,7 @@ def test_operand_preparation():
     # linear_relu_div: b = weight.T of a row-major weight, read in place (K-major)
     w = rowmajor(100, 200, torch.bfloat16)
     p = gplan(300, 200, 100, torch.bfloat16, b=w.T, epi="EpiBiasReluScale")
-    assert p.b.prep == "as is" and p.kernel == "gemm_wgmma<bf16, false, 64, 1, EpiBiasReluScale>"
+    assert p.b.prep == "as is" and p.kernel == "gemm_wgmma_ksplit<bf16, false, 64, EpiBiasReluScale>"
     # rows that do not start on 16-byte boundaries (x[:, 1:]) are copied for the tensor cores
     a = Matrix(300, 199, 200, 1, 2, False)
     assert gplan(300, 199, 100, torch.bfloat16, a=a).a.prep == "k-major copy"

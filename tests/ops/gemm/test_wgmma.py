@@ -304,7 +304,7 @@ def test_hopper_tile_width_and_split_k_follow_the_tables():
     forced = gplan(256, 1024, 1024, torch.bfloat16, tile_n=256, split_k=False)
     assert forced.tile == (128, 256) and forced.slices == 1
     # 16 tiles of 128 x 128 whose K (8 k-tiles) does not split: 128 x 64 tiles, twice the CTAs
-    p = gplan(512, 512, 512, torch.bfloat16)
+    p = gplan(512, 512, 512, torch.bfloat16, ksplit=False)
     assert (p.tile, p.slices, p.grid) == ((128, 64), 1, (32, 1, 1))
     assert p.kernel == "gemm_wgmma<bf16, true, 64, 1, EpiNone>"
     assert gplan(256, 1024, 1024, torch.bfloat16, ksplit=False, split_k=False).tile == (128, 64)
@@ -384,11 +384,50 @@ def test_hopper_epilogue_stores_through_the_tma_where_c_has_a_tensor_map():
     assert not gplan(4096, 4096, 4096, algo="tf32x3").tma_store  # tf32x3: the threads' stores
 
 
+def test_hopper_outputs_of_a_wave_of_64_x_64_tiles_take_them_split_between_the_warpgroups():
+    """Outputs of at most a wave of 64 x 64 tiles (132 on an H100) with K of at most
+    WG_KSPLIT_NARROW_MAX_KTILES k-tiles: the K-splitting warpgroups on 64 x 64 tiles, one CTA
+    each, whatever the table would take otherwise (128 x 64 tiles, one 128 x 64 tile per CTA,
+    64 x 128 K-split tiles); every dtype and layout but the swapped TF32 kernel's; overrides."""
+    assert gemm.tables.WG_KSPLIT_NARROW_MAX_KTILES == 32
+    assert gemm.wgmma.ksplit_narrow(512, 1024, 2048, 64, 132)  # 128 tiles, 32 k-tiles
+    assert not gemm.wgmma.ksplit_narrow(512, 1088, 2048, 64, 132)  # 136 tiles: more than a wave
+    assert not gemm.wgmma.ksplit_narrow(512, 1024, 2049, 64, 132)  # 33 k-tiles
+    assert gemm.wgmma.ksplit_narrow(64, 8448, 1024, 32, 132)  # TF32: 32 k-tiles of 32
+    p = gplan(512, 512, 512, torch.bfloat16)  # was 128 x 64 tiles, 32 CTAs
+    assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<bf16, true, 64, EpiNone>" and p.tma_store
+    assert (p.tile, p.grid, p.cluster, p.persistent, p.slices) == ((64, 64), (64, 1, 1), 1, False, 1)
+    assert p.smem == gemm.geometry.WG_KSPLIT_SMEM_BYTES
+    p = gplan(512, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
+    assert p.grid == (128, 1, 1) and p.kernel == "gemm_wgmma_ksplit<f16, false, 64, EpiBiasReluScale>"  # was single
+    p = gplan(512, 2048, 512, torch.bfloat16)  # was 64 x 128 K-split tiles
+    assert p.tile == (64, 64) and p.grid == (64, 1, 1)
+    p = gplan(512, 1024, 512, tf32=True, b=rowmajor(512, 1024).T)
+    assert p.kernel == "gemm_wgmma_ksplit<float, false, 64, EpiNone>" and p.grid == (64, 1, 1)
+    assert gplan(512, 512, 512, tf32=True).swap  # TF32 with a row-major b: the swapped kernel
+    assert gplan(1024, 1024, 1024, torch.bfloat16).single  # 256 tiles of 64 x 64: two waves
+    assert gplan(512, 4096, 512, torch.bfloat16).slices > 1  # 64 k-tiles: split-K
+    assert gplan(512, 2048, 512, tf32=True, b=rowmajor(512, 2048).T).slices > 1  # TF32: 64 k-tiles
+    # overrides: any shape override or ksplit / single keeps the table's other kernels
+    assert gplan(512, 512, 512, torch.bfloat16, ksplit=False).tile == (128, 64)
+    assert gplan(512, 512, 512, torch.bfloat16, ksplit=True).tile == (64, 128)
+    assert gplan(512, 512, 512, torch.bfloat16, single=True).single
+    assert gplan(512, 512, 512, torch.bfloat16, tile_n=128).tile == (128, 128)
+    assert gplan(512, 512, 512, torch.bfloat16, single=False).tile == (64, 64)
+    p = gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True, tile_n=64)  # asked: anywhere
+    assert p.kernel == "gemm_wgmma_ksplit<bf16, true, 64, EpiNone>" and p.grid == (64 * 64, 1, 1)
+    names = set(gemm.variants()["gemm_sm90a.cu"])
+    for dt, b in ((torch.bfloat16, None), (torch.float16, rowmajor(512, 512, torch.float16).T)):
+        for e in gemm.EPILOGUES:
+            assert gplan(512, 512, 512, dt, b=b, epi=e).kernel in names
+    assert gplan(512, 512, 512, tf32=True, b=rowmajor(512, 512).T).kernel in names
+
+
 def test_hopper_small_outputs_split_k_between_the_warpgroups():
     """Where the table would take 128 x 64 tiles, or split K into no more CTAs than 64 x 128
-    tiles make, and no single 128 x 64 tile per CTA (below): 64 x 128 tiles, the two consumer
-    warpgroups over halves of every k-tile, one CTA per tile; not past that, nor for the
-    swapped TF32 kernel; overrides."""
+    tiles make, and no single 128 x 64 tile per CTA (below), past a wave of 64 x 64 tiles (above):
+    64 x 128 tiles, the two consumer warpgroups over halves of every k-tile, one CTA per tile;
+    not past that, nor for the swapped TF32 kernel; overrides."""
     p = gplan(1024, 2048, 1024, torch.bfloat16)  # 32 k-tiles
     assert p.ksplit and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiNone>"
     assert (p.tile, p.grid, p.cluster, p.persistent, p.slices, p.tma_store) == (
@@ -400,9 +439,9 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
         True,
     )
     assert "K split between the warpgroups" in str(p)
-    p = gplan(64, 1024, 2048, torch.bfloat16, epi="EpiBiasReluScale")  # 64 rows: no 128-row tile
-    assert p.ksplit and p.grid == (16, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
-    assert gplan(256, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit  # 32 k-tiles: split-K's 64 CTAs lose
+    p = gplan(64, 3000, 4800, torch.bfloat16, epi="EpiBiasReluScale")  # 64 rows: no 128-row tile
+    assert p.ksplit and p.grid == (38, 1, 1) and p.kernel == "gemm_wgmma_ksplit<bf16, true, 128, EpiBiasReluScale>"
+    assert gplan(768, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).ksplit  # 32 k-tiles: split-K's CTAs lose
     assert not gplan(64, 8192, 256, torch.bfloat16).ksplit  # 2 tiles split in 16: 128 k-tiles
     assert not gplan(128, 4096, 1024, torch.bfloat16).ksplit  # 64 k-tiles, 16 CTAs against 64
     assert not gplan(2048, 1024, 1024, torch.bfloat16).ksplit  # a wave of 128 x 128 tiles
@@ -414,8 +453,10 @@ def test_hopper_small_outputs_split_k_between_the_warpgroups():
     assert gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True).ksplit  # asked, where the table takes single tiles
     assert not gplan(1024, 1024, 1024, torch.bfloat16, tile_n=64).ksplit  # an override of the table: the table's kernel
     assert gplan(4096, 4096, 4096, torch.bfloat16, ksplit=True).grid == (64 * 32, 1, 1)
-    with pytest.raises(ValueError, match=r"ksplit=True takes no tile_n, cluster or persistent override"):
+    with pytest.raises(ValueError, match=r"ksplit=True takes tile_n 64 or 128 and no cluster or .*cluster=1"):
         gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, cluster=1)
+    with pytest.raises(ValueError, match=r"ksplit=True takes tile_n 64 or 128 .* got tile_n=256"):
+        gplan(1024, 1024, 1024, torch.bfloat16, ksplit=True, tile_n=256)
     with pytest.raises(ValueError, match=r"swap=True with ksplit=True"):
         gplan(1024, 1024, 1024, tf32=True, ksplit=True, swap=True)
 
@@ -438,12 +479,12 @@ def test_hopper_small_16_bit_outputs_take_one_128_x_64_tile_per_cta():
         gemm.geometry.WG_KSPLIT_SMEM_BYTES,
     )
     assert "one tile per CTA, epilogue staged in the ring" in str(p)
-    p = gplan(256, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
-    assert p.single and p.grid == (32, 1, 1) and p.kernel == "gemm_wgmma_single<f16, false, 64, EpiBiasReluScale>"
+    p = gplan(600, 1024, 1024, torch.float16, b=rowmajor(1024, 1024, torch.float16).T, epi="EpiBiasReluScale")
+    assert p.single and p.grid == (80, 1, 1) and p.kernel == "gemm_wgmma_single<f16, false, 64, EpiBiasReluScale>"
     assert gplan(1024, 1536, 1024, torch.bfloat16).single  # 24 k-tiles
     assert not gplan(1024, 1600, 1024, torch.bfloat16).single  # 25: the K split
-    assert not gplan(64, 1024, 2048, torch.bfloat16).single  # 64 rows: the K split's 64-row tiles
-    assert gplan(65, 1024, 2048, torch.bfloat16).single
+    assert not gplan(64, 1024, 4352, torch.bfloat16).single  # 64 rows: the K split's 64-row tiles
+    assert gplan(65, 1024, 4352, torch.bfloat16).single  # (136 tiles of 64 x 64: past a wave)
     assert not gplan(1024, 1024, 1024, tf32=True, b=rowmajor(1024, 1024).T).single  # TF32: the K split
     assert not gplan(2048, 1024, 1024, torch.bfloat16).single  # a wave of 128 x 128 tiles
     assert not gplan(1024, 1024, 1024, torch.bfloat16, ksplit=False).single  # no small-output kernel: 128 x 64 tiles
@@ -734,11 +775,16 @@ def check_one_tile_per_cta(dtype, cuda, kernel, tile, **force):
     assert all(torch.equal(first, matmul_planned(a, b, algo="wgmma", **force)) for _ in range(3))
 
 
+@pytest.mark.parametrize("width", [64, 128])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_wgmma_ksplit_splits_k_between_the_warpgroups(dtype, cuda):
-    """64 x 128 tiles with the two consumer warpgroups each over half of every k-tile, summed
-    in shared memory (gemm_wgmma_ksplit)."""
-    check_one_tile_per_cta(dtype, cuda, "gemm_wgmma_ksplit<", (64, 128), ksplit=True)
+def test_wgmma_ksplit_splits_k_between_the_warpgroups(dtype, width, cuda):
+    """64 x 128 and 64 x 64 tiles with the two consumer warpgroups each over half of every
+    k-tile, summed in shared memory (gemm_wgmma_ksplit); both widths sum in the same order,
+    so their bits agree."""
+    check_one_tile_per_cta(dtype, cuda, "gemm_wgmma_ksplit<", (64, width), ksplit=True, tile_n=width)
+    for _M, _K, _N, a, b in wgmma_cases([(300, 1000, 520), (65, 200, 130)], dtype, cuda):
+        other = matmul_planned(a, b, algo="wgmma", ksplit=True, tile_n=192 - width)
+        assert torch.equal(matmul_planned(a, b, algo="wgmma", ksplit=True, tile_n=width), other)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
