@@ -274,7 +274,7 @@ def plan(M, N, K, dtype, a: Matrix, b: Matrix, epi, dev, ov) -> GemmPlan:
         )
     table = ov.ksplit is None and tables.WG_KSPLIT and not ov.shape
     small = table and ksplits(M, N, K, bk, dev.sm_count, ov.split_k)
-    narrow = table and not ov.single and ksplit_narrow(M, N, K, bk, dev.sm_count)
+    narrow = table and ksplit_narrow(M, N, K, bk, dev.sm_count)  # (single=True returns first)
     store = tma_store(N, a.itemsize, 1, ov.tma_store)
     if ov.single or (ov.single is None and small and not narrow and singles(M, K, dtype, bk)):
         return GemmPlan(
