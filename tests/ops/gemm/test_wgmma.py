@@ -34,7 +34,7 @@ def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
         "-DWG_SMEM_BYTES=230496",
         "-DWG_SWAP_BOX=32",
         "-DWG_THREADS=384",
-        "-DX3H_COLMAX_ROWS=32",
+        "-DX3H_COLMAX_ROWS=16",
         "-DX3H_NSPLIT_ROWS=8",
         "-DX3H_NSPLIT_THREADS=256",
         "-DX3H_ROWCOL_BLOCKS=2",
