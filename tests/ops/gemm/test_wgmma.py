@@ -22,29 +22,10 @@ SM90A = next(s for s in compiler.sources() if s.name == "gemm_sm90a.cu")
 def test_sm90a_variant_is_built_for_that_arch_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
     v = SM90A.variant("gemm_wgmma<bf16, true, 256, 2, EpiNone>")
-    assert SM90A.options("sm_90a")[-21:] == (
-        "-arch=sm_90a",
-        "-DEPI_ARGS_BYTES=208",
-        "-DEPI_PTRS=8",
-        "-DEPI_SCALARS=8",
-        "-DWG_BM=128",
-        "-DWG_EPI_BYTES=32768",
-        "-DWG_KSPLIT_BM=64",
-        "-DWG_KSPLIT_SMEM_BYTES=232448",
-        "-DWG_SMEM_BYTES=230496",
-        "-DWG_SWAP_BOX=32",
-        "-DWG_THREADS=384",
-        "-DX3H_COLMAX_ROWS=16",
-        "-DX3H_NSPLIT_ROWS=8",
-        "-DX3H_NSPLIT_THREADS=256",
-        "-DX3H_ROWCOL_BLOCKS=2",
-        "-DX3H_ROWCOL_SOLO_J=4",
-        "-DX3H_ROWCOL_THREADS=512",
-        "-DX3H_ROWCOL_VECS=8",
-        "-DX3H_SPLIT_THREADS=128",
-        "-DX3H_SPLIT_VECS=8",
-        "-DX3_SMEM_BYTES=232448",
-    )
+    # the arch, then the kernels' geometry as -D defines, by name (geometry.SM90A_DEFINES)
+    defines = tuple(f"-D{k}={v}" for k, v in sorted(gemm.geometry.SM90A_DEFINES.items()))
+    assert SM90A.options("sm_90a")[-1 - len(defines) :] == ("-arch=sm_90a", *defines)
+    assert {"EPI_ARGS_BYTES", "WG_BM", "X3_SMEM_BYTES", "X3H_COLMAX_ROWS"} <= set(gemm.geometry.SM90A_DEFINES)
     b = compiler.binary(v, "sm_90a")
     assert b.image[:4] == b"\x7fELF" and "gemm_wgmma" in b.lowered
 
