@@ -334,7 +334,13 @@ def launch(
     h.pack(storage, 0, *args)
     if stream is None:
         stream = _raw_stream(device)
-    _launch_params(h, grid, block, params, shared_mem, stream, cluster, cooperative)
+    if cluster != 1 or cooperative:
+        return _launch_ex(h, grid, block, shared_mem, stream, params, cluster, cooperative)
+    # (the plain launch here, not behind a helper: a Python call less on every eager launch)
+    try:
+        _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
+    except _DriverError as e:
+        _relaunch(h, grid, block, params, shared_mem, stream, e)
 
 
 def launch_packed(h: KernelHandle, grid, block, packed: tuple, shared_mem: int = 0, cluster=1) -> None:
@@ -346,7 +352,13 @@ def launch_packed(h: KernelHandle, grid, block, packed: tuple, shared_mem: int =
     if _several_devices and _get_device() != device:
         with torch.cuda.device(device):
             return launch_packed(h, grid, block, packed, shared_mem, cluster)
-    _launch_params(h, grid, block, packed[1], shared_mem, _raw_stream(device), cluster, False)
+    stream, params = _raw_stream(device), packed[1]
+    if cluster != 1:
+        return _launch_ex(h, grid, block, shared_mem, stream, params, cluster, False)
+    try:
+        _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
+    except _DriverError as e:
+        _relaunch(h, grid, block, params, shared_mem, stream, e)
 
 
 def memset(device: int, ptr: int, nbytes: int) -> None:
@@ -434,18 +446,12 @@ def memcpy(device: int, dst: int, src: int, nbytes: int) -> None:
         _memcpy_async(dst, src, nbytes, _raw_stream(device))
 
 
-def _launch_params(h: KernelHandle, grid, block, params: int, shared_mem: int, stream: int, cluster, cooperative):
-    """The driver's launch of ``h`` with the packed argument array at ``params``: one
-    cuLaunchKernel (retried once where this thread had no current context), or cuLaunchKernelEx
-    for clusters and cooperative launches."""
-    if cluster != 1 or cooperative:
-        return _launch_ex(h, grid, block, shared_mem, stream, params, cluster, cooperative)
-    try:
-        _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
-    except _DriverError:
-        if not context_was_missing():
-            raise
-        _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
+def _relaunch(h: KernelHandle, grid, block, params: int, shared_mem: int, stream: int, error: Exception) -> None:
+    """A plain launch that failed with ``error``: once more where this thread had no current
+    context (a new thread's first launch), else ``error``."""
+    if not context_was_missing():
+        raise error
+    _driver_launch(h.ptr, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0)
 
 
 class _LaunchAttribute(ctypes.Structure):

@@ -46,11 +46,9 @@ def needs_grad(values) -> bool:
     return grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in values)
 
 
-def autocast_on() -> bool:
-    try:
-        return torch.is_autocast_enabled("cuda")
-    except TypeError:  # torch < 2.4: no device argument
-        return torch.is_autocast_enabled()
+# whether CUDA autocast is on: without an argument torch answers for CUDA in every version, and
+# reads no device string (half the cost of ``is_autocast_enabled("cuda")``, on every eager call)
+autocast_on = torch.is_autocast_enabled
 
 
 def autocast_dtype() -> torch.dtype:

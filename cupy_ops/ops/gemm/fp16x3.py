@@ -364,7 +364,7 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
     bt = b if p.b.prep == "n-major split" else prepare(b.t(), p.b)  # row-major (K, N) as is, or (N, K) K-major
     way = route(p, M, N)
     offsets, total = layout(p, M, N, K)
-    ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
+    ws = torch.empty(total, dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
     launch.memset(c.get_device(), base + offsets[_KEYS], total - offsets[_KEYS])
     first = _first(p, way, a2, bt, base + offsets[_TK], base + offsets[_KEYS], base + offsets[_DONE])
@@ -398,7 +398,7 @@ def launcher(p: GemmPlan, device: int):
             lay = (way, *layout(p, M, N, K), carve(accumulated(N, K))[1], _accumulates_keys(way, n_major))
         way, offsets, total, nacc, zero_keys = lay
         bt = b if n_major else b.t()
-        ws = torch.empty((total,), dtype=uint8, device=a.device)
+        ws = torch.empty(total, dtype=uint8, device=a.device)
         base = ws.data_ptr()
         z = launch.accumulators(device, nacc)
         if z is None:  # (capturing a graph) the workspace's, zeroed, as run's
@@ -453,7 +453,7 @@ class Pieces:
         self.n, self.k, self.ld = n, k, piece_ld(k)
         piece = n * self.ld * 2
         (hi, lo, eb, tkey, done, tk), total = carve([piece, piece, 4 * n, 4 * k, 4, k])
-        self.ws = ws = torch.empty((total,), dtype=torch.uint8, device=weight.device)
+        self.ws = ws = torch.empty(total, dtype=torch.uint8, device=weight.device)
         self.nbytes = total
         base = ws.data_ptr()
         self.hi, self.lo, self.eb, self.tk = base + hi, base + lo, base + eb, base + tk
@@ -471,7 +471,7 @@ def run_packed(p: GemmPlan, a: torch.Tensor, pieces: Pieces, c: torch.Tensor, ep
     lda = piece_ld(K)
     part = 4 * p.slices * M * pieces.n if p.slices > 1 else 0
     (ahi, alo, ea, partial), total = carve([M * lda * 2, M * lda * 2, 4 * M, part])
-    ws = torch.empty((total,), dtype=torch.uint8, device=c.device)
+    ws = torch.empty(total, dtype=torch.uint8, device=c.device)
     base = ws.data_ptr()
     steps = [split_rows(a2, p.a, base + ahi, base + alo, lda, base + ea, pieces.tk, False)]
     maps = tuple(tma.tensor_map_at(base + o, torch.float16, K, M, lda, p.bk, p.tile[0]) for o in (ahi, alo))

@@ -130,7 +130,7 @@ def prepare(t: torch.Tensor, op: Operand) -> torch.Tensor:
     if op.prep == "as is":
         return t
     k = t.shape[-1]
-    buf = torch.empty(t.shape[:-1] + (op.ld,), dtype=t.dtype, device=t.device)
+    buf = torch.empty(*t.shape[:-1], op.ld, dtype=t.dtype, device=t.device)
     if op.prep == "transpose":
         rows = t.shape[0]
         tile = geometry.TRANSPOSE_TILE
@@ -175,7 +175,7 @@ def reduce_step(p, part: int, c: torch.Tensor, epi: tuple) -> tuple:
 def split_workspace(p, c: torch.Tensor) -> torch.Tensor:
     """Split-K's fp32 partial sums of plan ``p`` for the output ``c`` (M, N): (slices, M, N) on
     c's device, summed in order by the reduction (``reduce``, ``reduce_step``)."""
-    return torch.empty((p.slices, *c.shape), dtype=torch.float32, device=c.device)
+    return torch.empty(p.slices, *c.shape, dtype=torch.float32, device=c.device)
 
 
 def reduce(p, ws: torch.Tensor, c: torch.Tensor, epi: tuple) -> None:

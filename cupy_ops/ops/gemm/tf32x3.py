@@ -183,7 +183,7 @@ def launcher(p: GemmPlan, device: int):
 def _workspaces(p: GemmPlan, M: int, K: int, c):
     """``(ws, part)``: A's hi then lo, (2, M, ldw) rows 16-byte aligned as their maps need, where
     A is split by a pass; split-K's fp32 partial sums (slices, M, N). None where not needed."""
-    ws = torch.empty((2, M, cdiv(K, 4) * 4), dtype=torch.float32, device=c.device) if p.presplit else None
+    ws = torch.empty(2, M, cdiv(K, 4) * 4, dtype=torch.float32, device=c.device) if p.presplit else None
     part = split_workspace(p, c) if p.slices > 1 else None
     return ws, part
 
