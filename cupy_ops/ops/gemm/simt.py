@@ -21,7 +21,7 @@ from .common import (
     reduce_grid,
     tiled_sizes,
 )
-from .runtime import declare, handle, launch_entries, reduce, split_workspace
+from .runtime import declare, handle, launch_entries, packed_launcher, reduce, split_workspace
 from .tables import SIMT_OCCUPANCY, SIMT_SPLIT_MIN_K
 
 NAME = "simt"
@@ -144,6 +144,22 @@ def variants() -> dict[str, list[str]]:
 
 
 KERNELS = declare(variants())
+
+
+def launcher(p: GemmPlan, device: int):
+    """``run`` of plan ``p`` bound to ``device`` (``planner.launcher_for``): where both operands
+    are read as they are and K is not split (float32 matmul's eager case), the kernel is loaded
+    once and the arguments of each (a, b, c, epi) set packed once (docs/design.md#host-cost);
+    other plans run ``run`` as it is."""
+    if p.batch or p.slices > 1 or p.a.prep != "as is" or p.b.prep != "as is":
+        return lambda a, b, c, epi: run(p, a, b, c, epi)
+    vec = int(p.a.vec) | int(p.b.vec) << 1
+
+    def args_of(a, b, c, epi):
+        (M, K), N = a.shape, b.shape[1]
+        return (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, vec, p.kslice, *epi)
+
+    return packed_launcher(handle(KERNELS, p.kernel, device), p.grid, p.block, p.smem, 1, args_of)
 
 
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:

@@ -74,3 +74,56 @@ def test_simt_split_k_matches_the_bound_and_is_deterministic(M, K, N, cuda):
     )
     for got in (lin, unsplit):
         assert ((got.double() - ref).abs() <= tol).all()
+
+
+@pytest.mark.parametrize(
+    "a_of, b_of, K",
+    [
+        (lambda M, K: torch.randn(M, K), lambda K, N: torch.randn(K, N), 64),  # row-major, the eager case
+        (lambda M, K: torch.randn(K, M).t(), lambda K, N: torch.randn(N, K).t(), 64),  # x.T, weight.T
+        (lambda M, K: torch.randn(M, 2 * K)[:, ::2], lambda K, N: torch.randn(K, N), 64),  # a copied
+        (lambda M, K: torch.randn(M, K), lambda K, N: torch.randn(K, N), 8192),  # K split
+    ],
+    ids=["row-major", "k-major", "a-copied", "split-k"],
+)
+def test_the_bound_launcher_launches_what_run_does(a_of, b_of, K, monkeypatch):
+    """simt.launcher (float32 matmul's eager path): the launch ``run`` makes, the kernel bound
+    once and the arguments packed once per address set (a, b, c, the epilogue's); a plan that
+    copies an operand or splits K runs ``run`` itself. CPU, the driver stubbed."""
+    from cupy_ops import launch
+    from cupy_ops.ops.gemm import runtime, simt
+
+    events, packs = [], []
+
+    class Handle:
+        name = "stub"
+
+        def packed(self, *args):
+            packs.append(args)
+            return (args, 0)
+
+    h = Handle()
+    monkeypatch.setattr(simt, "handle", lambda kernels, expr, device: h)
+    monkeypatch.setattr(runtime, "handle", lambda kernels, expr, device: h)
+    monkeypatch.setattr(launch, "launch", lambda h, g, b, args, smem=0, cl=1: events.append((g, b, tuple(args), smem)))
+    monkeypatch.setattr(launch, "launch_packed", lambda h, g, b, pk, smem=0, cl=1: events.append((g, b, pk[0], smem)))
+    monkeypatch.setattr(simt, "reduce", lambda p, ws, c, epi: events.append("reduce"))
+    M, N = 96, 80
+    a, b = a_of(M, K), b_of(K, N)
+    p = gplan(M, K, N, a=gemm.Matrix.of(a), b=gemm.Matrix.of(b))
+    assert p.family == "simt"
+    bound = p.slices == 1 and p.a.prep == "as is" and p.b.prep == "as is"
+    assert bound == (K == 64 and a.stride(1) != 2)
+    go = simt.launcher(p, 0)
+    c0 = torch.empty(M, N)
+    for c in (c0, c0, torch.empty(M, N)):  # the second call's address set seen before, the third's new
+        events.clear()
+        simt.run(p, a, b, c, gemm.epilogues.NO_ARGS)
+        want = list(events)
+        events.clear()
+        go(a, b, c, gemm.epilogues.NO_ARGS)
+        if bound:
+            assert events == want
+        else:  # run itself (a copy of a has an address of its own each call)
+            assert [e if e == "reduce" else e[:2] for e in events] == [e if e == "reduce" else e[:2] for e in want]
+    assert len(packs) == (2 if bound else 0)
