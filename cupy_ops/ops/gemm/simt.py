@@ -153,13 +153,16 @@ def launcher(p: GemmPlan, device: int):
     other plans run ``run`` as it is."""
     if p.batch or p.slices > 1 or p.a.prep != "as is" or p.b.prep != "as is":
         return lambda a, b, c, epi: run(p, a, b, c, epi)
+    return packed_launcher(
+        handle(KERNELS, p.kernel, device), p.grid, p.block, p.smem, 1, lambda a, b, c, epi: _args(p, a, b, c, epi)
+    )
+
+
+def _args(p: GemmPlan, a, b, out, epi: tuple) -> tuple:
+    """The 2-D kernel's arguments: ``out`` (M, N) = a (M, K) @ b (K, N), or split-K's partials."""
+    (M, K), N = a.shape, b.shape[1]
     vec = int(p.a.vec) | int(p.b.vec) << 1
-
-    def args_of(a, b, c, epi):
-        (M, K), N = a.shape, b.shape[1]
-        return (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, c.data_ptr(), M, N, K, vec, p.kslice, *epi)
-
-    return packed_launcher(handle(KERNELS, p.kernel, device), p.grid, p.block, p.smem, 1, args_of)
+    return (a.data_ptr(), p.a.ld, b.data_ptr(), p.b.ld, out.data_ptr(), M, N, K, vec, p.kslice, *epi)
 
 
 def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
@@ -188,30 +191,11 @@ def run(p: GemmPlan, a, b, c, epi: tuple) -> None:
             ),
         )
         return
-    (M, K), N = a.shape, b.shape[1]
     if p.a.prep == "contiguous copy":
         a = a.contiguous()
     if p.b.prep == "contiguous copy":
         b = b.contiguous()
     out = c if p.slices == 1 else split_workspace(p, c)
-    launch.launch(
-        handle(KERNELS, p.kernel, c.get_device()),
-        p.grid,
-        p.block,
-        (
-            a.data_ptr(),
-            p.a.ld,
-            b.data_ptr(),
-            p.b.ld,
-            out.data_ptr(),
-            M,
-            N,
-            K,
-            int(p.a.vec) | int(p.b.vec) << 1,
-            p.kslice,
-            *epi,
-        ),
-        p.smem,
-    )
+    launch.launch(handle(KERNELS, p.kernel, c.get_device()), p.grid, p.block, _args(p, a, b, out, epi), p.smem)
     if p.slices > 1:
         reduce(p, out, c, epi)
