@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from .. import checks
+from .direct import entry
 from .eager import (
     AUTOCAST_POLICIES,
     FLOATING,
@@ -105,6 +106,11 @@ class Op(Registration, Rules):
         _declared[qualname] = self
         self._eager_fn, self._dispatch_fn = functions(self)
         self._eager_apply = super(torch.autograd.Function, self._eager_fn).apply
+        # The functional form on ``args``, a tuple of every input in order (defaults filled in,
+        # no ``out``): ``op(*args)`` without binding, the eager path the built-ins' functions take
+        # (under torch.compile call the op itself). Generated for this op (direct.entry): the
+        # common case written out, anything else through ``_call_any``.
+        self.call = entry(self, self._call_any)
         self.__doc__ = doc or launch.__doc__
         self.__name__ = self.__qualname__ = name
         self.__module__ = getattr(launch, "__module__", __name__)
@@ -229,11 +235,10 @@ class Op(Registration, Rules):
             return self.call_out(args, out)
         return self.call(args)
 
-    def call(self, args):
-        """The functional form on ``args``, a tuple of every input in order (defaults filled in,
-        no ``out``): ``op(*args)`` without binding. The eager hot path (a handful of C calls
-        before the launch when nothing needs recording) that the built-ins' functions take;
-        under torch.compile call the op itself."""
+    def _call_any(self, args):
+        """``call`` for any arguments (``call`` itself writes out the common case): the
+        autocast cast, the checks of every tensor slot, the modes, then the launch or the
+        autograd.Function."""
         if self.autocast is not None and autocast_on():
             args = self._cast(args)
         grad = False
