@@ -4,6 +4,7 @@
 - ``schema``: the output rule (``like``), parameters' schema text, the rules' ``Context``;
 - ``declaration``: ``Op``, the op built from one declaration: its calls, its registration with
   torch's dispatcher (``registration``) and its autograd rules (``rules``).
+- ``direct``: an op's eager call generated for its parameters (the common case written out).
 """
 
 from __future__ import annotations
