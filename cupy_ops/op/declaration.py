@@ -32,6 +32,8 @@ from .rules import Rules
 from .schema import Param, like, schema_type
 
 _eager_out_fn = None
+# what an op's generated call (direct.entry) is written from
+_CALL_FROM = frozenset({"launch", "fast", "output", "check_devices", "contiguous", "autocast", "_eager_apply"})
 _declared: dict[str, Op] = {}
 
 
@@ -88,10 +90,10 @@ class Op(Registration, Rules):
         self.inplace = inplace
         if inplace is not None and inplace not in self._by_name:
             raise ValueError(f"op {qualname}: inplace={inplace!r} is not one of its inputs")
-        self.output = output
         if isinstance(output, like):
             if output.name not in self._by_name or not self._by_name[output.name].tensor:
                 raise ValueError(f"op {qualname}: like({output.name!r}) names no tensor input")
+            output = like(output.name, dtype=output.dtype)  # this op's own: one rule may serve several ops
             output.index = self._by_name[output.name].index
             output.memory_format = torch.contiguous_format if contiguous else torch.preserve_format
         elif not callable(output):
@@ -99,6 +101,7 @@ class Op(Registration, Rules):
                 f"op {qualname}: output must be cupy_ops.like(name) or a function of the inputs that "
                 f"returns the empty output, got {output!r}"
             )
+        self.output = output
         self._backward = self._jvp = self._vmap = None
         self._save: tuple = ()
         self._save_at: tuple = ()
@@ -121,6 +124,13 @@ class Op(Registration, Rules):
             ]
             + [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)]
         )
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        # the generated call is written from these: one assigned later (a launcher swapped for
+        # another) writes it again, so that every path of the op reads the same
+        if name in _CALL_FROM and "call" in self.__dict__:
+            object.__setattr__(self, "call", entry(self, self._call_any))
 
     @staticmethod
     def declared(qualname: str) -> Op:

@@ -184,3 +184,45 @@ def test_the_ops_eager_call_is_the_generated_one():
     torch.testing.assert_close(axpy(x, None), x * 2, rtol=0, atol=0)
     assert axpy.call.__code__.co_filename == "<cupy_ops eager call of directtest::axpy>"
     assert cupy_ops.Op.declared("cupy_ops::relu").call.__code__.co_filename.startswith("<cupy_ops eager call")
+
+
+def test_an_attribute_assigned_after_the_declaration_reaches_every_path():
+    def _launch(x: torch.Tensor, *, out: torch.Tensor) -> None:
+        out.fill_(1.0)
+
+    op = cupy_ops.op("directtest::swapped", output=cupy_ops.like("x"), check_devices=False)(_launch)
+
+    @op.backward
+    def _(ctx, grad):
+        return grad
+
+    x = torch.zeros(2)
+    assert op(x).tolist() == [1.0, 1.0]
+    op.launch = lambda x, *, out: out.fill_(100.0)
+    # the plain call, the call autograd records and the registered op all take the new launcher
+    assert op(x).tolist() == [100.0, 100.0]
+    assert op(x.clone().requires_grad_()).tolist() == [100.0, 100.0]
+    assert torch.ops.directtest.swapped(x).tolist() == [100.0, 100.0]
+    op.fast = lambda x: torch.full_like(x, 7.0)
+    assert op(x).tolist() == [7.0, 7.0] and op._call_any((x,)).tolist() == [7.0, 7.0]
+    op.fast, op.check_devices = None, True
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        op(x)
+
+
+def test_one_like_rule_serves_several_ops_each_with_its_own_input():
+    rule = cupy_ops.like("x")
+
+    def _a(x: torch.Tensor, *, out: torch.Tensor) -> None:
+        out.copy_(x)
+
+    def _b(w: torch.Tensor, x: torch.Tensor, *, out: torch.Tensor) -> None:
+        out.copy_(x)
+
+    a = cupy_ops.op("directtest::like_a", output=rule, contiguous=False, check_devices=False)(_a)
+    b = cupy_ops.op("directtest::like_b", output=rule, check_devices=False)(_b)
+    t = torch.randn(4, 3).t()
+    assert a(t).stride() == t.stride() and a._call_any((t,)).stride() == t.stride()  # its own layout rule
+    w, x = torch.randn(5), torch.randn(2, 2)
+    assert b(w, x).shape == (2, 2) and b._call_any((w, x)).shape == (2, 2)  # its own input's index
+    assert rule.index is None  # the declared rule itself is left as written
