@@ -18,15 +18,14 @@ from .eager import Parameter, Tensor, autocast_on, dispatch_modes, functorch_act
 from .schema import like
 
 
-def entry(op, general, tensor: type = Tensor, parameter: type = Parameter):
+def entry(op, general):
     """``op``'s eager call ``fn(args)``, ``args`` a tuple of every input in order: what
-    ``general(args)`` returns, with the common case written out (``tensor`` / ``parameter``:
-    the classes a tensor input may be, a test's stand-ins on a machine without a GPU)."""
+    ``general(args)`` returns, with the common case written out."""
     n = op._n
     a = [f"a{i}" for i in range(n)]
     env = {
-        "Tensor": tensor,
-        "Parameter": parameter,
+        "Tensor": Tensor,
+        "Parameter": Parameter,
         "grad_enabled": grad_enabled,
         "dispatch_modes": dispatch_modes,
         "functorch_active": functorch_active,
@@ -59,15 +58,10 @@ def entry(op, general, tensor: type = Tensor, parameter: type = Parameter):
         inner += [f"if ({' or '.join(grads)}) and grad_enabled():", f"    return eager_apply({arglist})"]
     if op.fast is not None:
         inner += [f"r = fast({arglist})", "if r is not None:", "    return r"]
-    out = op.output
-    if isinstance(out, like) and out.dtype is None and out.index not in optional:
-        t = a[out.index]
-        if out.memory_format is torch.preserve_format:
-            inner.append(f"out = empty_like({t})")
-        else:  # (like.__call__'s rule: a contiguous input's empty_like is already contiguous)
-            inner.append(f"out = empty_like({t}) if {t}.is_contiguous() else output({arglist})")
-    else:
-        inner.append(f"out = output({arglist})")
+    out, call = op.output, f"output({arglist})"
+    if isinstance(out, like) and out.index not in optional:
+        call = out.expression(a[out.index], call)
+    inner.append(f"out = {call}")
     if op.check_devices and tensors:
         first = tensors[0]
         if first in optional:

@@ -36,6 +36,15 @@ class like:
             return torch.empty_like(t)  # the same tensor: keyword arguments cost torch a parse
         return torch.empty_like(t, dtype=self.dtype or t.dtype, memory_format=self.memory_format, device=device)
 
+    def expression(self, t: str, call: str) -> str:
+        """This rule as Python source for a generated call (op/direct.py): on input ``t``, with
+        ``call`` (the rule called) where ``__call__`` passes keyword arguments."""
+        if self.dtype is not None:
+            return call
+        if self.memory_format is _PRESERVE:
+            return f"empty_like({t})"
+        return f"empty_like({t}) if {t}.is_contiguous() else {call}"
+
     def __repr__(self) -> str:
         return f"like({self.name!r}{'' if self.dtype is None else f', dtype={self.dtype}'})"
 
