@@ -12,7 +12,12 @@ Set aside, at namespace scope (inside namespaces and ``extern "C"`` blocks too):
 
 - includes of torch, ATen, c10, pybind11 and ``Python.h``; includes of the C and C++ standard
   libraries that NVRTC has none of (``<vector>``, ``<cmath>``, ``<cstdio>``, ...: CUDA's math
-  functions and ``printf`` are built into NVRTC, libcu++ has ``<cuda/std/...>``);
+  functions and ``printf`` are built into NVRTC, libcu++ has ``<cuda/std/...>``). In their
+  place, on the same line, cupy_ops' ``<load_inline_std.h>`` gives the device code what it
+  takes from them through torch/extension.h under nvcc: ``int64_t`` and the other integer
+  types, ``M_PI``, ``INFINITY``, ``FLT_MAX``, ``INT_MAX``, and as ``std::`` names the integer
+  types, ``min``, ``max`` and ``<cmath>``'s functions (NVRTC's own);
+  ``<load_inline_limits.h>`` also ``std::numeric_limits`` where the source names it;
 - functions that are neither ``__device__`` nor ``__global__`` (host functions: the wrappers
   taking ``torch::Tensor``, the launchers with ``<<<...>>>``, host utilities), except
   ``constexpr`` ones that name no torch and launch nothing, which device code may use in a
@@ -60,6 +65,10 @@ _C_LIBRARY = frozenset(
     stdalign.h stdarg.h stdbool.h stddef.h stdio.h string.h tgmath.h time.h uchar.h
     wchar.h wctype.h""".split()
 )
+# cupy_ops' header in place of each include set aside (compiler/include/): what device code
+# takes from torch's and the C and C++ libraries' headers (integer types, math constants,
+# std:: names of <cmath>'s functions, min, max); with numeric_limits where the source names it
+STAND_IN, STAND_IN_LIMITS = "<load_inline_std.h>", "<load_inline_limits.h>"
 _INCLUDE = re.compile(r'[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]+)>|"([^"\n]+)")')
 # A macro whose replacement holds an execution space (a function-like one too).
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)(?:\([^)]*\))?(?=.*\b(__global__|__device__)\b)", re.S)
@@ -119,10 +128,13 @@ def split(cuda_sources) -> Split:
     toks = tokenize(code)
     directives = _directives(code, toks)
     spans: list[tuple[int, int, str]] = []  # (start, end, what) of the text set aside
+    stand_in = STAND_IN_LIMITS if "numeric_limits" in code else STAND_IN
+    includes = []  # where each include set aside was: its stand-in goes there
     for start, end in directives:
         what = _include(code[start:end])
         if what:
-            spans.append((start, end, what))
+            spans.append((start, end, f"{what}; {stand_in} in its place"))
+            includes.append(start)
     # a macro standing for an execution space (`#define HD __host__ __device__`) marks device code too
     device = _DEVICE | {m.group(1) for m in (_DEFINE.match(code, start, end) for start, end in directives) if m}
     for a, b in _declarations(toks):
@@ -139,6 +151,8 @@ def split(cuda_sources) -> Split:
         # a conditional inside set-aside code stays: its partner may stand outside it
         if _CONDITIONAL.match(code, start) and any(s <= start < e for s, e, _ in spans):
             chars[start:end] = code[start:end]
+    for start in includes:
+        chars[start] = f"#include {stand_in}"
     kept = "".join(chars)
     aside = tuple(SetAside(what, _line(code, start), _line(code, max(start, end - 1))) for start, end, what in spans)
     return Split(kept, aside, tuple(declarations.kernel_names(kept)))
@@ -312,7 +326,10 @@ def _names_torch(toks) -> bool:
             continue
         if t.text in _TORCH_NAMES or _TORCH_MACRO.fullmatch(t.text):
             return True
-        if t.text in ("at", "py") and k + 1 < len(toks) and toks[k + 1].text == "::":
+        # at::, py:: (torch's namespaces by their usual short names), using namespace at;
+        if t.text in ("at", "py") and (
+            (k + 1 < len(toks) and toks[k + 1].text == "::") or (k > 0 and toks[k - 1].text == "namespace")
+        ):
             return True
     return False
 
@@ -425,7 +442,19 @@ class InlineKernels(Mapping):
         return f"<InlineKernels {', '.join(self.names) or 'none'}; {len(self.set_aside)} set aside>"
 
 
-def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=()) -> InlineKernels:
+# torch's own nvcc options for every extension (cpp_extension.COMMON_NVCC_FLAGS): no operators
+# or conversions of __half and __nv_bfloat16, so that a source defines its own as it must under
+# load_inline (two definitions of `operator*` otherwise); its --expt-relaxed-constexpr NVRTC has
+# not, -default-device stands for it
+TORCH_NVCC_DEFINES = (
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+)
+
+
+def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=(), arch=None) -> InlineKernels:
     """The ``__global__`` kernels of a ``torch.utils.cpp_extension.load_inline`` CUDA source,
     unchanged: its host side (torch's includes, functions taking ``torch::Tensor``,
     ``<<<...>>>`` launches, ``TORCH_LIBRARY`` / ``PYBIND11_MODULE`` blocks) is set aside (this
@@ -434,9 +463,12 @@ def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=
     Args:
         cuda_sources: load_inline's ``cuda_sources``: a str, or a list of str (joined with
             newlines, as load_inline joins them).
-        options, defines, include_dirs: as ``cupy_ops.Kernel`` takes them, for every kernel;
-            ``-default-device`` is added to ``options`` (what is left without an execution
-            space is device code).
+        options, defines, include_dirs, arch: as ``cupy_ops.Kernel`` takes them, for every
+            kernel (``options`` may be load_inline's ``extra_cuda_cflags``: nvcc's host-only
+            ones are dropped). Before ``options``, torch's own for an extension (its
+            ``-D__CUDA_NO_HALF_OPERATORS__`` and the three like it: ``TORCH_NVCC_DEFINES``;
+            ``-U`` one in ``options`` to undo it) and ``-default-device`` (what is left without
+            an execution space is device code).
     Returns:
         ``InlineKernels``: a mapping of kernel names to ``Kernel``s (``kernels.relu_kernel``
         too), with ``set_aside`` (what was left out, by line) and ``source`` (what is compiled,
@@ -456,7 +488,7 @@ def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=
         raise ValueError(
             f"cuda_sources: no __global__ kernel in the source once its host side is set aside (set aside:{aside})"
         )
-    options = check_options(options)
+    options = TORCH_NVCC_DEFINES + check_options(options)
     if "--device-as-default-execution-space" not in {canonical(o) for o in options}:
         options = ("-default-device",) + options
-    return InlineKernels(parts, {"options": options, "defines": defines, "include_dirs": include_dirs})
+    return InlineKernels(parts, {"options": options, "defines": defines, "include_dirs": include_dirs, "arch": arch})

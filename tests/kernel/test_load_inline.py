@@ -11,6 +11,7 @@ import re
 import pytest
 
 import cupy_ops
+from cupy_ops.kernel import load_inline
 from cupy_ops.kernel.load_inline import SetAside, split
 
 from load_inline_seeds import SEEDS, seed_sources
@@ -71,12 +72,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("relu_forward", &relu_forward, "ReLU (CUDA)");
 }
 """
+STAND_IN = "; <load_inline_std.h> in its place"
 CRAFTED_ASIDE = [
-    (1, 1, "#include <torch/extension.h> (torch's header, for the host code)"),
-    (2, 2, "#include <ATen/cuda/CUDAContext.h> (torch's header, for the host code)"),
-    (3, 3, '#include "c10/cuda/CUDAGuard.h" (torch\'s header, for the host code)'),
-    (6, 6, "#include <vector> (C/C++ standard library: NVRTC has none)"),
-    (7, 7, "#include <cmath> (C/C++ standard library: NVRTC has none)"),
+    (1, 1, "#include <torch/extension.h> (torch's header, for the host code)" + STAND_IN),
+    (2, 2, "#include <ATen/cuda/CUDAContext.h> (torch's header, for the host code)" + STAND_IN),
+    (3, 3, '#include "c10/cuda/CUDAGuard.h" (torch\'s header, for the host code)' + STAND_IN),
+    (6, 6, "#include <vector> (C/C++ standard library: NVRTC has none)" + STAND_IN),
+    (7, 7, "#include <cmath> (C/C++ standard library: NVRTC has none)" + STAND_IN),
     (9, 9, "using namespace torch ; (names torch)"),
     (10, 10, "namespace py = pybind11 ; (names torch)"),
     (18, 18, "host function blocks_for"),
@@ -107,6 +109,8 @@ def test_set_aside_lines_are_blanked_and_every_other_line_kept_as_written():
     for n, (old, new) in enumerate(zip(before, after), 1):
         if n in (38, 40):  # a conditional in a host function stays: its partner may be outside it
             assert new == old, n
+        elif n in (1, 2, 3, 6, 7):  # an include set aside: cupy_ops' stand-in on its line
+            assert new.rstrip() == "#include <load_inline_std.h>", (n, new)
         elif n in aside:
             assert not new.strip() and len(new) == len(old), (n, new)
         else:
@@ -232,3 +236,80 @@ torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b) {
     for expr in ("add<float>", "add<double>"):
         (result,) = kernels[expr].compile_offline("sm_90")
         assert result.ok and result.expr == expr, result.log
+
+
+# What device code takes from torch/extension.h under nvcc: the integer types, the math and
+# limits constants, std:: names, numeric_limits; `using namespace at;` is the host's.
+STD_NAMES = r"""#include <torch/extension.h>
+#include <cmath>
+#include <cfloat>
+#include <limits>
+#include <algorithm>
+using namespace at;
+using namespace std;
+__global__ void names(const float* x, float* y, double* z, uint8_t* m, int64_t n) {
+  std::int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  float lo = -std::numeric_limits<float>::infinity(), hi = FLT_MAX + INT_MAX * 0.f;
+  y[i] = std::exp(v) + exp(v) + std::max(v, lo) + std::min<float>(v, hi) + std::tanh(v) + float(M_PI) + std::abs(v);
+  z[i] = std::exp(double(v)) + std::max(1.0, z[i]) + std::floor(2.5) + (std::isnan(v) ? INFINITY : 0.);
+  m[i] = uint8_t(v > 0.f);
+}
+torch::Tensor names_cuda(torch::Tensor x) { return x; }
+"""
+
+
+def test_device_code_finds_what_torch_extension_h_gave_it():
+    needs_nvrtc()
+    kernels = cupy_ops.load_inline_kernels(STD_NAMES)
+    assert [s.line for s in kernels.set_aside] == [1, 2, 3, 4, 5, 6, 17]
+    assert all(s.what.endswith("<load_inline_limits.h> in its place") for s in kernels.set_aside[:5])
+    assert kernels.set_aside[5].what == "using namespace at ; (names torch)"
+    (result,) = kernels["names"].compile_offline("sm_90")
+    assert result.ok, result.log
+    # without numeric_limits the lighter stand-in (no libcu++ <limits>)
+    assert "load_inline_std.h" in cupy_ops.load_inline_kernels(STD_NAMES.replace("numeric_limits", "x")).source
+
+
+def test_a_sources_own_half_operators_compile_as_under_load_inline():
+    # torch builds extensions with -D__CUDA_NO_HALF_OPERATORS__ (and three like it), so a source
+    # defines its own __half operators; with CUDA's also defined they would be ambiguous
+    needs_nvrtc()
+    src = r"""#include <torch/extension.h>
+#include <cuda_fp16.h>
+__device__ __forceinline__ __half operator*(const __half a, const __half b) { return __hmul(a, b); }
+__global__ void hmul(const __half* a, __half* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a[i] * a[i];
+}
+"""
+    torch_flags = __import__("torch.utils.cpp_extension", fromlist=["COMMON_NVCC_FLAGS"]).COMMON_NVCC_FLAGS
+    assert list(load_inline.TORCH_NVCC_DEFINES) == [f for f in torch_flags if f.startswith("-D")]
+    (result,) = cupy_ops.load_inline_kernels(src)["hmul"].compile_offline("sm_90")
+    assert result.ok, result.log
+
+
+def test_arch_and_extra_cuda_cflags_pass_through():
+    needs_nvrtc()
+    src = "#include <torch/extension.h>\n" + WGMMA_FENCE_KERNEL
+    kernels = cupy_ops.load_inline_kernels(src, arch="sm_90a", options=["-O3", "-D", "ROWS=4", "-lineinfo"])
+    k = kernels["fenced"]
+    assert k.variant(None).source.arch == "sm_90a"
+    assert k.variant(None).source.flags[-2:] == ("-DROWS=4", "-lineinfo")
+    (result,) = k.compile_offline("sm_90")
+    assert result.ok and result.arch == "sm_90a", result.log
+
+
+WGMMA_FENCE_KERNEL = r"""
+__global__ void fenced(float* y) {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  y[threadIdx.x] = ROWS;
+}
+"""
+
+
+def test_a_kernel_the_preprocessor_drops_is_no_kernel():
+    src = "#include <torch/extension.h>\n#if 0\n__global__ void old(float* y) {}\n#endif\n"
+    src += "__global__ void k(float* y) {}\n"
+    assert cupy_ops.load_inline_kernels(src).names == ("k",)
