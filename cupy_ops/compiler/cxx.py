@@ -75,6 +75,47 @@ def blank_bodies(code: str) -> str:
     return "".join(out)[1:]
 
 
+_CONDITION = re.compile(r"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)", re.S)
+
+
+def blank_inactive(code: str) -> str:
+    """``code`` with what the preprocessor certainly drops blanked, newlines kept: the branches
+    of ``#if 0`` (``#if 1``'s ``#else``, an ``#elif`` after a taken branch, ...). A condition
+    the text alone cannot settle (``#ifdef X``, ``#if __CUDA_ARCH__ >= 900``) keeps each of its
+    branches. Conditionals that do not pair up: ``code`` as it is."""
+    dropped: list[tuple[int, int]] = []
+    stack: list[dict] = []  # each open conditional: this branch (True / False / None: unknown), ...
+    for m in _SCAN.finditer(code):
+        c = _CONDITION.match(m.group()) if m.lastgroup == "directive" else None
+        if c is None:
+            continue
+        word, rest = c.group(1), _UNSEEN.sub(" ", c.group(2).replace("\\\n", " ")).strip()
+        value = {"0": False, "1": True}.get(rest) if word in ("if", "elif") else True if word == "else" else None
+        if word.startswith("if"):
+            stack.append({"now": value, "taken": value is True, "none": value is False, "from": m.end()})
+            continue
+        if not stack:
+            return code
+        top = stack[-1]
+        if top["now"] is False:
+            dropped.append((top["from"], m.start()))
+        if word == "endif":
+            stack.pop()
+            continue
+        # an #elif / #else: taken only where no branch before may have been
+        now = False if top["taken"] else value if top["none"] else None if value is not False else False
+        top.update(now=now, taken=top["taken"] or now is True, none=top["none"] and now is False, **{"from": m.end()})
+    if stack:
+        return code
+    out, copied = [], 0
+    for a, b in sorted(dropped):  # (a branch inside a dropped one lies within it)
+        a = max(a, copied)
+        if b > a:
+            out += [code[copied:a], re.sub(r"[^\n]+", lambda r: " " * len(r.group()), code[a:b])]
+            copied = b
+    return "".join(out) + code[copied:]
+
+
 # kind: "ident", "number", "string" or "punct"; pos: the offset in the source
 Token = collections.namedtuple("Token", "kind text pos")
 

@@ -22,7 +22,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .cxx import ATTRIBUTES, QUALIFIERS, SPECIFIERS, TYPE_WORDS, Token, blank_bodies, join, tokenize
+from .cxx import ATTRIBUTES, QUALIFIERS, SPECIFIERS, TYPE_WORDS, Token, blank_bodies, blank_inactive, join, tokenize
 
 
 @dataclass(frozen=True)
@@ -410,7 +410,8 @@ def declarations(code: str) -> list[Declaration]:
 @functools.lru_cache(maxsize=16)
 def _declarations(code: str) -> tuple[Declaration, ...]:
     # one read per source text: each kernel of a file looks itself up in the same text
-    return tuple(_Reader(code, bodies=False).declarations())
+    # (what the preprocessor certainly drops, an `#if 0` block, declares nothing)
+    return tuple(_Reader(blank_inactive(code), bodies=False).declarations())
 
 
 def kernel_names(code: str) -> list[str]:
@@ -423,7 +424,9 @@ def find(code: str, name: str) -> Declaration | None:
     """The declaration of kernel ``name`` (unqualified, or qualified with its namespaces) in
     ``code``: its definition when there is one (the declaration before it gives default
     arguments it may lack), else its declaration; None when there is none. Raises
-    ``ValueError`` when ``name`` is two different kernels (of two namespaces)."""
+    ``ValueError`` when ``name`` is two different kernels (of two namespaces), or is defined
+    twice with different parameters (in two branches of an ``#ifdef``: which one the
+    preprocessor keeps, the text does not say; or overloads)."""
     found = [d for d in declarations(code) if not d.specialization and name in (d.name, d.qualified)]
     if not found:
         return None
@@ -431,6 +434,15 @@ def find(code: str, name: str) -> Declaration | None:
     if len(kernels) > 1:
         raise ValueError(f"{name} names {len(kernels)} kernels ({', '.join(kernels)}): give the qualified name")
     definitions = [d for d in found if d.definition]
+    # (a template beside a plain kernel of its name: each named apart, "k<float>" and "k")
+    kinds = {(d.template, tuple(p.ctype for p in d.params)) for d in definitions}
+    if len(kinds) > 1 and len({d.template is None for d in definitions}) == 1:
+        lists = "; ".join(f"{d.head} {d.name}({', '.join(p.ctype for p in d.params)})".strip() for d in definitions)
+        raise ValueError(
+            f"kernel {name} is defined {len(definitions)} times with different parameters ({lists}): in "
+            f"branches of a preprocessor conditional only the compile settles, pass signature= (its "
+            f"parameter list as compiled); overloads, a kernel is launched by its name: give each its own"
+        )
     return (definitions or found)[0]
 
 

@@ -154,7 +154,12 @@ class Kernel:
         # common.cuh (f16, bf16, conversions) comes first unless the code includes it itself
         prelude = () if re.search(r'#\s*include\s*"common\.cuh"', code) else ("common.cuh",)
         text = compiler.assemble_user(code, label, path=path, include_dirs=dirs, prelude=prelude)
-        decl = declarations.find(text, base)
+        try:
+            decl = declarations.find(text, base)
+        except ValueError:
+            if signature is None:
+                raise
+            decl = None  # the stated parameter list decides
         if decl is None and signature is None:
             raise ValueError(
                 f"no `__global__ void {base}(...)` found in the kernel source (if a macro writes its "

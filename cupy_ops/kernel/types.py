@@ -140,9 +140,20 @@ C_TYPES = {
 }
 
 
+_INT_WORDS = frozenset(("unsigned", "long", "int", "short", "char"))
+_STD = re.compile(r"^(?:::)?(?:cuda::)?std::")
+
+
 def base_type(ctype: str) -> str:
-    """``const float* __restrict__`` -> ``float``."""
-    return " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ").replace("[", " ").replace("]", " ")).split())
+    """``const float* __restrict__`` -> ``float``; an integer type in the spelling of the
+    tables above (``long unsigned int`` -> ``unsigned long``, ``std::int64_t`` -> ``int64_t``)."""
+    t = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ").replace("[", " ").replace("]", " ")).split())
+    t = _STD.sub("", t)  # std::size_t, cuda::std::int64_t: the same types
+    words = t.split()
+    if len(words) > 1 and set(words) <= _INT_WORDS:
+        size = next((w for w in ("char", "short") if w in words), None) or " ".join(["long"] * words.count("long"))
+        t = " ".join(w for w in ("unsigned" if "unsigned" in words else "", size or "int") if w)
+    return t
 
 
 def kernel_names(code: str) -> list[str]:

@@ -455,3 +455,60 @@ def test_a_signature_keeps_the_names_read_and_counts_must_agree():
         cupy_ops.Kernel("__global__ void k(float* y, int n) { }", "k", signature=["ptr"])
     with pytest.raises(TypeError, match="signature entries must be str"):
         cupy_ops.Kernel("__global__ void k(float* y) { }", "k", signature=[1])
+
+
+IFDEF_KERNELS = r"""
+#ifdef USE_DOUBLE
+__global__ void scale(double* y, int n) { y[0] *= 2; }
+#else
+__global__ void scale(float* y, int n) { y[0] *= 2; }
+#endif
+#if 0
+__global__ void retired(float* y) {}
+#elif 1
+__global__ void current(float* y) {}
+#else
+__global__ void fallback(float* y) {}
+#endif
+#if __CUDA_ARCH__ >= 900
+__global__ void same(float* y) { y[0] = 1.f; }
+#else
+__global__ void same(float* y) { y[0] = 2.f; }
+#endif
+"""
+
+
+def test_what_the_preprocessor_certainly_drops_declares_no_kernel():
+    assert kernel_names(IFDEF_KERNELS) == ["scale", "current", "same"]
+    assert declarations.find(IFDEF_KERNELS, "same").params[0].ctype == "float*"  # one parameter list
+
+
+def test_a_kernel_defined_twice_with_different_parameters_is_refused_not_guessed():
+    # which branch of #ifdef USE_DOUBLE the compile keeps, the text does not say: a float32
+    # tensor read as double* (or refused for float*) were the wrong guess
+    with pytest.raises(ValueError, match=r"kernel scale is defined 2 times with different parameters "
+                       r"\(scale\(double\*, int\); scale\(float\*, int\)\).*pass signature="):  # fmt: skip
+        declarations.find(IFDEF_KERNELS, "scale")
+    with pytest.raises(ValueError, match="kernel scale is defined 2 times"):
+        cupy_ops.Kernel(IFDEF_KERNELS, "scale")
+    k = cupy_ops.Kernel(IFDEF_KERNELS, "scale", signature=["float* y", "int n"])  # the list stated
+    assert k.params == [("ptr", "y", "float*"), ("i32", "n", "int")]
+
+
+@pytest.mark.parametrize(
+    "ctype, kind",
+    [
+        ("long int", "i64"),
+        ("unsigned long int", "i64"),
+        ("long unsigned int", "i64"),
+        ("unsigned long long int", "i64"),
+        ("short unsigned", "i32"),
+        ("unsigned short int", "i32"),
+        ("std::int64_t", "i64"),
+        ("std::size_t", "i64"),
+        ("cuda::std::uint32_t", "i32"),
+    ],
+)
+def test_every_spelling_of_an_integer_type_is_that_type(ctype, kind):
+    _, params = parse_signature(f"__global__ void k(float* y, {ctype} n) {{}}", "k")
+    assert params[1][0] == kind
