@@ -6,7 +6,7 @@
       Says what is missing (no GPU, no CuPy) instead of failing.
 
   python -m cupy_ops compile [--arch sm_90 ...] [PATH.cu ... | FILE.py ...] [--name KERNEL ...] [--jobs N]
-                             [--emit ptx|cubin] [--out DIR] [--source NAME ...]
+                             [--emit ptx|cubin] [--out DIR] [--option=-DNAME=1 ...] [--source NAME ...]
       compiles kernels with NVRTC as their first launch would (same options), without a GPU,
       in N processes, and prints one line per kernel variant: registers, spill bytes, shared
       memory (the same report for any N). With no PATH: every built-in variant (``--source
@@ -15,7 +15,8 @@
       template; a ``template <class T>`` kernel is built for float, f16, bf16 and double, as
       ``cupy_ops.Kernel`` would). ``--emit ptx`` (or ``cubin``) then writes each kernel's
       compiled code, one file per kernel and architecture named KERNEL.ARCH.ptx, next to its
-      PATH.cu (``--out``: into DIR, made if missing), and prints where. Default architectures:
+      PATH.cu (``--out``: into DIR, made if missing), and prints where; ``--option``: an NVRTC
+      option of your kernels (``--option=-DBLOCK=256``, repeatable). Default architectures:
       sm_80 and sm_90 (the built-in kernels need sm_80 or newer: an older one is named first).
       Each built-in variant's result is its own, whatever ``--jobs``. With FILE.py: runs each
       file (as a module, not as __main__) and compiles every GEMM epilogue it declares
@@ -88,9 +89,9 @@ def _nvrtc_version():
         return None
 
 
-def _user_tasks(paths, names, archs):
+def _user_tasks(paths, names, archs, options=()):
     """One task per (arch, kernel) of the user's files, and the ``(path, kernel)`` pairs;
-    checks the files and kernels first."""
+    checks the files, kernels and NVRTC ``options`` first."""
     from .kernel import Kernel, kernel_names
     from .warm import CompileTask
 
@@ -104,12 +105,12 @@ def _user_tasks(paths, names, archs):
             raise SystemExit(f"error: no `__global__ void NAME(...)` kernel found in {path}")
         for n in found:
             try:
-                Kernel(path, n)
+                Kernel(path, n, options=options)
             except (ValueError, FileNotFoundError) as exc:
                 hint = f" (--name '{n}<...>' names one)" if "name one instantiation" in str(exc) else ""
                 raise SystemExit(f"error: {path}: {exc}{hint}") from None
             kernels.append((str(path), n))
-    return [CompileTask(arch, path, kernel=n) for arch in archs for path, n in kernels], kernels
+    return [CompileTask(arch, path, kernel=n, options=options) for arch in archs for path, n in kernels], kernels
 
 
 def _file_stem(name: str) -> str:
@@ -117,7 +118,7 @@ def _file_stem(name: str) -> str:
     return re.sub(r"[^\w.-]+", "_", name).strip("_") or "kernel"
 
 
-def _emit(kernels, archs, fmt: str, out: Path | None) -> int:
+def _emit(kernels, archs, fmt: str, out: Path | None, options=()) -> int:
     """Write each kernel's ``fmt`` code for each arch (``Kernel.export``); prints where. Returns
     how many failed (their NVRTC log was shown with the summary)."""
     from . import compiler
@@ -128,7 +129,7 @@ def _emit(kernels, archs, fmt: str, out: Path | None) -> int:
         folder = Path(out) if out else Path(path).resolve().parent
         for arch in archs:
             try:
-                e = Kernel(path, name).export(arch, fmt)
+                e = Kernel(path, name, options=options).export(arch, fmt)
             except compiler.KernelCompileError:
                 failed += 1
                 continue
@@ -159,9 +160,14 @@ def _compile(args) -> int:
         args.jobs = args.jobs or 1
         if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
             raise SystemExit(f"error: --out {args.out} is a file, not a folder")
-        tasks, kernels = _user_tasks(args.paths, args.name, args.arch)
+        tasks, kernels = _user_tasks(args.paths, args.name, args.arch, tuple(args.option or ()))
     else:
-        for flag, value in (("--name", args.name), ("--emit", args.emit), ("--out", args.out)):
+        for flag, value in (
+            ("--name", args.name),
+            ("--emit", args.emit),
+            ("--out", args.out),
+            ("--option", args.option),
+        ):
             if value:
                 raise SystemExit(f"error: {flag} needs a PATH.cu")
         known = builtin_source_names()
@@ -173,10 +179,8 @@ def _compile(args) -> int:
         args.jobs = args.jobs or DEFAULT_JOBS
         _note_old_archs(args.arch)
         tasks = builtin_compile_tasks(args.arch, args.jobs, args.source)
-    print(
-        f"NVRTC {version[0]}.{version[1]}; options: {' '.join(compiler.BASE_OPTIONS)} -arch=<arch> "
-        f"+ each source's -D defines"
-    )
+    base = compiler.USER_OPTIONS if args.paths else compiler.BASE_OPTIONS
+    print(f"NVRTC {version[0]}.{version[1]}; options: {' '.join(base)} -arch=<arch> + each source's -D defines")
     header = (
         f"{'source':<20} {'kernel':<48} {'arch':<7} {'status':<6} {'regs':>5} {'spill st/ld':>12} {'stack':>6} "
         f"{'smem':>6}"
@@ -217,7 +221,7 @@ def _compile(args) -> int:
         f"with {_processes(min(args.jobs, len(tasks)))}"
     )
     if args.emit:
-        failures += _emit(kernels, args.arch, args.emit, args.out)
+        failures += _emit(kernels, args.arch, args.emit, args.out, tuple(args.option or ()))
     return 1 if failures else 0
 
 
@@ -496,6 +500,13 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--out", metavar="DIR", help="the folder --emit writes into, made if missing (default: the folder of PATH.cu)"
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="OPTION",
+        help="an NVRTC option for PATH.cu's kernels, as Kernel(options=) takes it; repeatable, written "
+        "--option=-DBLOCK=256",
     )
     p = sub.add_parser("warm", help="compile every built-in kernel for this machine's GPUs into the kernel cache")
     p.add_argument(

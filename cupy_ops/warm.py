@@ -94,6 +94,7 @@ class CompileTask:
     source: str
     exprs: tuple[str, ...] | None = None
     kernel: str | None = None
+    options: tuple[str, ...] = ()  # the user's kernel's NVRTC options
 
 
 def run_compile_task(task: CompileTask):
@@ -103,7 +104,7 @@ def run_compile_task(task: CompileTask):
     if task.kernel is not None:
         from .kernel import Kernel
 
-        return Kernel(Path(task.source), task.kernel).compile_offline(task.arch)
+        return Kernel(Path(task.source), task.kernel, options=task.options).compile_offline(task.arch)
     from . import compiler, ops  # noqa: F401
 
     src = next(s for s in compiler.sources() if s.name == task.source)

@@ -115,6 +115,18 @@ def test_compile_a_user_file(tmp_path):
     assert "twice" not in proc.stdout
 
 
+def test_compile_a_user_file_with_nvrtc_options(tmp_path):
+    path = tmp_path / "blocked.cu"
+    path.write_text('#ifndef BLOCK\n#error "BLOCK must be defined"\n#endif\n'
+                    "__global__ void __launch_bounds__(BLOCK) blocked(float* y) { y[0] = BLOCK; }\n")  # fmt: skip
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path))
+    assert proc.returncode == 1 and "BLOCK must be defined" in proc.stderr
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--option=-DBLOCK=256", "--option=-lineinfo")
+    assert proc.returncode == 0 and "1 of 1 kernel variants compiled for sm_90" in proc.stdout, proc.stderr
+    proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--option=-arch=sm_80")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "-arch=sm_80" in proc.stderr
+
+
 def test_compile_a_user_file_with_an_error_shows_the_nvrtc_log(tmp_path):
     path = tmp_path / "broken.cu"
     path.write_text('#include "common.cuh"\n\n__global__ void broken(float* y) {\n  y[0] = not_declared;\n}\n')

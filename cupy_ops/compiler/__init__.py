@@ -15,11 +15,12 @@ from .nvrtc import KernelCompileError, arch_for, import_cupy
 from .offline import Export, OfflineResult, compile_offline, export
 from .options import check as check_options
 from .options import defines as check_defines
-from .registry import BASE_OPTIONS, Source, Variant, assemble_user, builtin, release, sources, user
+from .registry import BASE_OPTIONS, USER_OPTIONS, Source, Variant, assemble_user, builtin, release, sources, user
 from .source import assemble, assemble_text, source_dir
 
 __all__ = [
     "BASE_OPTIONS",
+    "USER_OPTIONS",
     "Binary",
     "Export",
     "KernelCompileError",

@@ -8,7 +8,11 @@ cache key). Options that cannot work with how cupy_ops compiles and loads a kern
 fixes, the output must be a cubin or PTX that loads on its own, and every header a kernel
 reads must be one cupy_ops can see (to recompile when it changes). An option NVRTC does not
 have is a ``ValueError`` too, with the nearest spelling it has (``--use-fast-math`` is
-``--use_fast_math``).
+``--use_fast_math``), or, for one of nvcc's (``-gencode``, ``--expt-relaxed-constexpr``), what
+stands for it here. nvcc's options for the host compiler alone (``-O3``, ``-Xcompiler ...``:
+nvcc optimizes device code at ``-O3`` whatever ``-O`` says) are dropped, as they change no
+device code; a value may follow its option as the next entry (``["-D", "BLOCK=256"]``,
+``["-Xptxas", "-v"]``), as NVRTC takes it.
 """
 
 from __future__ import annotations
@@ -125,6 +129,22 @@ for _long, _short in [
 ]:
     _add(_long, _short, "any")
 
+# nvcc's options NVRTC does not have, with what stands for each here
+_NVCC = {
+    "-gencode": "the target is the device's own, or the one the kernel fixes with arch=",
+    "--generate-code": "the target is the device's own, or the one the kernel fixes with arch=",
+    "--expt-relaxed-constexpr": "NVRTC has no such option; -default-device (cupy_ops.load_inline_kernels "
+    "adds it) makes a constexpr function device code",
+    "-expt-relaxed-constexpr": "NVRTC has no such option; -default-device makes a constexpr function device code",
+    "--expt-extended-lambda": "NVRTC has no such option: it compiles no host code, so a lambda written in "
+    "device code needs none",
+    "--extended-lambda": "NVRTC has no such option: it compiles no host code, so a lambda written in device "
+    "code needs none",
+}
+# nvcc's options for the host compiler alone (with the next entry for a value): dropped
+_HOST_ONLY = re.compile(r"-O[0-3s]?|--optimize(=.*)?")
+_HOST_ONLY_WITH_VALUE = frozenset(("-Xcompiler", "--compiler-options", "-ccbin", "--compiler-bindir"))
+
 # Options older NVRTCs do not have: the newest version seen without each (12.1 is the oldest
 # tested; 13.0 lacks the last two, 13.5 has them). Such an NVRTC reports the option as
 # unrecognized, naming it, when the kernel compiles.
@@ -179,14 +199,29 @@ def check(options) -> tuple[str, ...]:
             f"got {type(options).__name__}"
         )
     out = []
-    for opt in options:
+    options = list(options)
+    k = 0
+    while k < len(options):
+        opt = options[k]
+        k += 1
         if not isinstance(opt, str):
             raise TypeError(f"each NVRTC option must be a str, got {opt!r}")
         opt = opt.strip()
+        if _HOST_ONLY.fullmatch(opt) or opt.split("=", 1)[0] in _HOST_ONLY_WITH_VALUE:
+            k += "=" not in opt and opt in _HOST_ONLY_WITH_VALUE  # (its value, the next entry)
+            continue
+        entry = _OPTIONS.get(opt)
+        if entry is not None and entry[1] not in (None, "any") and k < len(options) and isinstance(options[k], str):
+            # the value as the next entry, as NVRTC takes it: written joined to it
+            value = options[k].strip()
+            opt = f"{opt}{value}" if opt in ("-D", "-U", "-I") else f"{opt}={value}"
+            k += 1
         glued = _GLUED.fullmatch(opt)
         name, has_value, value = (glued.group(1), True, glued.group(2)) if glued else opt.partition("=")
         has_value = bool(has_value)
         entry = _OPTIONS.get(name)
+        if entry is None and name in _NVCC:
+            raise ValueError(f"option {opt!r} is nvcc's, not NVRTC's: {_NVCC[name]}")
         if entry is None:
             near = difflib.get_close_matches(name, list(_OPTIONS), n=1, cutoff=0.6)
             hint = f" (did you mean {near[0]}?)" if near else ""
@@ -202,7 +237,8 @@ def check(options) -> tuple[str, ...]:
                 raise ValueError(f"option {opt!r}: {name} takes no value")
         elif not has_value or not value:
             example = "=" + kind[0] if isinstance(kind, tuple) else {"int": "=64", "ints": "=177"}.get(kind, "=...")
-            raise ValueError(f"option {opt!r} needs its value after '=' (e.g. {name}{example})")
+            example = {"-D": "NAME=1", "-U": "NAME", "-I": "include"}.get(name, example)
+            raise ValueError(f"option {opt!r} needs its value (e.g. {name}{example})")
         elif isinstance(kind, tuple) and value not in kind:
             raise ValueError(f"option {opt!r}: {name} takes {' or '.join(kind)}, got {value!r}")
         elif kind == "int" and not re.fullmatch(r"\d+", value):

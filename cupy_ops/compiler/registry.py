@@ -18,10 +18,13 @@ from . import options as _options
 from . import source as _source
 from .source import assemble, assemble_text, source_dir
 
-# Options of every compile, at run time and offline alike. -ftz=true: what CuPy always passed,
-# and what the kernels are written and measured for; the arithmetic that must match torch bit
-# for bit (which does not flush denormals) is written as .rn PTX without .ftz (common.cuh).
+# Options of every compile of cupy_ops' own sources, at run time and offline alike. -ftz=true:
+# what CuPy always passed, and what the kernels are written and measured for; the arithmetic
+# that must match torch bit for bit (which does not flush denormals) is written as .rn PTX
+# without .ftz (common.cuh). A user's source is compiled as nvcc compiles it (USER_OPTIONS):
+# nvcc's and NVRTC's default -ftz=false, so that it keeps denormals as under load_inline.
 BASE_OPTIONS: tuple[str, ...] = ("-std=c++17", "-ftz=true")
+USER_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 
 
 class Variant:
@@ -104,7 +107,8 @@ class Source:
         self._lock = threading.Lock()
         # a user's -std= or -ftz= replaces the default one (NVRTC warns of two, the last wins)
         replaced = _options.overridden(self.flags)
-        self._base = tuple(o for o in BASE_OPTIONS if _options.canonical(o) not in replaced)
+        base = BASE_OPTIONS if code is None else USER_OPTIONS
+        self._base = tuple(o for o in base if _options.canonical(o) not in replaced)
 
     @property
     def builtin(self) -> bool:

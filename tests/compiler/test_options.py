@@ -57,8 +57,11 @@ __global__ void fill(float* y) { y[threadIdx.x] = VALUE; }
         ("-include=cuda_fp16.h", "#include the header at the top of the source instead"),
         ("--use-pch=x.pch", "NVRTC goes on using a precompiled header after a header in it is edited"),
         ("--use-fast-math", r"option '--use-fast-math' is not an NVRTC option \(did you mean --use_fast_math\?\)"),
-        ("-O3", "option '-O3' is not an NVRTC option"),
-        ("-maxrregcount", r"option '-maxrregcount' needs its value after '=' \(e.g. -maxrregcount=64\)"),
+        ("-gencode", r"option '-gencode' is nvcc's, not NVRTC's: the target is the device's own"),
+        ("--expt-relaxed-constexpr", r"nvcc's, not NVRTC's: NVRTC has no such option; -default-device"),
+        ("--extended-lambda", r"nvcc's, not NVRTC's: NVRTC has no such option"),
+        ("-maxrregcount", r"option '-maxrregcount' needs its value \(e.g. -maxrregcount=64\)"),
+        ("-D", r"option '-D' needs its value \(e.g. -DNAME=1\)"),
         ("-maxrregcount=lots", "-maxrregcount takes a non-negative integer, got 'lots'"),
         ("-ftz=1", "-ftz takes true or false, got '1'"),
         ("-lineinfo=true", "-lineinfo takes no value"),
@@ -68,6 +71,23 @@ __global__ void fill(float* y) { y[threadIdx.x] = VALUE; }
 def test_options_that_cannot_work_are_refused_naming_them(option, message):
     with pytest.raises(ValueError, match=message):
         cupy_ops.Kernel(AXPY, "axpy", options=[option])
+
+
+@pytest.mark.parametrize(
+    "given, checked",
+    [
+        (["-D", "BLOCK=256"], ("-DBLOCK=256",)),
+        (["-U", "X", "-I", "/tmp"], ("-UX", "-I/tmp")),
+        (["-Xptxas", "-v", "-maxrregcount", "32"], ("-Xptxas=-v", "-maxrregcount=32")),
+        ("-O3 --use_fast_math -D X=1", ("--use_fast_math", "-DX=1")),
+        (["-O0", "-O", "-Os", "-lineinfo", "-Xcompiler", "-fopenmp", "-Xcompiler=-Wall"], ("-lineinfo",)),
+        (["-ftz", "false"], ("-ftz=false",)),
+    ],
+)
+def test_options_as_nvcc_and_nvrtc_take_them(given, checked):
+    # a value as the next entry (NVRTC takes that form); nvcc's host-compiler options dropped:
+    # -O sets the host compiler's level (nvcc optimizes device code at -O3 whatever it says)
+    assert nvrtc_options.check(given) == checked
 
 
 def test_options_are_a_list_or_one_string():
@@ -136,8 +156,8 @@ def test_a_users_std_or_ftz_replaces_the_default_one():
     opts = k.variant(None).source.options("sm_90")
     assert "-std=c++17" not in opts and "-ftz=true" not in opts and opts[1:3] == ("-std=c++20", "--ftz=false")
     opts = cupy_ops.Kernel(AXPY, "axpy").variant(None).source.options("sm_90")
-    assert opts[:3] == ("-std=c++17", "-ftz=true", "-arch=sm_90")
-    assert all(o.startswith("-I") for o in opts[3:])  # the include folders, CUDA's headers last
+    assert opts[:2] == ("-std=c++17", "-arch=sm_90")  # nvcc's -ftz=false, NVRTC's default
+    assert all(o.startswith("-I") for o in opts[2:])  # the include folders, CUDA's headers last
 
 
 def test_an_include_path_option_is_an_include_folder(tmp_path):
@@ -154,7 +174,7 @@ def test_an_include_path_option_is_an_include_folder(tmp_path):
 
 def test_defines_become_d_options_checked():
     k = cupy_ops.Kernel(VALUE, "fill", defines={"VALUE": 2.5, "FLAG": None, "N": 4, "NAME": "x"})
-    assert k.variant(None).source.options("sm_90")[3:7] == ("-DFLAG", "-DN=4", "-DNAME=x", "-DVALUE=2.5")
+    assert k.variant(None).source.options("sm_90")[2:6] == ("-DFLAG", "-DN=4", "-DNAME=x", "-DVALUE=2.5")
     with pytest.raises(TypeError, match=r"defines\['B'\] must be an int, a float, a str or None, got bool"):
         cupy_ops.Kernel(VALUE, "fill", defines={"B": True})
     with pytest.raises(ValueError, match=r"defines: '2x' is not a macro name"):

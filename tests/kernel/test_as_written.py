@@ -3,6 +3,8 @@ for it offline, refused for others with the reason, and a launch on a device tha
 refused naming both), the preprocessor a C compiler agrees with, and template parameters of any
 type, scalars included."""
 
+import re
+
 import pytest
 import torch
 
@@ -114,3 +116,13 @@ def test_the_compiled_source_is_the_users_text_as_written(tmp_path):
     src = k.variant(None).source
     assert '#include "near.cuh"' in src.text() and "#define NEAR" not in src.text()
     assert isinstance(src, compiler.Source)
+
+
+def test_a_users_kernel_keeps_denormals_as_nvcc_builds_it():
+    # nvcc's and NVRTC's default is -ftz=false; cupy_ops' own kernels build with -ftz=true
+    need_nvrtc()
+    src = 'extern "C" __global__ void fma3(const float* a, float* y) { y[0] = a[0] * a[1] + (a[2] < a[3]); }'
+    ptx = cupy_ops.Kernel(src, "fma3").ptx("sm_90")
+    assert re.search(r"\bfma\.rn\.f32\b", ptx) and re.search(r"\bsetp\.lt\.f32\b", ptx) and ".ftz" not in ptx
+    flushed = cupy_ops.Kernel(src, "fma3", options=["-ftz=true"]).ptx("sm_90")
+    assert "fma.rn.ftz.f32" in flushed
