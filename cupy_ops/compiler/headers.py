@@ -191,6 +191,15 @@ _CUDA_HEADER = re.compile(
     r"|mma\.h|math_constants\.h|vector_(types|functions)\.h|builtin_types\.h|driver_types\.h"
     r"|device_[a-z_]+\.h|sm_\d+_[a-z_]+\.h|texture_[a-z_]+\.h|surface_[a-z_]+\.h)"
 )
+# torch's and pybind11's header folders: an extension's host side
+_TORCH = frozenset(("torch", "ATen", "c10", "pybind11"))
+# C headers NVRTC lacks, and what device code uses of them instead
+_C_HINTS = {
+    "assert.h": "assert() is built into NVRTC's device code; drop the include",
+    "stdio.h": "printf is built into NVRTC's device code; drop the include",
+    "float.h": "libcu++'s <cuda/std/cfloat>",
+    "limits.h": "libcu++'s <cuda/std/climits>",
+}
 _NOT_OPENED = re.compile(r'(?:cannot|could not) open source file "([^"]+)"')
 
 
@@ -209,6 +218,13 @@ def hint(log: str, nvrtc_version: tuple[int, int]) -> str:
             else:
                 where = ", ".join(str(d) for d in include_dirs(nvrtc_version))
                 notes.append(f"cupy_ops: <{name}> is in none of the CUDA header folders ({where})")
+        elif name.split("/")[0] in _TORCH or name == "Python.h":
+            notes.append(
+                f"cupy_ops: <{name}> is torch's, for an extension's host code: "
+                f"cupy_ops.load_inline_kernels(source) sets the host side aside and compiles its kernels"
+            )
+        elif name in _C_HINTS:
+            notes.append(f"cupy_ops: NVRTC has no C library <{name}>: {_C_HINTS[name]}")
         elif "/" not in name and "." not in name:
             ours = resolve(f"cuda/std/{name}", nvrtc_version)
             notes.append(

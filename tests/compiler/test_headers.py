@@ -135,6 +135,21 @@ def test_a_cpp_library_header_points_at_libcudacxx(installed):
     assert "NVRTC has no C++ standard library <cstdint>; libcu++ has it: #include <cuda/std/cstdint>" in r.log
 
 
+@pytest.mark.parametrize(
+    "header, note",
+    [
+        ("torch/extension.h", "<torch/extension.h> is torch's, for an extension's host code: cupy_ops.load_inline"),
+        ("assert.h", "NVRTC has no C library <assert.h>: assert() is built into NVRTC's device code"),
+        ("float.h", "NVRTC has no C library <float.h>: libcu++'s <cuda/std/cfloat>"),
+    ],
+)
+def test_a_host_or_c_header_says_what_stands_for_it(installed, header, note):
+    src = compiler.user(f'#include <{header}>\nextern "C" __global__ void k() {{}}\n', "host.cu")
+    src.variant("k")
+    [r] = compiler.compile_offline(src, "sm_90")
+    assert not r.ok and f"cupy_ops: {note}" in r.log, r.log
+
+
 def test_cupy_ops_c_headers_give_what_c_gives():
     code = (
         "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
