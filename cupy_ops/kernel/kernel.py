@@ -47,6 +47,26 @@ from .sources import checked_include_dirs, track
 from .types import instantiate, layout, parse_signature, scalar_kind, stated_signature, template_arg
 
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
+_C_NUMBER = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)([fFuUlL]*)")
+
+
+def c_literal(text: str):
+    """A C default argument as Python: ``2.0f`` -> 2.0, ``16u`` -> 16, ``true`` -> True; None
+    for anything else (an expression, a name)."""
+    t = text.strip()
+    if t in ("true", "false"):
+        return t == "true"
+    m = _C_NUMBER.fullmatch(t)
+    if m is None:
+        return None
+    sign, digits, suffix = m.groups()
+    if digits[:2].lower() == "0x":
+        return int(sign + digits, 16)
+    if "f" in suffix.lower() or any(c in digits for c in ".eE"):
+        return float(sign + digits)
+    return int(sign + digits)
+
+
 GRID_X, BLOCK_X = GRID_MAX[0], BLOCK_MAX[0]
 
 
@@ -340,6 +360,30 @@ class Kernel:
             self._fast = packing.fast(plan, self._template)
         return plan
 
+    def _with_defaults(self, args: tuple, plan) -> tuple:
+        """``args`` and the default arguments of the parameters after them, as a ``<<<...>>>``
+        launch takes them (each a number, ``true`` or ``false``); else the count's TypeError."""
+        names = ", ".join(p[1] for p in plan)
+        wrong = f"kernel {self.name}({names}) takes {len(plan)} arguments, got {len(args)}"
+        decl = self._declaration
+        if (
+            decl is None
+            or getattr(self, "_stated", None) is not None
+            or len(args) > len(plan)
+            or len(decl.params) != len(plan)
+        ):
+            raise TypeError(wrong)
+        rest = decl.params[len(args) :]
+        if any(p.default is None for p in rest):
+            raise TypeError(wrong)
+        values = [c_literal(p.default) for p in rest]
+        for p, v in zip(rest, values):
+            if v is None:
+                raise TypeError(
+                    f"{wrong}: the default of {p.name or 'a parameter'} ({p.default}) is no number: pass it"
+                )
+        return args + tuple(values)
+
     def __call__(
         self, *args, grid, block, shared_mem: int = 0, stream=None, cluster=None, cooperative: bool = False
     ) -> None:
@@ -361,8 +405,7 @@ class Kernel:
         """
         plan = self._plan or self._arg_plan()
         if len(args) != len(plan):
-            names = ", ".join(p[1] for p in plan)
-            raise TypeError(f"kernel {self.name}({names}) takes {len(plan)} arguments, got {len(args)}")
+            args = self._with_defaults(args, plan)
         # (an int grid and block, the common form, checked here: a call less each)
         grid3 = (grid, 1, 1) if grid.__class__ is int and 0 < grid <= GRID_X else arguments.launch_dims("grid", grid)
         block3 = (

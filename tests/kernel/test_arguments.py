@@ -331,6 +331,23 @@ def test_a_dlpack_array_is_viewed_by_torch_where_it_lives(launches, monkeypatch)
     assert len(seen) == 1 and launches[0] == ("handle", None, 1)
 
 
+def test_default_arguments_fill_the_last_parameters_as_a_launch_does():
+    src = "__global__ void scale(float* y, int n, float s = 2.0f, bool twice = true, int k = 0x10, int m = N) {}"
+    k = cupy_ops.Kernel(src, "scale")
+    plan = k._arg_plan()
+    with pytest.raises(TypeError, match=r"takes 6 arguments, got 5: the default of m \(N\) is no number"):
+        k._with_defaults((None, 3, 1.0, False, 4), plan)
+    with pytest.raises(TypeError, match=r"takes 6 arguments, got 2: the default of m \(N\) is no number: pass it"):
+        k(None, 3, grid=1, block=1)
+    k2 = cupy_ops.Kernel(src.replace(", int m = N", ""), "scale")
+    assert k2._with_defaults((None, 3), k2._arg_plan()) == (None, 3, 2.0, True, 16)
+    assert k2._with_defaults((None, 3, 0.5, False), k2._arg_plan()) == (None, 3, 0.5, False, 16)
+    with pytest.raises(TypeError, match=r"takes 5 arguments, got 1$"):
+        k2(None, grid=1, block=1)
+    with pytest.raises(TypeError, match=r"takes 5 arguments, got 6$"):
+        k2(None, 3, 0.5, False, 16, 1, grid=1, block=1)
+
+
 def test_something_else_is_a_type_error_naming_the_argument():
     k = cupy_ops.Kernel(AXPY, "axpy")
     with pytest.raises(
@@ -465,6 +482,16 @@ def test_options_defines_and_an_instantiation_on_the_gpu(cuda):
     xd, yd = x.double(), torch.empty(1000, device=cuda, dtype=torch.float64)
     d(xd, yd, 0.25, 1000, grid=16, block=64)
     torch.testing.assert_close(yd, xd * 0.5 + 1.0)
+
+
+def test_default_arguments_on_the_gpu(cuda):
+    code = "__global__ void fill(float* y, int n, float v = 2.5f, int k = 3) { y[threadIdx.x] = v * k; }"
+    k = cupy_ops.Kernel(code, "fill")
+    y = torch.zeros(8, device=cuda)
+    k(y, 8, grid=1, block=8)
+    assert (y == 7.5).all()
+    k(y, 8, 1.0, grid=1, block=8)
+    assert (y == 3.0).all()
 
 
 def test_16_bit_float_scalars_are_converted_as_torch_converts_and_range_checked():
