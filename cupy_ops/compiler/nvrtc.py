@@ -180,6 +180,11 @@ class Result:
 
 
 _BAD_ARCH = ("invalid value for --gpu-architecture", "invalid or no value specified with --nv_arch")
+# an operator or conversion CUDA's 16-bit types lack under torch's -D__CUDA_NO_HALF_OPERATORS__ ...
+_NO_OPERATOR = re.compile(
+    r'(no operator "[^"]+" matches these operands|no suitable (constructor|conversion function) exists to convert)'
+    r"[^\n]*(\n[^\n]*){0,2}(__half|__nv_bfloat16|half|bf16)"
+)
 _NOT_ON_TARGET = re.compile(r"Instruction '([^']+)' not supported on \.target 'sm_(\d+)'")
 
 
@@ -200,6 +205,17 @@ def explain(log: str, options) -> str:
             )
     if "open source file" in log:
         notes.append(headers.hint(log, version()))
+    off = [
+        o[2:]
+        for o in options
+        if o.startswith("-D__CUDA_NO_") and o[2:] not in {u[2:] for u in options if u[:2] == "-U"}
+    ]
+    if off and _NO_OPERATOR.search(log):
+        notes.append(
+            f"cupy_ops: compiled with {' '.join('-D' + o for o in off)} (torch's flags for an extension, as "
+            f"load_inline passes them): no operators or conversions of __half and __nv_bfloat16 but a source's own; "
+            f"options=['-U{off[0]}', ...] undoes one"
+        )
     notes = [n for n in notes if n]
     return log.rstrip("\0").rstrip("\n") + "\n" + "\n".join(notes) if notes else log
 

@@ -488,6 +488,8 @@ def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=
         raise ValueError(
             f"cuda_sources: no __global__ kernel in the source once its host side is set aside (set aside:{aside})"
         )
+    if isinstance(options, (list, tuple)):  # nvcc's, needless here: -default-device stands for the first
+        options = [o for o in options if o not in ("--expt-relaxed-constexpr", "--expt-extended-lambda")]
     options = TORCH_NVCC_DEFINES + check_options(options)
     if "--device-as-default-execution-space" not in {canonical(o) for o in options}:
         options = ("-default-device",) + options

@@ -290,10 +290,40 @@ __global__ void hmul(const __half* a, __half* y, int n) {
     assert result.ok, result.log
 
 
+def test_a_c_include_in_an_extern_c_block_and_half_through_torch_alone():
+    # the stand-in keeps C++ linkage where it stands in an extern "C" block; __half comes with
+    # torch/extension.h (c10's headers include cuda_fp16.h)
+    needs_nvrtc()
+    src = r"""#ifdef __cplusplus
+extern "C" {
+#endif
+#include <stdio.h>
+#ifdef __cplusplus
+}
+#endif
+#include <torch/extension.h>
+__global__ void k4(const __half* x, float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = __half2float(x[0]); }
+"""
+    (result,) = cupy_ops.load_inline_kernels(src)["k4"].compile_offline("sm_90")
+    assert result.ok, result.log
+
+
+def test_cudas_half_operators_off_as_under_load_inline_say_so():
+    needs_nvrtc()
+    src = "#include <torch/extension.h>\n__global__ void h(const __half* a, __half* c) { c[0] = a[0] * a[1]; }\n"
+    (result,) = cupy_ops.load_inline_kernels(src)["h"].compile_offline("sm_90")
+    assert not result.ok and "(torch's flags for an extension, as load_inline passes them)" in result.log
+    assert "options=['-U__CUDA_NO_HALF_OPERATORS__', ...] undoes one" in result.log
+    undone = cupy_ops.load_inline_kernels(src, options=["-U__CUDA_NO_HALF_OPERATORS__"])
+    (result,) = undone["h"].compile_offline("sm_90")
+    assert result.ok, result.log
+
+
 def test_arch_and_extra_cuda_cflags_pass_through():
     needs_nvrtc()
     src = "#include <torch/extension.h>\n" + WGMMA_FENCE_KERNEL
-    kernels = cupy_ops.load_inline_kernels(src, arch="sm_90a", options=["-O3", "-D", "ROWS=4", "-lineinfo"])
+    flags = ["-O3", "--expt-relaxed-constexpr", "-D", "ROWS=4", "-lineinfo"]  # as extra_cuda_cflags has them
+    kernels = cupy_ops.load_inline_kernels(src, arch="sm_90a", options=flags)
     k = kernels["fenced"]
     assert k.variant(None).source.arch == "sm_90a"
     assert k.variant(None).source.flags[-2:] == ("-DROWS=4", "-lineinfo")

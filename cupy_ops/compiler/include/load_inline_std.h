@@ -8,8 +8,13 @@
 // one function, not two. numeric_limits: load_inline_limits.h (libcu++'s <limits>, ~0.5 s of
 // NVRTC's front end), taken only by a source that names it.
 #pragma once
+extern "C++" {  // (C++ linkage even where the include stood in an extern "C" block)
 #include <stdint.h>
 #include <math.h>
+#if __has_include(<cuda_fp16.h>)
+#include <cuda_fp16.h>  // (torch/extension.h gives __half and __nv_bfloat16 through c10's headers)
+#include <cuda_bf16.h>
+#endif
 #if __has_include(<cuda/std/cfloat>)
 #include <cuda/std/cfloat>
 #include <cuda/std/climits>
@@ -71,3 +76,4 @@ using ::copysign; using ::copysignf; using ::frexp; using ::ldexp; using ::modf;
 using ::ilogb; using ::nextafter;
 using ::isnan; using ::isinf; using ::isfinite; using ::signbit;
 }  // namespace std
+}  // extern "C++"
