@@ -18,6 +18,7 @@ kernel's own (``cubin.check_layout``), so a misread is an error, never a wrong l
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -422,11 +423,9 @@ def kernel_names(code: str) -> list[str]:
 
 def find(code: str, name: str) -> Declaration | None:
     """The declaration of kernel ``name`` (unqualified, or qualified with its namespaces) in
-    ``code``: its definition when there is one (the declaration before it gives default
-    arguments it may lack), else its declaration; None when there is none. Raises
-    ``ValueError`` when ``name`` is two different kernels (of two namespaces), or is defined
-    twice with different parameters (in two branches of an ``#ifdef``: which one the
-    preprocessor keeps, the text does not say; or overloads)."""
+    ``code``: its (first) definition when there is one, with the default arguments a
+    declaration before it gives, else its declaration; None when there is none. Raises
+    ``ValueError`` when ``name`` is two different kernels (of two namespaces)."""
     found = [d for d in declarations(code) if not d.specialization and name in (d.name, d.qualified)]
     if not found:
         return None
@@ -434,16 +433,24 @@ def find(code: str, name: str) -> Declaration | None:
     if len(kernels) > 1:
         raise ValueError(f"{name} names {len(kernels)} kernels ({', '.join(kernels)}): give the qualified name")
     definitions = [d for d in found if d.definition]
-    # (a template beside a plain kernel of its name: each named apart, "k<float>" and "k")
-    kinds = {(d.template, tuple(p.ctype for p in d.params)) for d in definitions}
-    if len(kinds) > 1 and len({d.template is None for d in definitions}) == 1:
-        lists = "; ".join(f"{d.head} {d.name}({', '.join(p.ctype for p in d.params)})".strip() for d in definitions)
-        raise ValueError(
-            f"kernel {name} is defined {len(definitions)} times with different parameters ({lists}): in "
-            f"branches of a preprocessor conditional only the compile settles, pass signature= (its "
-            f"parameter list as compiled); overloads, a kernel is launched by its name: give each its own"
+    decl = (definitions or found)[0]
+    before = [d for d in found if not d.definition and d.line < decl.line and len(d.params) == len(decl.params)]
+    if before and decl.definition:
+        # C++: a default argument given once, on a declaration, holds for the definition after it
+        params = tuple(
+            dataclasses.replace(p, default=next((b.params[i].default for b in before if b.params[i].default), None))
+            if p.default is None
+            else p
+            for i, p in enumerate(decl.params)
         )
-    return (definitions or found)[0]
+        decl = dataclasses.replace(decl, params=params)
+    return decl
+
+
+def definitions(code: str, name: str) -> list[Declaration]:
+    """Every definition of kernel ``name`` in ``code`` (two where branches of an ``#ifdef``
+    define it twice, or it is overloaded)."""
+    return [d for d in declarations(code) if d.definition and not d.specialization and name in (d.name, d.qualified)]
 
 
 def parse_params(text: str) -> list[Param]:

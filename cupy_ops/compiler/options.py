@@ -199,7 +199,8 @@ def check(options) -> tuple[str, ...]:
             f"got {type(options).__name__}"
         )
     out = []
-    options = list(options)
+    # an entry of several options (torch joins extra_cuda_cflags with spaces): each on its own
+    options = [x for o in options for x in (shlex.split(o) if isinstance(o, str) and o.split()[1:] else [o])]
     k = 0
     while k < len(options):
         opt = options[k]
@@ -208,7 +209,9 @@ def check(options) -> tuple[str, ...]:
             raise TypeError(f"each NVRTC option must be a str, got {opt!r}")
         opt = opt.strip()
         if _HOST_ONLY.fullmatch(opt) or opt.split("=", 1)[0] in _HOST_ONLY_WITH_VALUE:
-            k += "=" not in opt and opt in _HOST_ONLY_WITH_VALUE  # (its value, the next entry)
+            # (its value as the next entry: -Xcompiler -fopenmp, -O 3)
+            nxt = options[k] if k < len(options) and isinstance(options[k], str) else ""
+            k += opt in _HOST_ONLY_WITH_VALUE or (opt in ("-O", "--optimize") and nxt.strip().isdigit())
             continue
         entry = _OPTIONS.get(opt)
         if entry is not None and entry[1] not in (None, "any") and k < len(options) and isinstance(options[k], str):

@@ -44,7 +44,17 @@ from ..device import BLOCK_MAX, GRID_MAX, SHARED_DEFAULT, Attr, attribute, sm_co
 from . import arguments, packing
 from .arguments import cluster_shape, stream_handle
 from .sources import checked_include_dirs, track
-from .types import instantiate, layout, parse_signature, scalar_kind, stated_signature, template_arg
+from .types import (
+    RANGES,
+    base_type,
+    find_kernel,
+    instantiate,
+    layout,
+    parse_signature,
+    scalar_kind,
+    stated_signature,
+    template_arg,
+)
 
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 _C_NUMBER = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)([fFuUlL]*)")
@@ -62,6 +72,8 @@ def c_literal(text: str):
     sign, digits, suffix = m.groups()
     if digits[:2].lower() == "0x":
         return int(sign + digits, 16)
+    if len(digits) > 1 and digits[0] == "0" and digits.isdigit():
+        return int(sign + digits, 8)  # C's octal: 010 is 8
     if "f" in suffix.lower() or any(c in digits for c in ".eE"):
         return float(sign + digits)
     return int(sign + digits)
@@ -175,7 +187,7 @@ class Kernel:
         prelude = () if re.search(r'#\s*include\s*"common\.cuh"', code) else ("common.cuh",)
         text = compiler.assemble_user(code, label, path=path, include_dirs=dirs, prelude=prelude)
         try:
-            decl = declarations.find(text, base)
+            decl = find_kernel(text, base)
         except ValueError:
             if signature is None:
                 raise
@@ -377,7 +389,10 @@ class Kernel:
         if any(p.default is None for p in rest):
             raise TypeError(wrong)
         values = [c_literal(p.default) for p in rest]
-        for p, v in zip(rest, values):
+        for i, (p, v) in enumerate(zip(rest, values)):
+            lo, hi, _ = RANGES.get(base_type(p.ctype), (None, None, None))
+            if type(v) is int and lo == 0 and not p.pointer:
+                values[i] = v % (hi + 1)  # C converts to an unsigned type modulo 2^bits: -1 is its largest
             if v is None:
                 raise TypeError(
                     f"{wrong}: the default of {p.name or 'a parameter'} ({p.default}) is no number: pass it"

@@ -141,14 +141,14 @@ C_TYPES = {
 
 
 _INT_WORDS = frozenset(("unsigned", "long", "int", "short", "char"))
-_STD = re.compile(r"^(?:::)?(?:cuda::)?std::")
+_STD = re.compile(r"^(?:::)?(?:(?:cuda::)?std::)?")
 
 
 def base_type(ctype: str) -> str:
     """``const float* __restrict__`` -> ``float``; an integer type in the spelling of the
     tables above (``long unsigned int`` -> ``unsigned long``, ``std::int64_t`` -> ``int64_t``)."""
     t = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ").replace("[", " ").replace("]", " ")).split())
-    t = _STD.sub("", t)  # std::size_t, cuda::std::int64_t: the same types
+    t = _STD.sub("", t) or ("int" if re.search(r"\bsigned\b", ctype) else "")  # std::size_t, ::int64_t
     words = t.split()
     if len(words) > 1 and set(words) <= _INT_WORDS:
         size = next((w for w in ("char", "short") if w in words), None) or " ".join(["long"] * words.count("long"))
@@ -170,6 +170,36 @@ def kind_of(ctype: str, pointer: bool) -> str | None:
     return KINDS.get(base_type(ctype))
 
 
+def find_kernel(code: str, name: str):
+    """``declarations.find(code, name)``, refused (``ValueError``) where the kernel is defined
+    twice with parameters a launch passes differently: in two branches of an ``#ifdef`` (which
+    one compiles, the text does not say: a float32 tensor read as ``double*`` were the wrong
+    guess) or overloaded. Spellings of the same types (``const int n`` and ``int n``,
+    ``int64_t`` and ``long``, ``T`` and ``scalar_t``) are one kernel."""
+    decl = declarations.find(code, name)
+    defs = declarations.definitions(code, name)
+    if decl is not None and decl.template is None and len(defs) > 1:
+        plain = [d for d in defs if d.template is None]  # (a template beside: named apart, "k<float>")
+        if len({_launch_form(d) for d in plain}) > 1:
+            lists = "; ".join(f"{d.name}({', '.join(p.ctype for p in d.params)})" for d in plain)
+            raise ValueError(
+                f"kernel {name} is defined {len(plain)} times with different parameters ({lists}): in branches "
+                f"of a preprocessor conditional only the compile settles, pass signature= (its parameter list as "
+                f"compiled); overloads, a kernel is launched by its name: give each its own"
+            )
+    return decl
+
+
+def _launch_form(decl) -> tuple:
+    """What a launch makes of each parameter of ``decl``: pointers by the dtypes they take,
+    numbers by kind and size."""
+    out = []
+    for p in decl.params:
+        b = base_type(p.ctype)
+        out.append(("ptr", POINTEES.get(b, b)) if p.pointer else (KINDS.get(b, b), SIZES.get(b)))
+    return tuple(out)
+
+
 def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, str, str]]]:
     """Find kernel ``name`` in ``code``: ``(template_param, [(kind, pname, ctype)])``.
 
@@ -179,7 +209,7 @@ def parse_signature(code: str, name: str) -> tuple[str | None, list[tuple[str, s
     parameters, or None. Raises ``ValueError`` when the kernel is not found or a parameter has
     a type that cannot be passed from Python.
     """
-    decl = declarations.find(code, name)
+    decl = find_kernel(code, name)
     if decl is None:
         raise ValueError(f"no `__global__ void {name}(...)` found in the kernel source")
     template = template_name(decl)

@@ -11,6 +11,7 @@ import cupy_ops.ops
 from cupy_ops import compiler
 from cupy_ops.compiler import cubin, declarations
 from cupy_ops.kernel import kernel_names, parse_signature
+from cupy_ops.kernel.types import find_kernel
 from cupy_ops.launch import EPI_ARGS_BYTES
 
 
@@ -488,11 +489,27 @@ def test_a_kernel_defined_twice_with_different_parameters_is_refused_not_guessed
     # tensor read as double* (or refused for float*) were the wrong guess
     with pytest.raises(ValueError, match=r"kernel scale is defined 2 times with different parameters "
                        r"\(scale\(double\*, int\); scale\(float\*, int\)\).*pass signature="):  # fmt: skip
-        declarations.find(IFDEF_KERNELS, "scale")
+        find_kernel(IFDEF_KERNELS, "scale")
     with pytest.raises(ValueError, match="kernel scale is defined 2 times"):
         cupy_ops.Kernel(IFDEF_KERNELS, "scale")
     k = cupy_ops.Kernel(IFDEF_KERNELS, "scale", signature=["float* y", "int n"])  # the list stated
     assert k.params == [("ptr", "y", "float*"), ("i32", "n", "int")]
+
+
+def test_two_spellings_of_one_parameter_list_are_one_kernel():
+    # what a launch passes is the same: the first definition is read, as before
+    src = (
+        "#ifdef FAST\n__global__ void k(float* __restrict__ x, const long n, signed s) {}\n"
+        "#else\n__global__ void k(float* x, int64_t n, int s) {}\n#endif\n"
+    )
+    assert [p.ctype for p in find_kernel(src, "k").params] == ["float* __restrict__", "const long", "signed"]
+    plain_and_template = "template <class T> __global__ void f(T* y) {}\n__global__ void f(float* y, int n) {}\n"
+    assert find_kernel(plain_and_template, "f").template is not None  # "f<float>" names the template
+
+
+def test_a_default_argument_on_the_declaration_before_the_definition_counts():
+    src = "__global__ void k3(float* x, int n = 4);\n__global__ void k3(float* x, int n) { x[0] = n; }\n"
+    assert [p.default for p in declarations.find(src, "k3").params] == [None, "4"]
 
 
 @pytest.mark.parametrize(
@@ -507,6 +524,8 @@ def test_a_kernel_defined_twice_with_different_parameters_is_refused_not_guessed
         ("std::int64_t", "i64"),
         ("std::size_t", "i64"),
         ("cuda::std::uint32_t", "i32"),
+        ("::int64_t", "i64"),
+        ("signed", "i32"),
     ],
 )
 def test_every_spelling_of_an_integer_type_is_that_type(ctype, kind):

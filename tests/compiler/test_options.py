@@ -82,6 +82,8 @@ def test_options_that_cannot_work_are_refused_naming_them(option, message):
         ("-O3 --use_fast_math -D X=1", ("--use_fast_math", "-DX=1")),
         (["-O0", "-O", "-Os", "-lineinfo", "-Xcompiler", "-fopenmp", "-Xcompiler=-Wall"], ("-lineinfo",)),
         (["-ftz", "false"], ("-ftz=false",)),
+        (["-O", "3", "-Xptxas", "-O3"], ("-Xptxas=-O3",)),  # ptxas's -O3 is no host option
+        (["-O3 --use_fast_math", "-DX=1"], ("--use_fast_math", "-DX=1")),  # as torch joins extra_cuda_cflags
     ],
 )
 def test_options_as_nvcc_and_nvrtc_take_them(given, checked):
