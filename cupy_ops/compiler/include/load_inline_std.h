@@ -73,7 +73,50 @@ using ::floor; using ::floorf; using ::ceil; using ::ceilf; using ::trunc; using
 using ::round; using ::roundf; using ::rint; using ::rintf; using ::nearbyint; using ::nearbyintf;
 using ::lround; using ::llround; using ::lrint; using ::llrint;
 using ::copysign; using ::copysignf; using ::frexp; using ::ldexp; using ::modf; using ::scalbn; using ::logb;
-using ::ilogb; using ::nextafter;
+using ::ilogb; using ::nextafter; using ::remquo; using ::remquof;
 using ::isnan; using ::isinf; using ::isfinite; using ::signbit;
+
+// <cmath>'s overloads for integer and mixed arguments, as libstdc++ promotes them (an integer
+// counts as double): NVRTC's own take float or double, so std::sqrt(n) of an int, or
+// std::pow(x, 0.5) of a float, were ambiguous. A template loses to an exact non-template one.
+template <class T> struct __cupy_ops_real {};
+template <> struct __cupy_ops_real<float> { typedef float type; };
+template <> struct __cupy_ops_real<double> { typedef double type; };
+template <class T> struct __cupy_ops_int {};
+#define CUPY_OPS_INT(T)                                                   \
+  template <> struct __cupy_ops_int<T> { typedef double type; };          \
+  template <> struct __cupy_ops_real<T> { typedef double type; };
+CUPY_OPS_INT(bool) CUPY_OPS_INT(char) CUPY_OPS_INT(signed char) CUPY_OPS_INT(unsigned char)
+CUPY_OPS_INT(short) CUPY_OPS_INT(unsigned short) CUPY_OPS_INT(int) CUPY_OPS_INT(unsigned)
+CUPY_OPS_INT(long) CUPY_OPS_INT(unsigned long) CUPY_OPS_INT(long long) CUPY_OPS_INT(unsigned long long)
+#undef CUPY_OPS_INT
+template <class A, class B> struct __cupy_ops_mixed {
+  typedef decltype(typename __cupy_ops_real<A>::type() + typename __cupy_ops_real<B>::type()) type;
+};
+#define CUPY_OPS_ONE(f) \
+  template <class T> __host__ __device__ typename __cupy_ops_int<T>::type f(T x) { return ::f(double(x)); }
+#define CUPY_OPS_TEST(f)                                                                         \
+  template <class T> __host__ __device__ decltype(bool(typename __cupy_ops_int<T>::type())) f(T x) { \
+    return ::f(double(x));                                                                         \
+  }
+#define CUPY_OPS_TWO(f)                                                                          \
+  template <class A, class B>                                                                    \
+  __host__ __device__ typename __cupy_ops_mixed<A, B>::type f(A a, B b) {                        \
+    typedef typename __cupy_ops_mixed<A, B>::type R;                                             \
+    return ::f(R(a), R(b));                                                                      \
+  }
+CUPY_OPS_ONE(fabs) CUPY_OPS_ONE(exp) CUPY_OPS_ONE(exp2) CUPY_OPS_ONE(expm1) CUPY_OPS_ONE(log)
+CUPY_OPS_ONE(log2) CUPY_OPS_ONE(log10) CUPY_OPS_ONE(log1p) CUPY_OPS_ONE(sqrt) CUPY_OPS_ONE(cbrt)
+CUPY_OPS_ONE(sin) CUPY_OPS_ONE(cos) CUPY_OPS_ONE(tan) CUPY_OPS_ONE(asin) CUPY_OPS_ONE(acos)
+CUPY_OPS_ONE(atan) CUPY_OPS_ONE(sinh) CUPY_OPS_ONE(cosh) CUPY_OPS_ONE(tanh) CUPY_OPS_ONE(asinh)
+CUPY_OPS_ONE(acosh) CUPY_OPS_ONE(atanh) CUPY_OPS_ONE(erf) CUPY_OPS_ONE(erfc) CUPY_OPS_ONE(tgamma)
+CUPY_OPS_ONE(lgamma) CUPY_OPS_ONE(floor) CUPY_OPS_ONE(ceil) CUPY_OPS_ONE(trunc) CUPY_OPS_ONE(round)
+CUPY_OPS_ONE(rint) CUPY_OPS_ONE(nearbyint) CUPY_OPS_ONE(logb)
+CUPY_OPS_TEST(isnan) CUPY_OPS_TEST(isinf) CUPY_OPS_TEST(isfinite) CUPY_OPS_TEST(signbit)
+CUPY_OPS_TWO(pow) CUPY_OPS_TWO(fmod) CUPY_OPS_TWO(remainder) CUPY_OPS_TWO(fmin) CUPY_OPS_TWO(fmax)
+CUPY_OPS_TWO(fdim) CUPY_OPS_TWO(atan2) CUPY_OPS_TWO(hypot) CUPY_OPS_TWO(copysign) CUPY_OPS_TWO(nextafter)
+#undef CUPY_OPS_ONE
+#undef CUPY_OPS_TEST
+#undef CUPY_OPS_TWO
 }  // namespace std
 }  // extern "C++"
