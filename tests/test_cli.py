@@ -125,6 +125,8 @@ def test_compile_a_user_file_with_nvrtc_options(tmp_path):
     assert proc.returncode == 0 and "1 of 1 kernel variants compiled for sm_90" in proc.stdout, proc.stderr
     proc = cli("cupy_ops", "compile", "--arch", "sm_90", str(path), "--option=-arch=sm_80")
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "-arch=sm_80" in proc.stderr
+    proc = cli("cupy_ops", "compile", "--option=-DBLOCK=256")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "--option needs a PATH.cu" in proc.stderr
 
 
 def test_compile_a_user_file_with_an_error_shows_the_nvrtc_log(tmp_path):

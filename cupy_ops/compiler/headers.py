@@ -191,8 +191,8 @@ _CUDA_HEADER = re.compile(
     r"|mma\.h|math_constants\.h|vector_(types|functions)\.h|builtin_types\.h|driver_types\.h"
     r"|device_[a-z_]+\.h|sm_\d+_[a-z_]+\.h|texture_[a-z_]+\.h|surface_[a-z_]+\.h)"
 )
-# torch's and pybind11's header folders: an extension's host side
-_TORCH = frozenset(("torch", "ATen", "c10", "pybind11"))
+# Header folders of torch's C++ side and pybind11: what only an extension's host code uses
+TORCH_HEADERS = frozenset(["torch", "ATen", "c10", "c10d", "caffe2", "THC", "THH", "pybind11"])
 # C headers NVRTC lacks, and what device code uses of them instead
 _C_HINTS = {
     "assert.h": "assert() is built into NVRTC's device code; drop the include",
@@ -218,7 +218,7 @@ def hint(log: str, nvrtc_version: tuple[int, int]) -> str:
             else:
                 where = ", ".join(str(d) for d in include_dirs(nvrtc_version))
                 notes.append(f"cupy_ops: <{name}> is in none of the CUDA header folders ({where})")
-        elif name.split("/")[0] in _TORCH or name == "Python.h":
+        elif name.split("/")[0] in TORCH_HEADERS or name == "Python.h":
             notes.append(
                 f"cupy_ops: <{name}> is torch's, for an extension's host code: "
                 f"cupy_ops.load_inline_kernels(source) sets the host side aside and compiles its kernels"

@@ -390,9 +390,10 @@ class Kernel:
             raise TypeError(wrong)
         values = [c_literal(p.default) for p in rest]
         for i, (p, v) in enumerate(zip(rest, values)):
-            lo, hi, _ = RANGES.get(base_type(p.ctype), (None, None, None))
+            lo, hi, is_bool = RANGES.get(base_type(p.ctype), (None, None, False))
             if type(v) is int and lo == 0 and not p.pointer:
-                values[i] = v % (hi + 1)  # C converts to an unsigned type modulo 2^bits: -1 is its largest
+                # C's conversions: to bool, nonzero is true; to an unsigned type, modulo 2^bits (-1 its largest)
+                values[i] = bool(v) if is_bool else v % (hi + 1)
             if v is None:
                 raise TypeError(
                     f"{wrong}: the default of {p.name or 'a parameter'} ({p.default}) is no number: pass it"

@@ -35,17 +35,17 @@ function, a struct's member function) is device code, which NVRTC needs.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..compiler import check_options, declarations
 from ..compiler.cxx import tokenize
+from ..compiler.headers import TORCH_HEADERS
 from ..compiler.options import canonical
 from .kernel import Kernel
 
-# Header folders of torch's C++ side and pybind11: what only the host code uses.
-_TORCH_HEADERS = frozenset(["torch", "ATen", "c10", "c10d", "caffe2", "THC", "THH", "pybind11"])
 # The C++ standard library's headers (C++20 included); NVRTC has none of them.
 _CXX_LIBRARY = frozenset(
     """algorithm any array atomic barrier bit bitset cassert ccomplex cctype cerrno cfenv cfloat charconv chrono
@@ -190,7 +190,7 @@ def _include(directive: str) -> str | None:
         return None
     name = m.group(1) or m.group(2)
     shown = f"<{name}>" if m.group(1) else f'"{name}"'
-    if name.split("/")[0] in _TORCH_HEADERS or name == "Python.h":
+    if name.split("/")[0] in TORCH_HEADERS or name == "Python.h":
         return f"#include {shown} (torch's header, for the host code)"
     if m.group(1) and (name in _CXX_LIBRARY or name in _C_LIBRARY):
         return f"#include {shown} (C/C++ standard library: NVRTC has none)"
@@ -488,6 +488,8 @@ def load_inline_kernels(cuda_sources, *, options=(), defines=None, include_dirs=
         raise ValueError(
             f"cuda_sources: no __global__ kernel in the source once its host side is set aside (set aside:{aside})"
         )
+    if isinstance(options, str):
+        options = shlex.split(options)
     if isinstance(options, (list, tuple)):  # nvcc's, needless here: -default-device stands for the first
         options = [o for o in options if o not in ("--expt-relaxed-constexpr", "--expt-extended-lambda")]
     options = TORCH_NVCC_DEFINES + check_options(options)

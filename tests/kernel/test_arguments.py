@@ -346,8 +346,8 @@ def test_default_arguments_fill_the_last_parameters_as_a_launch_does():
         k2(None, grid=1, block=1)
     with pytest.raises(TypeError, match=r"takes 5 arguments, got 6$"):
         k2(None, 3, 0.5, False, 16, 1, grid=1, block=1)
-    k3 = cupy_ops.Kernel("__global__ void m(float* y, unsigned mask = -1, int mode = 010);", "m")
-    assert k3._with_defaults((None,), k3._arg_plan()) == (None, 2**32 - 1, 8)  # C's conversions, C's octal
+    k3 = cupy_ops.Kernel("__global__ void m(float* y, unsigned mask = -1, int mode = 010, bool on = 2);", "m")
+    assert k3._with_defaults((None,), k3._arg_plan()) == (None, 2**32 - 1, 8, True)  # C's conversions, octal
 
 
 def test_something_else_is_a_type_error_naming_the_argument():

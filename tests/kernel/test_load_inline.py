@@ -324,6 +324,10 @@ def test_arch_and_extra_cuda_cflags_pass_through():
     needs_nvrtc()
     src = "#include <torch/extension.h>\n" + WGMMA_FENCE_KERNEL
     flags = ["-O3", "--expt-relaxed-constexpr", "-D", "ROWS=4", "-lineinfo"]  # as extra_cuda_cflags has them
+    assert cupy_ops.load_inline_kernels(src, options=" ".join(flags))["fenced"].variant(None).source.flags[-2:] == (
+        "-DROWS=4",
+        "-lineinfo",
+    )
     kernels = cupy_ops.load_inline_kernels(src, arch="sm_90a", options=flags)
     k = kernels["fenced"]
     assert k.variant(None).source.arch == "sm_90a"
